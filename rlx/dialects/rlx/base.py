@@ -1,0 +1,316 @@
+"""Shared machinery of the rlx dialect: element-type classes, attribute readers,
+NumPy-style broadcasting, and the base op class whose verifier re-infers the result type.
+
+Every rlx op verifies by recomputing its result types from its operands and attributes
+(`infer`) and comparing them with the types written in the IR, so one function per op
+serves both the verifier and the Python builder (`rlx.Graph`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
+from xdsl.utils.exceptions import VerifyException
+
+DYN = DYNAMIC_INDEX
+"""Marker of a dynamic dimension (`?`) in a shape tuple."""
+
+Shape = tuple[int, ...]
+
+
+# ----------------------------------------------------------------------------- element types
+
+
+def is_float(t: Attribute) -> bool:
+    """f64, f32, f16, bf16 and the fp8/fp6/fp4 types."""
+    return isinstance(t, AnyFloat)
+
+
+def is_int(t: Attribute) -> bool:
+    """Any integer element type, including i1 and ui8."""
+    return isinstance(t, IntegerType)
+
+
+def is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def is_unsigned(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+
+
+def is_numeric(t: Attribute) -> bool:
+    """Numbers that arithmetic applies to: floats and non-bool integers."""
+    return is_float(t) or (is_int(t) and not is_bool(t))
+
+
+UI8 = IntegerType(8, Signedness.UNSIGNED)
+
+
+def tensor(shape: Sequence[int], elem: Attribute) -> TensorType:
+    return TensorType(elem, list(shape))
+
+
+def shape_of(t: Attribute) -> Shape:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    return "x".join("?" if d == DYN else str(d) for d in shape) if shape else "scalar"
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def dims_compatible(a: int, b: int) -> bool:
+    return a == b or a == DYN or b == DYN
+
+
+def broadcast_shapes(*shapes: Shape, what: str = "operands") -> Shape:
+    """NumPy broadcasting of several shapes; a dynamic dim (?) broadcasts with anything."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for i in range(rank):
+        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        known = {d for d in dims if d not in (1, DYN)}
+        if len(known) > 1:
+            raise VerifyException(
+                f"{what} are not broadcast-compatible: "
+                + ", ".join(f"tensor<{fmt_shape(s)}>" for s in shapes)
+            )
+        if known:
+            out.append(known.pop())
+        elif DYN in dims:
+            out.append(DYN)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """Map a possibly negative axis into [0, rank), or raise a readable error."""
+    if not -rank <= axis < max(rank, 1):
+        raise VerifyException(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+# ----------------------------------------------------------------------------- attributes
+
+
+def attr_int(attrs: dict[str, Attribute], name: str, default: int | None = None) -> int | None:
+    a = attrs.get(name)
+    if a is None:
+        return default
+    if not isinstance(a, IntegerAttr):
+        raise VerifyException(f"attribute '{name}' must be an integer attribute, got {a}")
+    return a.value.data
+
+
+def attr_float(attrs: dict[str, Attribute], name: str, default: float | None = None) -> float | None:
+    a = attrs.get(name)
+    if a is None:
+        return default
+    if isinstance(a, FloatAttr):
+        return a.value.data
+    if isinstance(a, IntegerAttr):
+        return float(a.value.data)
+    raise VerifyException(f"attribute '{name}' must be a float attribute, got {a}")
+
+
+def attr_bool(attrs: dict[str, Attribute], name: str, default: bool = False) -> bool:
+    a = attrs.get(name)
+    if a is None:
+        return default
+    if not (isinstance(a, IntegerAttr) and isinstance(a.type, IntegerType) and a.type.width.data == 1):
+        raise VerifyException(f"attribute '{name}' must be a bool attribute (true/false), got {a}")
+    return bool(a.value.data)
+
+
+def attr_str(attrs: dict[str, Attribute], name: str, default: str | None = None) -> str | None:
+    a = attrs.get(name)
+    if a is None:
+        return default
+    if not isinstance(a, StringAttr):
+        raise VerifyException(f"attribute '{name}' must be a string attribute, got {a}")
+    return a.data
+
+
+def attr_enum(attrs: dict[str, Attribute], name: str, choices: Sequence[str], default: str | None = None) -> str | None:
+    v = attr_str(attrs, name, default)
+    if v is not None and v not in choices:
+        raise VerifyException(
+            f"attribute '{name}' must be one of {', '.join(choices)}; got \"{v}\""
+        )
+    return v
+
+
+def attr_ints(attrs: dict[str, Attribute], name: str, default: Sequence[int] | None = None) -> tuple[int, ...] | None:
+    a = attrs.get(name)
+    if a is None:
+        return None if default is None else tuple(default)
+    if not (isinstance(a, DenseArrayBase) and isinstance(a.elt_type, IntegerType)):
+        raise VerifyException(f"attribute '{name}' must be an integer dense array (array<i64: ...>), got {a}")
+    return tuple(int(x) for x in a.get_values())
+
+
+def attr_floats(attrs: dict[str, Attribute], name: str) -> tuple[float, ...] | None:
+    a = attrs.get(name)
+    if a is None:
+        return None
+    if isinstance(a, DenseArrayBase):
+        return tuple(float(x) for x in a.get_values())
+    return None
+
+
+def i64_attr(v: int) -> IntegerAttr:
+    return IntegerAttr(v, 64)
+
+
+def f64_attr(v: float) -> FloatAttr:
+    from xdsl.dialects.builtin import f64
+
+    return FloatAttr(v, f64)
+
+
+def bool_attr(v: bool) -> BoolAttr:
+    return IntegerAttr(int(v), 1)
+
+
+def ints_attr(vs: Sequence[int]) -> DenseArrayBase:
+    from xdsl.dialects.builtin import i64
+
+    return DenseArrayBase.from_list(i64, list(vs))
+
+
+def floats_attr(vs: Sequence[float]) -> DenseArrayBase:
+    from xdsl.dialects.builtin import f64
+
+    return DenseArrayBase.from_list(f64, list(vs))
+
+
+def to_attr(v: object) -> Attribute:
+    """Python value -> rlx attribute kind (int -> i64, float -> f64, bool, str, list -> array)."""
+    if isinstance(v, Attribute):
+        return v
+    if isinstance(v, bool):
+        return bool_attr(v)
+    if isinstance(v, int):
+        return i64_attr(v)
+    if isinstance(v, float):
+        return f64_attr(v)
+    if isinstance(v, str):
+        return StringAttr(v)
+    if isinstance(v, list | tuple):
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return ints_attr(v)
+        return floats_attr([float(x) for x in v])
+    raise TypeError(f"cannot make an rlx attribute from {v!r}")
+
+
+# ----------------------------------------------------------------------------- base op
+
+
+class RlxOp(IRDLOperation):
+    """Base of rlx ops: readable custom form `rlx.op %a, %b {attrs} : (types) -> type`,
+    and a verifier that re-infers the result types with `infer`.
+    """
+
+    assembly_format: ClassVar[str | None] = "operands attr-dict `:` functional-type(operands, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    ATTRS: ClassVar[tuple[str, ...]] = ()
+    """Names of the semantic attributes this op accepts (others are rejected)."""
+
+    @classmethod
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
+        """Result types from operand types and attributes; raises VerifyException when invalid.
+
+        `given` holds the result types written in the IR (None when building); ops whose
+        result type is part of their meaning (cast, reshape, rng, ...) read and check it.
+        """
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        unknown = [k for k in self.attributes if k not in self.ATTRS and not k.startswith("rlx.")]
+        if unknown:
+            raise VerifyException(
+                f"unknown attribute '{unknown[0]}'"
+                + (f"; expected one of: {', '.join(self.ATTRS)}" if self.ATTRS else "; this op takes no attributes")
+            )
+        types = [o.type for o in self.operands]
+        for i, t in enumerate(types):
+            if not isinstance(t, TensorType):
+                raise VerifyException(f"operand #{i} must be a tensor, got {t}")
+        actual = [r.type for r in self.results]
+        expected = self.infer(types, dict(self.attributes), actual)  # type: ignore[arg-type]
+        if len(expected) != len(actual):
+            raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if not types_compatible(e, a):
+                raise VerifyException(f"result #{i} has type {a}, but the operands and attributes give {e}")
+
+
+def types_compatible(expected: Attribute, actual: Attribute) -> bool:
+    """Equal types, where a dynamic dim on either side matches any size."""
+    if expected == actual:
+        return True
+    if not (isinstance(expected, TensorType) and isinstance(actual, TensorType)):
+        return False
+    if expected.element_type != actual.element_type:
+        return False
+    es, as_ = shape_of(expected), shape_of(actual)
+    return len(es) == len(as_) and all(dims_compatible(a, b) for a, b in zip(es, as_, strict=True))
+
+
+def elem(t: TensorType) -> Attribute:
+    return t.element_type
+
+
+def same_elem(types: Sequence[TensorType], what: str = "operands") -> Attribute:
+    e = types[0].element_type
+    for t in types[1:]:
+        if t.element_type != e:
+            raise VerifyException(
+                f"{what} must have the same element type, got {', '.join(str(x.element_type) for x in types)}"
+            )
+    return e
+
+
+def require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise VerifyException(msg)
+
+
+def expect_operands(types: Sequence[TensorType], lo: int, hi: int | None = None) -> None:
+    hi = lo if hi is None else hi
+    if not lo <= len(types) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise VerifyException(f"expected {want} operands, got {len(types)}")
+
+
+def given_result(given: Sequence[Attribute] | None, op: str) -> TensorType:
+    """The single result type written in the IR, for ops whose result type carries meaning."""
+    if not given or not isinstance(given[0], TensorType):
+        raise VerifyException(f"{op} needs an explicit tensor result type")
+    return given[0]

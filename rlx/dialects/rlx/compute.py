@@ -1,0 +1,347 @@
+"""Compute ops: matmul, reductions, normalization, attention, rope, conv and pooling."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from rlx.dialects.rlx.base import (
+    DYN,
+    RlxOp,
+    attr_bool,
+    attr_enum,
+    attr_float,
+    attr_int,
+    attr_ints,
+    broadcast_shapes,
+    dims_compatible,
+    fmt_shape,
+    is_float,
+    is_numeric,
+    normalize_axis,
+    require,
+    same_elem,
+    shape_of,
+    tensor,
+)
+
+Types = Sequence[TensorType]
+Attrs = dict[str, Attribute]
+Given = Sequence[Attribute] | None
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy matmul of rank >= 2 operands with broadcast batch dims."""
+    require(len(a) >= 2 and len(b) >= 2, f"matmul operands must have rank >= 2, got tensor<{fmt_shape(a)}> and tensor<{fmt_shape(b)}>")
+    require(
+        dims_compatible(a[-1], b[-2]),
+        f"contracting dimensions differ: lhs tensor<{fmt_shape(a)}> has K={a[-1]}, rhs tensor<{fmt_shape(b)}> has K={b[-2]}",
+    )
+    batch = broadcast_shapes(a[:-2], b[:-2], what="matmul batch dimensions")
+    return (*batch, a[-2], b[-1])
+
+
+@irdl_op_definition
+class MatmulOp(RlxOp):
+    """NumPy matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch dims broadcast."""
+
+    name = "rlx.matmul"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        e = same_elem(operand_types)
+        require(is_numeric(e), f"matmul needs numeric operands, got {e}")
+        return [tensor(matmul_shape(shape_of(operand_types[0]), shape_of(operand_types[1])), e)]
+
+
+REDUCE_KINDS = ("sum", "mean", "max", "min", "prod")
+
+
+@irdl_op_definition
+class ReduceOp(RlxOp):
+    """Reduce `axes` (all when omitted) with `kind`; `keepdims` keeps them as size 1."""
+
+    name = "rlx.reduce"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("kind", "axes", "keepdims")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        shape = shape_of(t)
+        require("kind" in attrs, "missing required attribute 'kind'")
+        attr_enum(attrs, "kind", REDUCE_KINDS)
+        axes = attr_ints(attrs, "axes", range(len(shape)))
+        assert axes is not None
+        norm = [normalize_axis(a, len(shape), "reduction axis") for a in axes]
+        require(len(set(norm)) == len(norm), f"reduction axes repeat: {list(axes)}")
+        keep = attr_bool(attrs, "keepdims")
+        out = [1 if i in norm else d for i, d in enumerate(shape)] if keep else [
+            d for i, d in enumerate(shape) if i not in norm
+        ]
+        return [tensor(out, t.element_type)]
+
+
+@irdl_op_definition
+class SoftmaxOp(RlxOp):
+    """Softmax along `axis` (default -1)."""
+
+    name = "rlx.softmax"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        require(is_float(t.element_type), f"softmax needs a floating-point operand, got {t.element_type}")
+        normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
+        return [t]
+
+
+@irdl_op_definition
+class CumsumOp(RlxOp):
+    """Inclusive (or `exclusive`) running sum along `axis` (default -1)."""
+
+    name = "rlx.cumsum"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "exclusive")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
+        attr_bool(attrs, "exclusive")
+        return [t]
+
+
+def _check_norm_params(x: TensorType, params: Types, names: Sequence[str]) -> None:
+    shape = shape_of(x)
+    require(len(shape) >= 1, "normalization needs an operand of rank >= 1")
+    require(is_float(x.element_type), f"normalization needs a floating-point operand, got {x.element_type}")
+    for n, p in zip(names, params, strict=False):
+        ps = shape_of(p)
+        require(
+            len(ps) == 1 and dims_compatible(ps[0], shape[-1]),
+            f"{n} must have shape [{shape[-1]}] (the normalized last axis), got tensor<{fmt_shape(ps)}>",
+        )
+        require(p.element_type == x.element_type, f"{n} element type {p.element_type} differs from {x.element_type}")
+
+
+def _check_epsilon(attrs: Attrs) -> None:
+    eps = attr_float(attrs, "epsilon", 1e-5)
+    require(eps is not None and eps >= 0, f"epsilon must be non-negative, got {eps}")
+
+
+@irdl_op_definition
+class LayerNormOp(RlxOp):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over the last axis."""
+
+    name = "rlx.layer_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        _check_norm_params(operand_types[0], operand_types[1:], ("gamma", "beta"))
+        _check_epsilon(attrs)
+        return [operand_types[0]]
+
+
+@irdl_op_definition
+class RmsNormOp(RlxOp):
+    """x / sqrt(mean(x^2) + epsilon) * gamma (+ beta) over the last axis."""
+
+    name = "rlx.rms_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        _check_norm_params(operand_types[0], operand_types[1:], ("gamma", "beta"))
+        _check_epsilon(attrs)
+        return [operand_types[0]]
+
+
+MASK_KINDS = ("none", "causal", "sliding_window", "bias")
+
+
+@irdl_op_definition
+class AttentionOp(RlxOp):
+    """softmax(mask(q·kᵀ·scale [+ bias])) · v on [batch, heads, seq, head_dim] tensors."""
+
+    name = "rlx.attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "mask_kind", "window", "softcap")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        q, k, v = (shape_of(t) for t in operand_types[:3])
+        e = same_elem(operand_types)
+        require(is_float(e), f"attention needs floating-point operands, got {e}")
+        for n, s in (("q", q), ("k", k), ("v", v)):
+            require(len(s) == 4, f"{n} must have rank 4 [batch, heads, seq, head_dim], got tensor<{fmt_shape(s)}>")
+        require(
+            all(dims_compatible(a, b) for a, b in zip(q[:2], k[:2], strict=True))
+            and all(dims_compatible(a, b) for a, b in zip(k[:3], v[:3], strict=True)),
+            f"q, k, v batch/heads/seq do not agree: tensor<{fmt_shape(q)}>, tensor<{fmt_shape(k)}>, tensor<{fmt_shape(v)}>",
+        )
+        require(dims_compatible(q[3], k[3]), f"q and k head_dim differ: {q[3]} vs {k[3]}")
+        kind = attr_enum(attrs, "mask_kind", MASK_KINDS, "none")
+        has_bias = len(operand_types) == 4
+        require(
+            has_bias == (kind == "bias"),
+            "a bias operand is given iff mask_kind = \"bias\"",
+        )
+        if has_bias:
+            broadcast_shapes(shape_of(operand_types[3]), (q[0], q[1], q[2], k[2]), what="attention bias and scores")
+        window = attr_int(attrs, "window")
+        require(
+            (window is not None) == (kind == "sliding_window"),
+            "attribute 'window' is required by (and only by) mask_kind = \"sliding_window\"",
+        )
+        require(window is None or window >= 0, f"window must be non-negative, got {window}")
+        softcap = attr_float(attrs, "softcap")
+        require(softcap is None or softcap > 0, f"softcap must be positive, got {softcap}")
+        attr_float(attrs, "scale")
+        return [tensor((q[0], q[1], q[2], v[3]), e)]
+
+
+@irdl_op_definition
+class RopeOp(RlxOp):
+    """Rotary embedding with rotate-half pairing (dims i and i + n_rot/2)."""
+
+    name = "rlx.rope"
+    x = operand_def(TensorType)
+    cos = operand_def(TensorType)
+    sin = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("n_rot",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        x, c, s = operand_types
+        xs = shape_of(x)
+        same_elem(operand_types)
+        require(len(xs) >= 2, f"rope needs x of rank >= 2 [..., seq, dim], got tensor<{fmt_shape(xs)}>")
+        n_rot = attr_int(attrs, "n_rot", xs[-1])
+        assert n_rot is not None
+        require(n_rot > 0 and n_rot % 2 == 0, f"n_rot must be a positive even number, got {n_rot}")
+        require(xs[-1] == DYN or n_rot <= xs[-1], f"n_rot ({n_rot}) exceeds the last dim ({xs[-1]})")
+        half = (*xs[:-1], n_rot // 2)
+        for n, t in (("cos", c), ("sin", s)):
+            require(
+                broadcast_shapes(shape_of(t), half, what=f"{n} and x[..., :n_rot/2]") == half,
+                f"{n} tensor<{fmt_shape(shape_of(t))}> must broadcast to tensor<{fmt_shape(half)}>",
+            )
+        return [x]
+
+
+def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
+    if size == DYN:
+        return DYN
+    eff = dil * (k - 1) + 1
+    out = (size + pad - eff) // stride + 1
+    require(out >= 1, f"window of size {eff} does not fit input of size {size} with padding {pad}")
+    return out
+
+
+def _spatial_attrs(attrs: Attrs, kernel: Sequence[int] | None = None) -> tuple[tuple[int, ...], ...]:
+    strides = attr_ints(attrs, "strides", kernel if kernel is not None else (1, 1))
+    padding = attr_ints(attrs, "padding", (0, 0, 0, 0))
+    dil = attr_ints(attrs, "dilations", (1, 1))
+    assert strides is not None and padding is not None and dil is not None
+    require(len(strides) == 2 and all(s >= 1 for s in strides), f"strides must be 2 positive values [h, w], got {list(strides)}")
+    require(len(padding) == 4 and all(p >= 0 for p in padding), f"padding must be 4 non-negative values [top, left, bottom, right], got {list(padding)}")
+    require(len(dil) == 2 and all(d >= 1 for d in dil), f"dilations must be 2 positive values [h, w], got {list(dil)}")
+    return strides, padding, dil
+
+
+@irdl_op_definition
+class Conv2dOp(RlxOp):
+    """NCHW 2-D cross-correlation; w is [F, C/groups, KH, KW]; optional bias [F]."""
+
+    name = "rlx.conv2d"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        e = same_elem(operand_types)
+        xs, ws = shape_of(operand_types[0]), shape_of(operand_types[1])
+        require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
+        require(len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>")
+        groups = attr_int(attrs, "groups", 1)
+        assert groups is not None
+        require(groups >= 1, f"groups must be >= 1, got {groups}")
+        require(xs[1] == DYN or xs[1] % groups == 0, f"channels ({xs[1]}) not divisible by groups ({groups})")
+        require(ws[0] % groups == 0, f"filters ({ws[0]}) not divisible by groups ({groups})")
+        require(xs[1] == DYN or ws[1] * groups == xs[1], f"w has {ws[1]} input channels per group, x has {xs[1]} channels in {groups} groups")
+        if len(operand_types) == 3:
+            bs = shape_of(operand_types[2])
+            require(bs == (ws[0],), f"bias must have shape [{ws[0]}], got tensor<{fmt_shape(bs)}>")
+        strides, pad, dil = _spatial_attrs(attrs)
+        oh = _window_out(xs[2], ws[2], strides[0], pad[0] + pad[2], dil[0])
+        ow = _window_out(xs[3], ws[3], strides[1], pad[1] + pad[3], dil[1])
+        return [tensor((xs[0], ws[0], oh, ow), e)]
+
+
+POOL_KINDS = ("max", "avg")
+
+
+@irdl_op_definition
+class Pool2dOp(RlxOp):
+    """NCHW max / average pooling (average counts only non-padded elements)."""
+
+    name = "rlx.pool2d"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("kind", "kernel", "strides", "padding")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        xs = shape_of(t)
+        require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
+        require("kind" in attrs and "kernel" in attrs, "missing required attribute 'kind' or 'kernel'")
+        attr_enum(attrs, "kind", POOL_KINDS)
+        kernel = attr_ints(attrs, "kernel")
+        assert kernel is not None
+        require(len(kernel) == 2 and all(k >= 1 for k in kernel), f"kernel must be 2 positive values [h, w], got {list(kernel)}")
+        strides, pad, _ = _spatial_attrs(attrs, kernel)
+        oh = _window_out(xs[2], kernel[0], strides[0], pad[0] + pad[2], 1)
+        ow = _window_out(xs[3], kernel[1], strides[1], pad[1] + pad[3], 1)
+        return [tensor((xs[0], xs[1], oh, ow), t.element_type)]

@@ -1,0 +1,160 @@
+"""Region ops: `rlx.scan` (jax.lax.scan), `rlx.elementwise_region` (a fused scalar body)
+and their terminator `rlx.yield`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Region
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from rlx.dialects.rlx.base import (
+    RlxOp,
+    attr_int,
+    broadcast_shapes,
+    fmt_shape,
+    require,
+    shape_of,
+    tensor,
+    types_compatible,
+)
+
+Types = Sequence[TensorType]
+Attrs = dict[str, Attribute]
+Given = Sequence[Attribute] | None
+
+
+@irdl_op_definition
+class ScanOp(RlxOp):
+    """jax.lax.scan: the body maps (carries, xs[t]) to (next carries, per-step outputs);
+    the results are the final carries and the per-step outputs stacked on a new axis 0."""
+
+    name = "rlx.scan"
+    inits = var_operand_def(TensorType)
+    xs = var_operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "`(` $inits `)` `over` `(` $xs `)` attr-dict `:` `(` type($inits) `)` `,` `(` type($xs) `)`"
+        " `->` `(` type($outs) `)` $body"
+    )
+    ATTRS: ClassVar[tuple[str, ...]] = ("length",)
+
+    def __init__(self, inits: Sequence, xs: Sequence, result_types: Sequence[Attribute], body: Region, length: int):
+        from rlx.dialects.rlx.base import i64_attr
+
+        super().__init__(
+            operands=[inits, xs], result_types=[result_types], regions=[body], attributes={"length": i64_attr(length)}
+        )
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        raise AssertionError("scan results are checked against its body in verify_")
+
+    def verify_(self) -> None:
+        length = attr_int(dict(self.attributes), "length")
+        require(length is not None and length >= 0, "attribute 'length' must be a non-negative integer")
+        assert length is not None
+        inits = [o.type for o in self.inits]
+        xs = [o.type for o in self.xs]
+        block = self.body.block
+        for t in xs:
+            s = shape_of(t)
+            require(len(s) >= 1 and s[0] == length, f"each xs must have leading dim length={length}, got {t}")
+        want_args = [*inits, *(tensor(shape_of(t)[1:], t.element_type) for t in xs)]  # type: ignore[arg-type]
+        got_args = [a.type for a in block.args]
+        require(
+            len(got_args) == len(want_args) and all(types_compatible(w, g) for w, g in zip(want_args, got_args, strict=True)),
+            "body arguments must be the carries followed by one slice of each xs: expected ("
+            + ", ".join(map(str, want_args)) + "), got (" + ", ".join(map(str, got_args)) + ")",
+        )
+        term = block.last_op
+        require(isinstance(term, YieldOp), "scan body must end with rlx.yield")
+        assert term is not None
+        ys = [o.type for o in term.operands]
+        require(len(ys) >= len(inits), f"rlx.yield must return the {len(inits)} next carries first")
+        for i, (c, y) in enumerate(zip(inits, ys, strict=False)):
+            require(types_compatible(c, y), f"yielded carry #{i} has type {y}, the carry has type {c}")
+        want = [*inits, *(tensor((length, *shape_of(y)), y.element_type) for y in ys[len(inits) :])]  # type: ignore[arg-type]
+        got = [r.type for r in self.results]
+        require(
+            len(got) == len(want) and all(types_compatible(w, g) for w, g in zip(want, got, strict=True)),
+            "results must be the final carries then the stacked per-step outputs: expected ("
+            + ", ".join(map(str, want)) + "), got (" + ", ".join(map(str, got)) + ")",
+        )
+
+
+@irdl_op_definition
+class ElementwiseRegionOp(RlxOp):
+    """A fused elementwise kernel: the body computes one output element from one
+    (broadcast) element of each input with scalar arith/math ops."""
+
+    name = "rlx.elementwise_region"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result) $body"
+
+    def __init__(self, inputs: Sequence, result_type: Attribute, body: Region):
+        super().__init__(operands=[inputs], result_types=[result_type], regions=[body])
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        raise AssertionError("elementwise_region is checked against its body in verify_")
+
+    def verify_(self) -> None:
+        types = [o.type for o in self.inputs]
+        require(len(types) >= 1, "elementwise_region needs at least one input")
+        shape = broadcast_shapes(*(shape_of(t) for t in types), what="region inputs")
+        block = self.body.block
+        want = [t.element_type for t in types]  # type: ignore[union-attr]
+        got = [a.type for a in block.args]
+        require(
+            got == want,
+            "body arguments must be the scalar element types of the inputs: expected ("
+            + ", ".join(map(str, want)) + "), got (" + ", ".join(map(str, got)) + ")",
+        )
+        term = block.last_op
+        require(isinstance(term, YieldOp) and len(term.operands) == 1, "body must end with rlx.yield of one scalar")
+        assert term is not None
+        out = tensor(shape, term.operands[0].type)
+        require(
+            types_compatible(out, self.result.type),
+            f"result must be {out} (broadcast tensor<{fmt_shape(shape)}> of the yielded type), got {self.result.type}",
+        )
+        for op in block.ops:
+            if op is not term and op.dialect_name() not in ("arith", "math"):
+                raise VerifyException(f"body may only contain arith and math ops, found {op.name}")
+
+
+@irdl_op_definition
+class YieldOp(RlxOp):
+    """Terminator of rlx region ops."""
+
+    name = "rlx.yield"
+    values = var_operand_def()
+    traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, ElementwiseRegionOp))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, *values: object):
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        return

@@ -1,0 +1,271 @@
+"""Elementwise rlx ops: unary math, binary arithmetic with NumPy broadcasting,
+compare/where, and cast."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import TensorType, i1
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from rlx.dialects.rlx.base import (
+    RlxOp,
+    fmt_shape,
+    given_result,
+    types_compatible,
+    attr_enum,
+    broadcast_shapes,
+    is_bool,
+    is_float,
+    is_numeric,
+    require,
+    same_elem,
+    shape_of,
+    tensor,
+)
+
+
+class UnaryOp(RlxOp):
+    """`y = f(x)` elementwise; same shape and element type."""
+
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+        (t,) = operand_types
+        e = t.element_type
+        if cls.FLOAT_ONLY:
+            require(is_float(e), f"operand must have a floating-point element type, got {e}")
+        else:
+            require(is_numeric(e), f"operand must have a numeric element type, got {e}")
+        return [t]
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "rlx.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "rlx.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "rlx.relu"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "rlx.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    name = "rlx.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "rlx.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    name = "rlx.rsqrt"
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    name = "rlx.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    name = "rlx.cos"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "rlx.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    name = "rlx.sigmoid"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """Exact GELU: 0.5·x·(1 + erf(x/√2))."""
+
+    name = "rlx.gelu"
+
+
+@irdl_op_definition
+class GeluTanhOp(UnaryOp):
+    """Tanh-approximated GELU: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+
+    name = "rlx.gelu_tanh"
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    name = "rlx.silu"
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    name = "rlx.erf"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    name = "rlx.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    name = "rlx.ceil"
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """Round to nearest, ties to even."""
+
+    name = "rlx.round"
+
+
+UNARY_OPS: tuple[type[UnaryOp], ...] = (
+    NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanhOp, SigmoidOp, ReluOp,
+    GeluOp, GeluTanhOp, SiluOp, ErfOp, FloorOp, CeilOp, RoundOp,
+)  # fmt: skip
+
+
+class BinaryOp(RlxOp):
+    """`y = lhs ∘ rhs` elementwise with NumPy broadcasting; operands share an element type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+        e = same_elem(operand_types)
+        require(is_numeric(e), f"operands must have a numeric element type, got {e}")
+        shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
+        return [tensor(shape, e)]
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "rlx.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "rlx.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "rlx.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """Division; integer division truncates toward zero."""
+
+    name = "rlx.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    name = "rlx.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    name = "rlx.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    name = "rlx.pow"
+
+
+BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp)
+
+PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CompareOp(RlxOp):
+    """Elementwise comparison with broadcasting; the result is i1."""
+
+    name = "rlx.compare"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("predicate",)
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+        require("predicate" in attrs, "missing required attribute 'predicate'")
+        attr_enum(attrs, "predicate", PREDICATES)
+        same_elem(operand_types)
+        shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
+        return [tensor(shape, i1)]
+
+
+@irdl_op_definition
+class WhereOp(RlxOp):
+    """`cond ? a : b` elementwise, broadcasting all three operands."""
+
+    name = "rlx.where"
+    cond = operand_def(TensorType)
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+        c, a, b = operand_types
+        require(is_bool(c.element_type), f"condition must have element type i1, got {c.element_type}")
+        e = same_elem([a, b], "the selected operands")
+        shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
+        return [tensor(shape, e)]
+
+
+@irdl_op_definition
+class CastOp(RlxOp):
+    """Convert the element type (given by the result type); the shape is unchanged."""
+
+    name = "rlx.cast"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+        out = given_result(given, "rlx.cast")
+        (t,) = operand_types
+        require(
+            types_compatible(tensor(shape_of(t), out.element_type), out),
+            f"cast must keep the shape: operand tensor<{fmt_shape(shape_of(t))}>, result {out}",
+        )
+        return [out]

@@ -1,0 +1,129 @@
+"""Fused ops produced by the `fusion` pass (and writable by hand)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def, var_operand_def
+from xdsl.traits import Pure
+
+from rlx.dialects.rlx.base import (
+    RlxOp,
+    attr_bool,
+    attr_enum,
+    broadcast_shapes,
+    fmt_shape,
+    is_float,
+    require,
+    same_elem,
+    shape_of,
+    tensor,
+    types_compatible,
+)
+from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, matmul_shape
+
+Types = Sequence[TensorType]
+Attrs = dict[str, Attribute]
+Given = Sequence[Attribute] | None
+
+ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
+
+
+@irdl_op_definition
+class FusedMatmulBiasActOp(RlxOp):
+    """activation(x @ w + bias) with bias of rank <= 1."""
+
+    name = "rlx.fused_matmul_bias_act"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("activation",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        e = same_elem(operand_types)
+        require(is_float(e), f"fused_matmul_bias_act needs floating-point operands, got {e}")
+        attr_enum(attrs, "activation", ACTIVATIONS, "none")
+        mm = matmul_shape(shape_of(operand_types[0]), shape_of(operand_types[1]))
+        bs = shape_of(operand_types[2])
+        require(len(bs) <= 1, f"bias must have rank <= 1, got tensor<{fmt_shape(bs)}>")
+        out = broadcast_shapes(mm, bs, what="matmul result and bias")
+        require(out == mm, f"bias tensor<{fmt_shape(bs)}> must broadcast into the matmul result tensor<{fmt_shape(mm)}>")
+        return [tensor(mm, e)]
+
+
+@irdl_op_definition
+class FusedSwigluOp(RlxOp):
+    """silu(x @ w_gate) * (x @ w_up), or with one packed operand [..., 2N]:
+    silu(gate half) * up half (up first unless gate_first)."""
+
+    name = "rlx.fused_swiglu"
+    operands_ = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("gate_first",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        require(len(operand_types) in (1, 3), f"fused_swiglu takes (x, w_gate, w_up) or one packed operand, got {len(operand_types)} operands")
+        e = same_elem(operand_types)
+        require(is_float(e), f"fused_swiglu needs floating-point operands, got {e}")
+        gate_first = attr_bool(attrs, "gate_first")
+        if len(operand_types) == 1:
+            s = shape_of(operand_types[0])
+            require(len(s) >= 1 and s[-1] % 2 == 0, f"packed operand needs an even last dim, got tensor<{fmt_shape(s)}>")
+            return [tensor((*s[:-1], s[-1] // 2), e)]
+        require(not gate_first, "gate_first applies only to the packed form")
+        x, wg, wu = (shape_of(t) for t in operand_types)
+        g = matmul_shape(x, wg)
+        u = matmul_shape(x, wu)
+        require(g == u, f"gate and up projections differ: tensor<{fmt_shape(g)}> vs tensor<{fmt_shape(u)}>")
+        return [tensor(g, e)]
+
+
+def _residual(operand_types: Types) -> None:
+    x, r = operand_types[:2]
+    require(types_compatible(x, r), f"x and residual must have the same type, got {x} and {r}")
+
+
+@irdl_op_definition
+class FusedResidualLayerNormOp(RlxOp):
+    """layer_norm(x + residual, gamma, beta)."""
+
+    name = "rlx.fused_residual_layer_norm"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        _residual(operand_types)
+        return LayerNormOp.infer([operand_types[0], *operand_types[2:]], attrs)
+
+
+@irdl_op_definition
+class FusedResidualRmsNormOp(RlxOp):
+    """rms_norm(x + residual, gamma[, beta])."""
+
+    name = "rlx.fused_residual_rms_norm"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        _residual(operand_types)
+        return RmsNormOp.infer([operand_types[0], *operand_types[2:]], attrs)

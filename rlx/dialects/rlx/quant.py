@@ -1,0 +1,271 @@
+"""Quantization ops: int8 affine (de)quantization, fake quantization, scaled
+low-precision GEMM (fp8/fp6/fp4 and custom fNeXmY formats) and GGML packed matmul."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, f32, i8
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from rlx.dialects.rlx.base import (
+    UI8,
+    RlxOp,
+    attr_enum,
+    attr_floats,
+    attr_int,
+    attr_ints,
+    attr_str,
+    fmt_shape,
+    is_float,
+    normalize_axis,
+    require,
+    shape_of,
+    tensor,
+)
+
+Types = Sequence[TensorType]
+Attrs = dict[str, Attribute]
+Given = Sequence[Attribute] | None
+
+
+def _check_affine(attrs: Attrs, shape: tuple[int, ...]) -> None:
+    """scale/zero_point are scalars (per tensor) or arrays along `axis` (per channel)."""
+    scale, zp = attrs.get("scale"), attrs.get("zero_point")
+    require(scale is not None, "missing required attribute 'scale'")
+    if isinstance(scale, FloatAttr):
+        require(scale.value.data > 0, f"scale must be positive, got {scale.value.data}")
+        require(zp is None or isinstance(zp, IntegerAttr), "a per-tensor scale needs a scalar zero_point (i64)")
+        require("axis" not in attrs, "attribute 'axis' is only valid with per-channel scale arrays")
+        return
+    scales = attr_floats(attrs, "scale")
+    require(scales is not None, "scale must be an f64 attribute or an array<f64: ...>")
+    assert scales is not None
+    axis = attr_int(attrs, "axis")
+    require(axis is not None, "per-channel scales need attribute 'axis'")
+    assert axis is not None
+    ax = normalize_axis(axis, len(shape))
+    require(len(scales) == shape[ax], f"{len(scales)} scales for axis {axis} of size {shape[ax]}")
+    require(all(s > 0 for s in scales), "scales must be positive")
+    if zp is not None:
+        zps = attr_ints(attrs, "zero_point")
+        require(zps is not None and len(zps) == len(scales), "per-channel zero_point must be an array<i64> with one value per channel")
+
+
+@irdl_op_definition
+class QuantizeOp(RlxOp):
+    """q = clamp(round_half_even(x / scale) + zero_point, -128, 127) as i8."""
+
+    name = "rlx.quantize"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        require(is_float(t.element_type), f"quantize needs a floating-point operand, got {t.element_type}")
+        _check_affine(attrs, shape_of(t))
+        return [tensor(shape_of(t), i8)]
+
+
+@irdl_op_definition
+class DequantizeOp(RlxOp):
+    """x = (q - zero_point) * scale, in the result's float type (default f32)."""
+
+    name = "rlx.dequantize"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        require(t.element_type == i8, f"dequantize needs an i8 operand, got {t.element_type}")
+        _check_affine(attrs, shape_of(t))
+        elem = given[0].element_type if given and isinstance(given[0], TensorType) else f32
+        require(is_float(elem), f"dequantize produces floats, got {elem}")
+        return [tensor(shape_of(t), elem)]
+
+
+@irdl_op_definition
+class FakeQuantizeOp(RlxOp):
+    """Quantize then dequantize with `bits` (default 8): the rounding error, in float."""
+
+    name = "rlx.fake_quantize"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis", "bits")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        require(is_float(t.element_type), f"fake_quantize needs a floating-point operand, got {t.element_type}")
+        _check_affine(attrs, shape_of(t))
+        bits = attr_int(attrs, "bits", 8)
+        require(bits is not None and 2 <= bits <= 16, f"bits must be in [2, 16], got {bits}")
+        return [t]
+
+
+NAMED_FORMATS = ("f8e4m3", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f6e2m3", "f6e3m2", "f4e2m1")
+_CUSTOM = re.compile(r"f(\d)e(\d)m(\d)")
+_LAYOUT = re.compile(r"(per_tensor)|(mx|mxfp8|block|nvfp4)(/(\d+))?")
+
+
+def check_format(name: str | None, attr: str) -> str:
+    """Accept the named formats and any fNeXmY with N = 1+X+Y <= 8, X >= 1."""
+    require(name is not None, f"missing required attribute '{attr}'")
+    assert name is not None
+    if name in NAMED_FORMATS:
+        return name
+    m = _CUSTOM.fullmatch(name)
+    ok = m is not None and int(m[2]) >= 1 and int(m[1]) == 1 + int(m[2]) + int(m[3]) <= 8
+    require(
+        ok,
+        f"unknown low-precision format \"{name}\" in '{attr}'; expected one of {', '.join(NAMED_FORMATS)} "
+        "or fNeXmY with N = 1+X+Y <= 8 and X >= 1",
+    )
+    return name
+
+
+def layout_block(layout: str | None) -> tuple[str, int]:
+    """Parse a scale layout: per_tensor | mx[/BLOCK] (default 32) | nvfp4[/GROUP] (default 16)."""
+    m = _LAYOUT.fullmatch(layout or "per_tensor")
+    require(
+        m is not None and (m[4] is None or int(m[4]) >= 1),
+        f"unknown scale_layout \"{layout}\"; expected per_tensor, mx[/BLOCK] or nvfp4[/GROUP]",
+    )
+    assert m is not None
+    if m[1]:
+        return "per_tensor", 0
+    kind = "nvfp4" if m[2] == "nvfp4" else "mx"
+    return kind, int(m[4]) if m[4] else (16 if kind == "nvfp4" else 32)
+
+
+def scale_type(layout: str | None, rows: int, k: int) -> TensorType:
+    """per_tensor: one f32; block layouts: one encoded byte per row per block of K."""
+    kind, block = layout_block(layout)
+    if kind == "per_tensor":
+        return tensor((1,), f32)
+    return tensor((rows, -(-k // block)), UI8)
+
+
+def _rank2(t: TensorType, what: str) -> tuple[int, int]:
+    s = shape_of(t)
+    require(len(s) == 2, f"{what} must have rank 2 [rows, K], got tensor<{fmt_shape(s)}>")
+    return s[0], s[1]
+
+
+@irdl_op_definition
+class ScaledQuantScaleOp(RlxOp):
+    """Scales that map each block of x (per tensor, or per row per block of K) onto `format`."""
+
+    name = "rlx.scaled_quant_scale"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("format", "scale_layout")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        (t,) = operand_types
+        require(t.element_type == f32, f"operand must be f32, got {t.element_type}")
+        rows, k = _rank2(t, "operand")
+        check_format(attr_str(attrs, "format"), "format")
+        return [scale_type(attr_str(attrs, "scale_layout"), rows, k)]
+
+
+@irdl_op_definition
+class ScaledQuantizeOp(RlxOp):
+    """One ui8 code per element: the nearest `format` value of x / scale."""
+
+    name = "rlx.scaled_quantize"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("format", "scale_layout")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        x, s = operand_types
+        require(x.element_type == f32, f"operand must be f32, got {x.element_type}")
+        rows, k = _rank2(x, "operand")
+        check_format(attr_str(attrs, "format"), "format")
+        want = scale_type(attr_str(attrs, "scale_layout"), rows, k)
+        require(s == want, f"scale must be {want} for this layout, got {s}")
+        return [tensor((rows, k), UI8)]
+
+
+@irdl_op_definition
+class ScaledMatmulOp(RlxOp):
+    """f32 a·bᵀ of ui8 codes with their scales: [M,K] x [N,K] -> [M,N] (+ bias [N])."""
+
+    name = "rlx.scaled_matmul"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    a_scale = operand_def(TensorType)
+    b_scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("lhs_format", "rhs_format", "scale_layout")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        a, b, sa, sb = operand_types[:4]
+        require(a.element_type == UI8 and b.element_type == UI8, "code operands must be ui8")
+        m, k = _rank2(a, "lhs codes")
+        n, k2 = _rank2(b, "rhs codes")
+        require(k == k2, f"lhs has K={k}, rhs has K={k2} (rhs is [N, K])")
+        check_format(attr_str(attrs, "lhs_format"), "lhs_format")
+        check_format(attr_str(attrs, "rhs_format"), "rhs_format")
+        layout = attr_str(attrs, "scale_layout")
+        require(sa == scale_type(layout, m, k), f"lhs scale must be {scale_type(layout, m, k)}, got {sa}")
+        require(sb == scale_type(layout, n, k), f"rhs scale must be {scale_type(layout, n, k)}, got {sb}")
+        if len(operand_types) == 5:
+            require(operand_types[4] == tensor((n,), f32), f"bias must be tensor<{n}xf32>, got {operand_types[4]}")
+        return [tensor((m, n), f32)]
+
+
+GGML_BLOCKS = {"q8_0": (32, 34), "tq2_0": (256, 66)}
+
+
+@irdl_op_definition
+class DequantMatmulOp(RlxOp):
+    """y = x @ Wᵀ with W [n, k] stored as GGML blocks (q8_0 or tq2_0) in a ui8 tensor."""
+
+    name = "rlx.dequant_matmul"
+    x = operand_def(TensorType)
+    packed = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    ATTRS: ClassVar[tuple[str, ...]] = ("scheme", "n", "k")
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        x, p = operand_types
+        scheme = attr_enum(attrs, "scheme", tuple(GGML_BLOCKS))
+        require(scheme is not None, "missing required attribute 'scheme'")
+        assert scheme is not None
+        n, k = attr_int(attrs, "n"), attr_int(attrs, "k")
+        require(n is not None and k is not None and n > 0 and k > 0, "attributes 'n' and 'k' must be positive")
+        assert n is not None and k is not None
+        block, nbytes = GGML_BLOCKS[scheme]
+        require(k % block == 0, f"k ({k}) must be a multiple of the {scheme} block size {block}")
+        require(
+            p.element_type == UI8 and shape_of(p) == (n * k // block * nbytes,),
+            f"packed weight must be tensor<{n * k // block * nbytes}xui8> for [{n}, {k}] {scheme}, got {p}",
+        )
+        xs = shape_of(x)
+        require(x.element_type == f32, f"x must be f32, got {x.element_type}")
+        require(len(xs) >= 1 and xs[-1] in (k, -1), f"x must end in K={k}, got tensor<{fmt_shape(xs)}>")
+        return [tensor((*xs[:-1], n), f32)]
+
