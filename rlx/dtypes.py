@@ -1,0 +1,79 @@
+"""The one mapping between rlx element types, their short names and NumPy dtypes
+(bf16 and the fp8 types come from ml_dtypes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+)
+from xdsl.ir import Attribute
+
+_TABLE: list[tuple[str, Attribute, Any]] = [
+    ("f64", Float64Type(), np.dtype(np.float64)),
+    ("f32", Float32Type(), np.dtype(np.float32)),
+    ("f16", Float16Type(), np.dtype(np.float16)),
+    ("bf16", BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
+    ("f8e4m3fn", Float8E4M3FNType(), np.dtype(ml_dtypes.float8_e4m3fn)),
+    ("f8e5m2", Float8E5M2Type(), np.dtype(ml_dtypes.float8_e5m2)),
+    ("f8e4m3fnuz", Float8E4M3FNUZType(), np.dtype(ml_dtypes.float8_e4m3fnuz)),
+    ("f8e5m2fnuz", Float8E5M2FNUZType(), np.dtype(ml_dtypes.float8_e5m2fnuz)),
+    ("i64", IntegerType(64), np.dtype(np.int64)),
+    ("i32", IntegerType(32), np.dtype(np.int32)),
+    ("i8", IntegerType(8), np.dtype(np.int8)),
+    ("i1", IntegerType(1), np.dtype(np.bool_)),
+    ("ui8", IntegerType(8, Signedness.UNSIGNED), np.dtype(np.uint8)),
+]
+_ALIASES = {
+    "float64": "f64", "double": "f64", "float32": "f32", "float": "f32", "float16": "f16",
+    "half": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32", "int8": "i8",
+    "bool": "i1", "uint8": "ui8", "f8e4m3": "f8e4m3fn",
+}  # fmt: skip
+
+NAMES = tuple(n for n, _, _ in _TABLE)
+
+
+def element_type(dtype: Any) -> Attribute:
+    """xDSL element type from a short name ("f32", "bf16", "i1"...), a NumPy dtype or a type."""
+    if isinstance(dtype, Attribute):
+        return dtype
+    if isinstance(dtype, str):
+        key = _ALIASES.get(dtype.lower(), dtype.lower())
+        for n, t, _ in _TABLE:
+            if n == key:
+                return t
+        raise ValueError(f"unknown element type '{dtype}'; expected one of {', '.join(NAMES)}")
+    npd = np.dtype(dtype)
+    for _, t, d in _TABLE:
+        if d == npd:
+            return t
+    raise ValueError(f"NumPy dtype {npd} has no rlx element type")
+
+
+def numpy_dtype(elem: Attribute | str) -> np.dtype:
+    """NumPy dtype of an rlx element type (or short name)."""
+    t = element_type(elem)
+    for _, tt, d in _TABLE:
+        if tt == t:
+            return d
+    raise ValueError(f"element type {t} has no NumPy dtype")
+
+
+def type_name(elem: Attribute) -> str:
+    """Short name of an element type ("f32", "bf16", ...)."""
+    for n, t, _ in _TABLE:
+        if t == elem:
+            return n
+    return str(elem)
