@@ -555,6 +555,8 @@ func.func @region_bad_args(%x: tensor<2x8xf32>) {
 
 // -----
 
+func.func private @g(f32) -> f32
+
 func.func @region_bad_body(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{body may only contain arith and math ops, found func.call}}
   %r = rlx.elementwise_region %x : (tensor<2x8xf32>) -> tensor<2x8xf32> {
