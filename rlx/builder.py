@@ -91,7 +91,9 @@ class Graph:
         return self._emit("rlx.cast", [x], {}, [tensor(shape_of(x.type), element_type(dtype))])
 
     def dequantize(self, x: Value, dtype: Any = "f32", **attrs: Any) -> Value:
-        return self._emit("rlx.dequantize", [x], attrs, [tensor(shape_of(x.type), element_type(dtype))])
+        return self._emit(
+            "rlx.dequantize", [x], attrs, [tensor(shape_of(x.type), element_type(dtype))]
+        )
 
     # ------------------------------------------------------------------ generic
     def op(self, name: str, *operands: Value, **attrs: Any) -> Value | tuple[Value, ...]:
@@ -140,13 +142,22 @@ class Graph:
         return str(self.module)
 
     # ------------------------------------------------------------------ internals
-    def _emit(self, name: str, operands: list[Value], attrs: dict[str, Any], given: list[Attribute] | None, hint: str | None = None) -> Value:
+    def _emit(
+        self,
+        name: str,
+        operands: list[Value],
+        attrs: dict[str, Any],
+        given: list[Attribute] | None,
+        hint: str | None = None,
+    ) -> Value:
         res = self._emit_many(name, operands, attrs, given)
         if hint is not None and hint.isidentifier():
             res[0].name_hint = hint
         return res[0]
 
-    def _emit_many(self, name: str, operands: list[Value], attrs: dict[str, Any], given: list[Attribute] | None) -> list[Value]:
+    def _emit_many(
+        self, name: str, operands: list[Value], attrs: dict[str, Any], given: list[Attribute] | None
+    ) -> list[Value]:
         if self._module is not None:
             raise ValueError("graph is finished (module already built)")
         cls: type[RlxOp] = OPS_BY_NAME[name]

@@ -57,7 +57,9 @@ def load(path: str | Path) -> dict[str, Weight]:
         raise
     except Exception as e:  # corrupt or truncated files surface as many exception types
         raise WeightFileError(f"cannot read weight file {p}: {e}") from None
-    raise WeightFileError(f"unsupported weight file '{p.name}': expected one of {', '.join(SUFFIXES)}")
+    raise WeightFileError(
+        f"unsupported weight file '{p.name}': expected one of {', '.join(SUFFIXES)}"
+    )
 
 
 def save(path: str | Path, weights: dict[str, np.ndarray]) -> None:

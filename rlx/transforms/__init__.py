@@ -1,10 +1,23 @@
 """Registry of RLX graph-level passes: pass name -> lazy factory returning the pass class."""
 
 from collections.abc import Callable
+from importlib import import_module
 
 from xdsl.passes import ModulePass
+
+_PASSES: dict[str, str] = {
+    "bind-dims": "rlx.transforms.bind_dims:BindDims",
+    "bind-params": "rlx.transforms.bind_params:BindParams",
+    "bind-quant-params": "rlx.transforms.bind_quant_params:BindQuantParams",
+}
+"""Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""
+
+
+def _factory(target: str) -> Callable[[], type[ModulePass]]:
+    module, cls = target.split(":")
+    return lambda: getattr(import_module(module), cls)
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every rlx transform pass, keyed by its command-line name."""
-    return {}
+    return {name: _factory(target) for name, target in _PASSES.items()}

@@ -13,7 +13,10 @@ from rlx.formats import ggml
 
 def test_npz_and_safetensors_roundtrip(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
-    w = {"layer.0.weight": rng.standard_normal((4, 3)).astype(np.float32), "b": np.arange(3, dtype=np.float32)}
+    w = {
+        "layer.0.weight": rng.standard_normal((4, 3)).astype(np.float32),
+        "b": np.arange(3, dtype=np.float32),
+    }
     for suffix in (".npz", ".safetensors"):
         path = tmp_path / f"w{suffix}"
         weights.save(path, w)

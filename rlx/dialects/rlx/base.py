@@ -122,7 +122,9 @@ def attr_int(attrs: dict[str, Attribute], name: str, default: int | None = None)
     return a.value.data
 
 
-def attr_float(attrs: dict[str, Attribute], name: str, default: float | None = None) -> float | None:
+def attr_float(
+    attrs: dict[str, Attribute], name: str, default: float | None = None
+) -> float | None:
     a = attrs.get(name)
     if a is None:
         return default
@@ -137,7 +139,9 @@ def attr_bool(attrs: dict[str, Attribute], name: str, default: bool = False) -> 
     a = attrs.get(name)
     if a is None:
         return default
-    if not (isinstance(a, IntegerAttr) and isinstance(a.type, IntegerType) and a.type.width.data == 1):
+    if not (
+        isinstance(a, IntegerAttr) and isinstance(a.type, IntegerType) and a.type.width.data == 1
+    ):
         raise VerifyException(f"attribute '{name}' must be a bool attribute (true/false), got {a}")
     return bool(a.value.data)
 
@@ -151,7 +155,9 @@ def attr_str(attrs: dict[str, Attribute], name: str, default: str | None = None)
     return a.data
 
 
-def attr_enum(attrs: dict[str, Attribute], name: str, choices: Sequence[str], default: str | None = None) -> str | None:
+def attr_enum(
+    attrs: dict[str, Attribute], name: str, choices: Sequence[str], default: str | None = None
+) -> str | None:
     v = attr_str(attrs, name, default)
     if v is not None and v not in choices:
         raise VerifyException(
@@ -160,12 +166,16 @@ def attr_enum(attrs: dict[str, Attribute], name: str, choices: Sequence[str], de
     return v
 
 
-def attr_ints(attrs: dict[str, Attribute], name: str, default: Sequence[int] | None = None) -> tuple[int, ...] | None:
+def attr_ints(
+    attrs: dict[str, Attribute], name: str, default: Sequence[int] | None = None
+) -> tuple[int, ...] | None:
     a = attrs.get(name)
     if a is None:
         return None if default is None else tuple(default)
     if not (isinstance(a, DenseArrayBase) and isinstance(a.elt_type, IntegerType)):
-        raise VerifyException(f"attribute '{name}' must be an integer dense array (array<i64: ...>), got {a}")
+        raise VerifyException(
+            f"attribute '{name}' must be an integer dense array (array<i64: ...>), got {a}"
+        )
     return tuple(int(x) for x in a.get_values())
 
 
@@ -231,7 +241,9 @@ class RlxOp(IRDLOperation):
     and a verifier that re-infers the result types with `infer`.
     """
 
-    assembly_format: ClassVar[str | None] = "operands attr-dict `:` functional-type(operands, results)"
+    assembly_format: ClassVar[str | None] = (
+        "operands attr-dict `:` functional-type(operands, results)"
+    )
     irdl_options = (ParsePropInAttrDict(),)
 
     ATTRS: ClassVar[tuple[str, ...]] = ()
@@ -256,7 +268,11 @@ class RlxOp(IRDLOperation):
         if unknown:
             raise VerifyException(
                 f"unknown attribute '{unknown[0]}'"
-                + (f"; expected one of: {', '.join(self.ATTRS)}" if self.ATTRS else "; this op takes no attributes")
+                + (
+                    f"; expected one of: {', '.join(self.ATTRS)}"
+                    if self.ATTRS
+                    else "; this op takes no attributes"
+                )
             )
         types = [o.type for o in self.operands]
         for i, t in enumerate(types):
@@ -268,7 +284,9 @@ class RlxOp(IRDLOperation):
             raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             if not types_compatible(e, a):
-                raise VerifyException(f"result #{i} has type {a}, but the operands and attributes give {e}")
+                raise VerifyException(
+                    f"result #{i} has type {a}, but the operands and attributes give {e}"
+                )
 
 
 def types_compatible(expected: Attribute, actual: Attribute) -> bool:

@@ -37,7 +37,10 @@ Given = Sequence[Attribute] | None
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """NumPy matmul of rank >= 2 operands with broadcast batch dims."""
-    require(len(a) >= 2 and len(b) >= 2, f"matmul operands must have rank >= 2, got tensor<{fmt_shape(a)}> and tensor<{fmt_shape(b)}>")
+    require(
+        len(a) >= 2 and len(b) >= 2,
+        f"matmul operands must have rank >= 2, got tensor<{fmt_shape(a)}> and tensor<{fmt_shape(b)}>",
+    )
     require(
         dims_compatible(a[-1], b[-2]),
         f"contracting dimensions differ: lhs tensor<{fmt_shape(a)}> has K={a[-1]}, rhs tensor<{fmt_shape(b)}> has K={b[-2]}",
@@ -87,9 +90,11 @@ class ReduceOp(RlxOp):
         norm = [normalize_axis(a, len(shape), "reduction axis") for a in axes]
         require(len(set(norm)) == len(norm), f"reduction axes repeat: {list(axes)}")
         keep = attr_bool(attrs, "keepdims")
-        out = [1 if i in norm else d for i, d in enumerate(shape)] if keep else [
-            d for i, d in enumerate(shape) if i not in norm
-        ]
+        out = (
+            [1 if i in norm else d for i, d in enumerate(shape)]
+            if keep
+            else [d for i, d in enumerate(shape) if i not in norm]
+        )
         return [tensor(out, t.element_type)]
 
 
@@ -106,7 +111,10 @@ class SoftmaxOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
-        require(is_float(t.element_type), f"softmax needs a floating-point operand, got {t.element_type}")
+        require(
+            is_float(t.element_type),
+            f"softmax needs a floating-point operand, got {t.element_type}",
+        )
         normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
         return [t]
 
@@ -132,14 +140,20 @@ class CumsumOp(RlxOp):
 def _check_norm_params(x: TensorType, params: Types, names: Sequence[str]) -> None:
     shape = shape_of(x)
     require(len(shape) >= 1, "normalization needs an operand of rank >= 1")
-    require(is_float(x.element_type), f"normalization needs a floating-point operand, got {x.element_type}")
+    require(
+        is_float(x.element_type),
+        f"normalization needs a floating-point operand, got {x.element_type}",
+    )
     for n, p in zip(names, params, strict=False):
         ps = shape_of(p)
         require(
             len(ps) == 1 and dims_compatible(ps[0], shape[-1]),
             f"{n} must have shape [{shape[-1]}] (the normalized last axis), got tensor<{fmt_shape(ps)}>",
         )
-        require(p.element_type == x.element_type, f"{n} element type {p.element_type} differs from {x.element_type}")
+        require(
+            p.element_type == x.element_type,
+            f"{n} element type {p.element_type} differs from {x.element_type}",
+        )
 
 
 def _check_epsilon(attrs: Attrs) -> None:
@@ -207,7 +221,10 @@ class AttentionOp(RlxOp):
         e = same_elem(operand_types)
         require(is_float(e), f"attention needs floating-point operands, got {e}")
         for n, s in (("q", q), ("k", k), ("v", v)):
-            require(len(s) == 4, f"{n} must have rank 4 [batch, heads, seq, head_dim], got tensor<{fmt_shape(s)}>")
+            require(
+                len(s) == 4,
+                f"{n} must have rank 4 [batch, heads, seq, head_dim], got tensor<{fmt_shape(s)}>",
+            )
         require(
             all(dims_compatible(a, b) for a, b in zip(q[:2], k[:2], strict=True))
             and all(dims_compatible(a, b) for a, b in zip(k[:3], v[:3], strict=True)),
@@ -218,10 +235,14 @@ class AttentionOp(RlxOp):
         has_bias = len(operand_types) == 4
         require(
             has_bias == (kind == "bias"),
-            "a bias operand is given iff mask_kind = \"bias\"",
+            'a bias operand is given iff mask_kind = "bias"',
         )
         if has_bias:
-            broadcast_shapes(shape_of(operand_types[3]), (q[0], q[1], q[2], k[2]), what="attention bias and scores")
+            broadcast_shapes(
+                shape_of(operand_types[3]),
+                (q[0], q[1], q[2], k[2]),
+                what="attention bias and scores",
+            )
         window = attr_int(attrs, "window")
         require(
             (window is not None) == (kind == "sliding_window"),
@@ -251,11 +272,15 @@ class RopeOp(RlxOp):
         x, c, s = operand_types
         xs = shape_of(x)
         same_elem(operand_types)
-        require(len(xs) >= 2, f"rope needs x of rank >= 2 [..., seq, dim], got tensor<{fmt_shape(xs)}>")
+        require(
+            len(xs) >= 2, f"rope needs x of rank >= 2 [..., seq, dim], got tensor<{fmt_shape(xs)}>"
+        )
         n_rot = attr_int(attrs, "n_rot", xs[-1])
         assert n_rot is not None
         require(n_rot > 0 and n_rot % 2 == 0, f"n_rot must be a positive even number, got {n_rot}")
-        require(xs[-1] == DYN or n_rot <= xs[-1], f"n_rot ({n_rot}) exceeds the last dim ({xs[-1]})")
+        require(
+            xs[-1] == DYN or n_rot <= xs[-1], f"n_rot ({n_rot}) exceeds the last dim ({xs[-1]})"
+        )
         half = (*xs[:-1], n_rot // 2)
         for n, t in (("cos", c), ("sin", s)):
             require(
@@ -274,14 +299,25 @@ def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
     return out
 
 
-def _spatial_attrs(attrs: Attrs, kernel: Sequence[int] | None = None) -> tuple[tuple[int, ...], ...]:
+def _spatial_attrs(
+    attrs: Attrs, kernel: Sequence[int] | None = None
+) -> tuple[tuple[int, ...], ...]:
     strides = attr_ints(attrs, "strides", kernel if kernel is not None else (1, 1))
     padding = attr_ints(attrs, "padding", (0, 0, 0, 0))
     dil = attr_ints(attrs, "dilations", (1, 1))
     assert strides is not None and padding is not None and dil is not None
-    require(len(strides) == 2 and all(s >= 1 for s in strides), f"strides must be 2 positive values [h, w], got {list(strides)}")
-    require(len(padding) == 4 and all(p >= 0 for p in padding), f"padding must be 4 non-negative values [top, left, bottom, right], got {list(padding)}")
-    require(len(dil) == 2 and all(d >= 1 for d in dil), f"dilations must be 2 positive values [h, w], got {list(dil)}")
+    require(
+        len(strides) == 2 and all(s >= 1 for s in strides),
+        f"strides must be 2 positive values [h, w], got {list(strides)}",
+    )
+    require(
+        len(padding) == 4 and all(p >= 0 for p in padding),
+        f"padding must be 4 non-negative values [top, left, bottom, right], got {list(padding)}",
+    )
+    require(
+        len(dil) == 2 and all(d >= 1 for d in dil),
+        f"dilations must be 2 positive values [h, w], got {list(dil)}",
+    )
     return strides, padding, dil
 
 
@@ -302,13 +338,21 @@ class Conv2dOp(RlxOp):
         e = same_elem(operand_types)
         xs, ws = shape_of(operand_types[0]), shape_of(operand_types[1])
         require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
-        require(len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>")
+        require(
+            len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>"
+        )
         groups = attr_int(attrs, "groups", 1)
         assert groups is not None
         require(groups >= 1, f"groups must be >= 1, got {groups}")
-        require(xs[1] == DYN or xs[1] % groups == 0, f"channels ({xs[1]}) not divisible by groups ({groups})")
+        require(
+            xs[1] == DYN or xs[1] % groups == 0,
+            f"channels ({xs[1]}) not divisible by groups ({groups})",
+        )
         require(ws[0] % groups == 0, f"filters ({ws[0]}) not divisible by groups ({groups})")
-        require(xs[1] == DYN or ws[1] * groups == xs[1], f"w has {ws[1]} input channels per group, x has {xs[1]} channels in {groups} groups")
+        require(
+            xs[1] == DYN or ws[1] * groups == xs[1],
+            f"w has {ws[1]} input channels per group, x has {xs[1]} channels in {groups} groups",
+        )
         if len(operand_types) == 3:
             bs = shape_of(operand_types[2])
             require(bs == (ws[0],), f"bias must have shape [{ws[0]}], got tensor<{fmt_shape(bs)}>")
@@ -336,11 +380,16 @@ class Pool2dOp(RlxOp):
         (t,) = operand_types
         xs = shape_of(t)
         require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
-        require("kind" in attrs and "kernel" in attrs, "missing required attribute 'kind' or 'kernel'")
+        require(
+            "kind" in attrs and "kernel" in attrs, "missing required attribute 'kind' or 'kernel'"
+        )
         attr_enum(attrs, "kind", POOL_KINDS)
         kernel = attr_ints(attrs, "kernel")
         assert kernel is not None
-        require(len(kernel) == 2 and all(k >= 1 for k in kernel), f"kernel must be 2 positive values [h, w], got {list(kernel)}")
+        require(
+            len(kernel) == 2 and all(k >= 1 for k in kernel),
+            f"kernel must be 2 positive values [h, w], got {list(kernel)}",
+        )
         strides, pad, _ = _spatial_attrs(attrs, kernel)
         oh = _window_out(xs[2], kernel[0], strides[0], pad[0] + pad[2], 1)
         ow = _window_out(xs[3], kernel[1], strides[1], pad[1] + pad[3], 1)

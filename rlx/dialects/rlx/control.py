@@ -55,11 +55,21 @@ class ScanOp(RlxOp):
     )
     ATTRS: ClassVar[tuple[str, ...]] = ("length",)
 
-    def __init__(self, inits: Sequence, xs: Sequence, result_types: Sequence[Attribute], body: Region, length: int):
+    def __init__(
+        self,
+        inits: Sequence,
+        xs: Sequence,
+        result_types: Sequence[Attribute],
+        body: Region,
+        length: int,
+    ):
         from rlx.dialects.rlx.base import i64_attr
 
         super().__init__(
-            operands=[inits, xs], result_types=[result_types], regions=[body], attributes={"length": i64_attr(length)}
+            operands=[inits, xs],
+            result_types=[result_types],
+            regions=[body],
+            attributes={"length": i64_attr(length)},
         )
 
     @classmethod
@@ -68,20 +78,29 @@ class ScanOp(RlxOp):
 
     def verify_(self) -> None:
         length = attr_int(dict(self.attributes), "length")
-        require(length is not None and length >= 0, "attribute 'length' must be a non-negative integer")
+        require(
+            length is not None and length >= 0, "attribute 'length' must be a non-negative integer"
+        )
         assert length is not None
         inits = [o.type for o in self.inits]
         xs = [o.type for o in self.xs]
         block = self.body.block
         for t in xs:
             s = shape_of(t)
-            require(len(s) >= 1 and s[0] == length, f"each xs must have leading dim length={length}, got {t}")
+            require(
+                len(s) >= 1 and s[0] == length,
+                f"each xs must have leading dim length={length}, got {t}",
+            )
         want_args = [*inits, *(tensor(shape_of(t)[1:], t.element_type) for t in xs)]  # type: ignore[arg-type]
         got_args = [a.type for a in block.args]
         require(
-            len(got_args) == len(want_args) and all(types_compatible(w, g) for w, g in zip(want_args, got_args, strict=True)),
+            len(got_args) == len(want_args)
+            and all(types_compatible(w, g) for w, g in zip(want_args, got_args, strict=True)),
             "body arguments must be the carries followed by one slice of each xs: expected ("
-            + ", ".join(map(str, want_args)) + "), got (" + ", ".join(map(str, got_args)) + ")",
+            + ", ".join(map(str, want_args))
+            + "), got ("
+            + ", ".join(map(str, got_args))
+            + ")",
         )
         term = block.last_op
         require(isinstance(term, YieldOp), "scan body must end with rlx.yield")
@@ -89,13 +108,19 @@ class ScanOp(RlxOp):
         ys = [o.type for o in term.operands]
         require(len(ys) >= len(inits), f"rlx.yield must return the {len(inits)} next carries first")
         for i, (c, y) in enumerate(zip(inits, ys, strict=False)):
-            require(types_compatible(c, y), f"yielded carry #{i} has type {y}, the carry has type {c}")
+            require(
+                types_compatible(c, y), f"yielded carry #{i} has type {y}, the carry has type {c}"
+            )
         want = [*inits, *(tensor((length, *shape_of(y)), y.element_type) for y in ys[len(inits) :])]  # type: ignore[arg-type]
         got = [r.type for r in self.results]
         require(
-            len(got) == len(want) and all(types_compatible(w, g) for w, g in zip(want, got, strict=True)),
+            len(got) == len(want)
+            and all(types_compatible(w, g) for w, g in zip(want, got, strict=True)),
             "results must be the final carries then the stacked per-step outputs: expected ("
-            + ", ".join(map(str, want)) + "), got (" + ", ".join(map(str, got)) + ")",
+            + ", ".join(map(str, want))
+            + "), got ("
+            + ", ".join(map(str, got))
+            + ")",
         )
 
 
@@ -128,10 +153,16 @@ class ElementwiseRegionOp(RlxOp):
         require(
             got == want,
             "body arguments must be the scalar element types of the inputs: expected ("
-            + ", ".join(map(str, want)) + "), got (" + ", ".join(map(str, got)) + ")",
+            + ", ".join(map(str, want))
+            + "), got ("
+            + ", ".join(map(str, got))
+            + ")",
         )
         term = block.last_op
-        require(isinstance(term, YieldOp) and len(term.operands) == 1, "body must end with rlx.yield of one scalar")
+        require(
+            isinstance(term, YieldOp) and len(term.operands) == 1,
+            "body must end with rlx.yield of one scalar",
+        )
         assert term is not None
         out = tensor(shape, term.operands[0].type)
         require(

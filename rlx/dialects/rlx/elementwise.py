@@ -13,11 +13,10 @@ from xdsl.traits import Pure
 
 from rlx.dialects.rlx.base import (
     RlxOp,
-    fmt_shape,
-    given_result,
-    types_compatible,
     attr_enum,
     broadcast_shapes,
+    fmt_shape,
+    given_result,
     is_bool,
     is_float,
     is_numeric,
@@ -25,6 +24,7 @@ from rlx.dialects.rlx.base import (
     same_elem,
     shape_of,
     tensor,
+    types_compatible,
 )
 
 
@@ -38,7 +38,12 @@ class UnaryOp(RlxOp):
     FLOAT_ONLY: ClassVar[bool] = True
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         (t,) = operand_types
         e = t.element_type
         if cls.FLOAT_ONLY:
@@ -162,7 +167,12 @@ class BinaryOp(RlxOp):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         e = same_elem(operand_types)
         require(is_numeric(e), f"operands must have a numeric element type, got {e}")
         shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
@@ -223,7 +233,12 @@ class CompareOp(RlxOp):
     ATTRS: ClassVar[tuple[str, ...]] = ("predicate",)
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         require("predicate" in attrs, "missing required attribute 'predicate'")
         attr_enum(attrs, "predicate", PREDICATES)
         same_elem(operand_types)
@@ -243,9 +258,16 @@ class WhereOp(RlxOp):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         c, a, b = operand_types
-        require(is_bool(c.element_type), f"condition must have element type i1, got {c.element_type}")
+        require(
+            is_bool(c.element_type), f"condition must have element type i1, got {c.element_type}"
+        )
         e = same_elem([a, b], "the selected operands")
         shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
         return [tensor(shape, e)]
@@ -261,7 +283,12 @@ class CastOp(RlxOp):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         out = given_result(given, "rlx.cast")
         (t,) = operand_types
         require(

@@ -7,7 +7,14 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def, var_operand_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.traits import Pure
 
 from rlx.dialects.rlx.base import (
@@ -53,7 +60,10 @@ class FusedMatmulBiasActOp(RlxOp):
         bs = shape_of(operand_types[2])
         require(len(bs) <= 1, f"bias must have rank <= 1, got tensor<{fmt_shape(bs)}>")
         out = broadcast_shapes(mm, bs, what="matmul result and bias")
-        require(out == mm, f"bias tensor<{fmt_shape(bs)}> must broadcast into the matmul result tensor<{fmt_shape(mm)}>")
+        require(
+            out == mm,
+            f"bias tensor<{fmt_shape(bs)}> must broadcast into the matmul result tensor<{fmt_shape(mm)}>",
+        )
         return [tensor(mm, e)]
 
 
@@ -70,19 +80,28 @@ class FusedSwigluOp(RlxOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
-        require(len(operand_types) in (1, 3), f"fused_swiglu takes (x, w_gate, w_up) or one packed operand, got {len(operand_types)} operands")
+        require(
+            len(operand_types) in (1, 3),
+            f"fused_swiglu takes (x, w_gate, w_up) or one packed operand, got {len(operand_types)} operands",
+        )
         e = same_elem(operand_types)
         require(is_float(e), f"fused_swiglu needs floating-point operands, got {e}")
         gate_first = attr_bool(attrs, "gate_first")
         if len(operand_types) == 1:
             s = shape_of(operand_types[0])
-            require(len(s) >= 1 and s[-1] % 2 == 0, f"packed operand needs an even last dim, got tensor<{fmt_shape(s)}>")
+            require(
+                len(s) >= 1 and s[-1] % 2 == 0,
+                f"packed operand needs an even last dim, got tensor<{fmt_shape(s)}>",
+            )
             return [tensor((*s[:-1], s[-1] // 2), e)]
         require(not gate_first, "gate_first applies only to the packed form")
         x, wg, wu = (shape_of(t) for t in operand_types)
         g = matmul_shape(x, wg)
         u = matmul_shape(x, wu)
-        require(g == u, f"gate and up projections differ: tensor<{fmt_shape(g)}> vs tensor<{fmt_shape(u)}>")
+        require(
+            g == u,
+            f"gate and up projections differ: tensor<{fmt_shape(g)}> vs tensor<{fmt_shape(u)}>",
+        )
         return [tensor(g, e)]
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType
 from xdsl.ir import Attribute
+from xdsl.irdl import attr_def, irdl_op_definition, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.irdl import attr_def, irdl_op_definition, result_def, traits_def
 from xdsl.traits import (
     ConstantLike,
     EffectInstance,
@@ -44,7 +44,12 @@ class ParamOp(RlxOp):
     ATTRS: ClassVar[tuple[str, ...]] = ("name",)
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         name = attr_str(attrs, "name")
         require(bool(name), "param name must be a non-empty string")
         return [given_result(given, "rlx.param")]
@@ -62,7 +67,12 @@ class ConstantOp(RlxOp):
     ATTRS: ClassVar[tuple[str, ...]] = ("value",)
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         v = attrs["value"]
         assert isinstance(v, DenseIntOrFPElementsAttr)
         vt = v.get_type()
@@ -70,7 +80,6 @@ class ConstantOp(RlxOp):
         if given is not None:
             require(given[0] == vt, f"result type {given[0]} differs from the value's type {vt}")
         return [vt]  # type: ignore[list-item]
-
 
     def __init__(self, value: DenseIntOrFPElementsAttr):
         super().__init__(attributes={"value": value}, result_types=[value.get_type()])
@@ -118,9 +127,17 @@ class RngOp(RlxOp):
     assembly_format = "attr-dict `:` type($result)"
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         out = given_result(given, cls.name)
-        require(is_float(out.element_type), f"random tensors must be floating point, got {out.element_type}")
+        require(
+            is_float(out.element_type),
+            f"random tensors must be floating point, got {out.element_type}",
+        )
         require(all(d >= 0 for d in shape_of(out)), "random tensors need a static shape")
         attr_int(attrs, "seed_offset")
         for a in cls.ATTRS:
@@ -135,10 +152,18 @@ class RngUniformOp(RngOp):
     ATTRS: ClassVar[tuple[str, ...]] = ("low", "high", "seed_offset")
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         out = super().infer(operand_types, attrs, given)
         low, high = attr_float(attrs, "low", 0.0), attr_float(attrs, "high", 1.0)
-        require(low is not None and high is not None and low <= high, f"low ({low}) must not exceed high ({high})")
+        require(
+            low is not None and high is not None and low <= high,
+            f"low ({low}) must not exceed high ({high})",
+        )
         return out
 
 
@@ -148,7 +173,12 @@ class RngNormalOp(RngOp):
     ATTRS: ClassVar[tuple[str, ...]] = ("mean", "std", "seed_offset")
 
     @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], attrs: dict[str, Attribute], given: Sequence[Attribute] | None = None) -> list[TensorType]:
+    def infer(
+        cls,
+        operand_types: Sequence[TensorType],
+        attrs: dict[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
         out = super().infer(operand_types, attrs, given)
         std = attr_float(attrs, "std", 1.0)
         require(std is not None and std >= 0, f"std must be non-negative, got {std}")

@@ -39,7 +39,10 @@ def _check_affine(attrs: Attrs, shape: tuple[int, ...]) -> None:
     require(scale is not None, "missing required attribute 'scale'")
     if isinstance(scale, FloatAttr):
         require(scale.value.data > 0, f"scale must be positive, got {scale.value.data}")
-        require(zp is None or isinstance(zp, IntegerAttr), "a per-tensor scale needs a scalar zero_point (i64)")
+        require(
+            zp is None or isinstance(zp, IntegerAttr),
+            "a per-tensor scale needs a scalar zero_point (i64)",
+        )
         require("axis" not in attrs, "attribute 'axis' is only valid with per-channel scale arrays")
         return
     scales = attr_floats(attrs, "scale")
@@ -53,7 +56,10 @@ def _check_affine(attrs: Attrs, shape: tuple[int, ...]) -> None:
     require(all(s > 0 for s in scales), "scales must be positive")
     if zp is not None:
         zps = attr_ints(attrs, "zero_point")
-        require(zps is not None and len(zps) == len(scales), "per-channel zero_point must be an array<i64> with one value per channel")
+        require(
+            zps is not None and len(zps) == len(scales),
+            "per-channel zero_point must be an array<i64> with one value per channel",
+        )
 
 
 @irdl_op_definition
@@ -69,7 +75,10 @@ class QuantizeOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
-        require(is_float(t.element_type), f"quantize needs a floating-point operand, got {t.element_type}")
+        require(
+            is_float(t.element_type),
+            f"quantize needs a floating-point operand, got {t.element_type}",
+        )
         _check_affine(attrs, shape_of(t))
         return [tensor(shape_of(t), i8)]
 
@@ -107,7 +116,10 @@ class FakeQuantizeOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
-        require(is_float(t.element_type), f"fake_quantize needs a floating-point operand, got {t.element_type}")
+        require(
+            is_float(t.element_type),
+            f"fake_quantize needs a floating-point operand, got {t.element_type}",
+        )
         _check_affine(attrs, shape_of(t))
         bits = attr_int(attrs, "bits", 8)
         require(bits is not None and 2 <= bits <= 16, f"bits must be in [2, 16], got {bits}")
@@ -140,7 +152,7 @@ def layout_block(layout: str | None) -> tuple[str, int]:
     m = _LAYOUT.fullmatch(layout or "per_tensor")
     require(
         m is not None and (m[4] is None or int(m[4]) >= 1),
-        f"unknown scale_layout \"{layout}\"; expected per_tensor, mx[/BLOCK] or nvfp4[/GROUP]",
+        f'unknown scale_layout "{layout}"; expected per_tensor, mx[/BLOCK] or nvfp4[/GROUP]',
     )
     assert m is not None
     if m[1]:
@@ -228,10 +240,19 @@ class ScaledMatmulOp(RlxOp):
         check_format(attr_str(attrs, "lhs_format"), "lhs_format")
         check_format(attr_str(attrs, "rhs_format"), "rhs_format")
         layout = attr_str(attrs, "scale_layout")
-        require(sa == scale_type(layout, m, k), f"lhs scale must be {scale_type(layout, m, k)}, got {sa}")
-        require(sb == scale_type(layout, n, k), f"rhs scale must be {scale_type(layout, n, k)}, got {sb}")
+        require(
+            sa == scale_type(layout, m, k),
+            f"lhs scale must be {scale_type(layout, m, k)}, got {sa}",
+        )
+        require(
+            sb == scale_type(layout, n, k),
+            f"rhs scale must be {scale_type(layout, n, k)}, got {sb}",
+        )
         if len(operand_types) == 5:
-            require(operand_types[4] == tensor((n,), f32), f"bias must be tensor<{n}xf32>, got {operand_types[4]}")
+            require(
+                operand_types[4] == tensor((n,), f32),
+                f"bias must be tensor<{n}xf32>, got {operand_types[4]}",
+            )
         return [tensor((m, n), f32)]
 
 
@@ -256,7 +277,10 @@ class DequantMatmulOp(RlxOp):
         require(scheme is not None, "missing required attribute 'scheme'")
         assert scheme is not None
         n, k = attr_int(attrs, "n"), attr_int(attrs, "k")
-        require(n is not None and k is not None and n > 0 and k > 0, "attributes 'n' and 'k' must be positive")
+        require(
+            n is not None and k is not None and n > 0 and k > 0,
+            "attributes 'n' and 'k' must be positive",
+        )
         assert n is not None and k is not None
         block, nbytes = GGML_BLOCKS[scheme]
         require(k % block == 0, f"k ({k}) must be a multiple of the {scheme} block size {block}")
@@ -266,6 +290,7 @@ class DequantMatmulOp(RlxOp):
         )
         xs = shape_of(x)
         require(x.element_type == f32, f"x must be f32, got {x.element_type}")
-        require(len(xs) >= 1 and xs[-1] in (k, -1), f"x must end in K={k}, got tensor<{fmt_shape(xs)}>")
+        require(
+            len(xs) >= 1 and xs[-1] in (k, -1), f"x must end in K={k}, got tensor<{fmt_shape(xs)}>"
+        )
         return [tensor((*xs[:-1], n), f32)]
-

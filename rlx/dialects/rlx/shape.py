@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 from math import prod
+from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
@@ -20,8 +20,8 @@ from rlx.dialects.rlx.base import (
     dims_compatible,
     fmt_shape,
     given_result,
-    is_int,
     is_bool,
+    is_int,
     normalize_axis,
     require,
     same_elem,
@@ -47,10 +47,16 @@ class ReshapeOp(RlxOp):
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         out = given_result(given, "rlx.reshape")
         (t,) = operand_types
-        require(out.element_type == t.element_type, f"reshape keeps the element type: {t.element_type} vs {out.element_type}")
+        require(
+            out.element_type == t.element_type,
+            f"reshape keeps the element type: {t.element_type} vs {out.element_type}",
+        )
         a, b = shape_of(t), shape_of(out)
         if DYN not in a and DYN not in b:
-            require(prod(a) == prod(b), f"reshape from tensor<{fmt_shape(a)}> ({prod(a)} elements) to tensor<{fmt_shape(b)}> ({prod(b)} elements)")
+            require(
+                prod(a) == prod(b),
+                f"reshape from tensor<{fmt_shape(a)}> ({prod(a)} elements) to tensor<{fmt_shape(b)}> ({prod(b)} elements)",
+            )
         return [out]
 
 
@@ -71,7 +77,10 @@ class TransposeOp(RlxOp):
         perm = attr_ints(attrs, "permutation")
         require(perm is not None, "missing required attribute 'permutation'")
         assert perm is not None
-        require(sorted(perm) == list(range(len(s))), f"permutation {list(perm)} is not a permutation of the {len(s)} axes")
+        require(
+            sorted(perm) == list(range(len(s))),
+            f"permutation {list(perm)} is not a permutation of the {len(s)} axes",
+        )
         return [tensor([s[p] for p in perm], t.element_type)]
 
 
@@ -90,7 +99,10 @@ class SliceOp(RlxOp):
         (t,) = operand_types
         s = shape_of(t)
         starts, limits = attr_ints(attrs, "starts"), attr_ints(attrs, "limits")
-        require(starts is not None and limits is not None, "missing required attribute 'starts' or 'limits'")
+        require(
+            starts is not None and limits is not None,
+            "missing required attribute 'starts' or 'limits'",
+        )
         assert starts is not None and limits is not None
         strides = attr_ints(attrs, "strides", [1] * len(s))
         assert strides is not None
@@ -101,7 +113,10 @@ class SliceOp(RlxOp):
         out = []
         for i, (d, a, b, st) in enumerate(zip(s, starts, limits, strides, strict=True)):
             require(st >= 1, f"stride of axis {i} must be >= 1, got {st}")
-            require(0 <= a <= b and (d == DYN or b <= d), f"slice [{a}:{b}] of axis {i} is out of bounds for size {d}")
+            require(
+                0 <= a <= b and (d == DYN or b <= d),
+                f"slice [{a}:{b}] of axis {i} is out of bounds for size {d}",
+            )
             out.append((b - a + st - 1) // st)
         return [tensor(out, t.element_type)]
 
@@ -128,7 +143,10 @@ class ConcatOp(RlxOp):
         for s in shapes[1:]:
             for i in range(rank):
                 if i != axis:
-                    require(dims_compatible(s[i], out[i]), f"concat operands differ on axis {i}: {out[i]} vs {s[i]}")
+                    require(
+                        dims_compatible(s[i], out[i]),
+                        f"concat operands differ on axis {i}: {out[i]} vs {s[i]}",
+                    )
         out[axis] = DYN if any(s[axis] == DYN for s in shapes) else sum(s[axis] for s in shapes)
         return [tensor(out, e)]
 
@@ -150,7 +168,8 @@ class BroadcastToOp(RlxOp):
         target = shape_of(out)
         got = broadcast_shapes(shape_of(t), target, what="operand and target shape")
         require(
-            len(got) == len(target) and all(dims_compatible(a, b) for a, b in zip(got, target, strict=True)),
+            len(got) == len(target)
+            and all(dims_compatible(a, b) for a, b in zip(got, target, strict=True)),
             f"tensor<{fmt_shape(shape_of(t))}> does not broadcast to tensor<{fmt_shape(target)}>",
         )
         return [out]
@@ -170,8 +189,10 @@ class GatherOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         x, idx = operand_types
-        require(is_int(idx.element_type) and not is_bool(idx.element_type), f"indices must be integers, got {idx.element_type}")
+        require(
+            is_int(idx.element_type) and not is_bool(idx.element_type),
+            f"indices must be integers, got {idx.element_type}",
+        )
         s = shape_of(x)
         axis = normalize_axis(attr_int(attrs, "axis", 0) or 0, len(s))
         return [tensor((*s[:axis], *shape_of(idx), *s[axis + 1 :]), x.element_type)]
-

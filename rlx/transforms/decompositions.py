@@ -1,0 +1,495 @@
+"""Common-IR decompositions of rlx logical kernels into primitive rlx ops, and the
+native-vs-common dispatch decision shared by `kernel-dispatch`, `legalize` and the
+dispatch report.
+
+A decomposition is a pure function `op -> Expansion | None`: it builds (but does not
+insert) the replacement ops and names the value that replaces the op's result; None means
+"this instance cannot be decomposed" (e.g. a shape the expansion needs is dynamic).
+
+* `LOGICAL_KERNELS`: kinds with a native kernel *and* a common decomposition; which one
+  is used is decided by `DispatchConfig` (kernel-dispatch).
+* `LEGALIZE_REWRITES`: every rewrite `legalize` may use when a kind is not claimed; the
+  logical kernels plus a few cheap lowerings (relu, rsqrt) and the unfusing of
+  `rlx.elementwise_region` into one rlx op per body op.
+
+Fused kernels expand one level (e.g. `fused_residual_layer_norm` -> `add` +
+`layer_norm`); the ops they produce are then dispatched/legalized by their own kind.
+`scaled_matmul` and `dequant_matmul` have no decomposition (their decoders need bit-level
+ops that rlx lacks) and are always native.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from rlx.dialects.rlx import OPS_BY_NAME
+from rlx.dialects.rlx.base import DYN, attr_bool, attr_float, attr_int, attr_str, shape_of, tensor, to_attr
+from rlx.dialects.rlx.leaves import ConstantOp
+from rlx.dtypes import numpy_dtype
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def kind_of(op: Operation) -> str:
+    """The op kind used by dispatch and legalization: the op name without `rlx.`."""
+    return op.name.removeprefix("rlx.")
+
+
+def dense(value: object, t: TensorType) -> DenseIntOrFPElementsAttr:
+    """A dense attribute of exactly type `t` holding `value` (one element = a splat)."""
+    dt = numpy_dtype(t.element_type)
+    from rlx.runtime.reference_ops._core import convert
+
+    a = np.ascontiguousarray(convert(np.asarray(value), dt))
+    if a.dtype == np.bool_:
+        raw = np.where(a, np.uint8(0xFF), np.uint8(0)).tobytes()
+    elif a.dtype.kind in "iuf":
+        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+    else:
+        raw = a.tobytes()
+    return DenseIntOrFPElementsAttr(t, BytesAttr(raw))
+
+
+def static_shape(v: SSAValue) -> tuple[int, ...] | None:
+    s = shape_of(v.type)
+    return None if DYN in s else s
+
+
+@dataclass
+class Expansion:
+    """Builds replacement ops in order; `value` (set by the decomposition) replaces the op."""
+
+    ops: list[Operation] = field(default_factory=list[Operation])
+
+    def emit(self, name: str, *operands: SSAValue, result_type: Attribute | None = None, **attrs: object) -> SSAValue:
+        """Append `rlx.<name>` with inferred result type (ops whose type carries meaning
+        take `result_type`)."""
+        cls = OPS_BY_NAME[f"rlx.{name}"]
+        attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
+        given = None if result_type is None else [result_type]
+        types = cls.infer([o.type for o in operands], attributes, given)  # type: ignore[arg-type]
+        op = cls.create(operands=list(operands), result_types=types, attributes=attributes)
+        self.ops.append(op)
+        return op.results[0]
+
+    def const(self, value: object, elem: Attribute, shape: Sequence[int] = ()) -> SSAValue:
+        """A constant of element type `elem` (a rank-0 scalar by default)."""
+        op = ConstantOp(dense(value, tensor(shape, elem)))
+        self.ops.append(op)
+        return op.result
+
+    # shorthands for the primitive vocabulary
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit("add", a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit("sub", a, b)
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit("mul", a, b)
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit("div", a, b)
+
+    def reduce(self, x: SSAValue, kind: str, axis: int = -1) -> SSAValue:
+        return self.emit("reduce", x, kind=kind, axes=[axis], keepdims=True)
+
+    def slice_last(self, x: SSAValue, start: int, stop: int) -> SSAValue:
+        s = shape_of(x.type)
+        return self.emit("slice", x, starts=[0] * len(s), limits=[*s[:-1], stop], strides=[1] * len(s))
+
+
+Decomposition = Callable[[Operation], "tuple[list[Operation], SSAValue] | None"]
+
+
+def _elem(v: SSAValue) -> Attribute:
+    assert isinstance(v.type, TensorType)
+    return v.type.element_type
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def sigmoid_of(e: Expansion, x: SSAValue) -> SSAValue:
+    """1 / (1 + exp(-x))."""
+    one = e.const(1.0, _elem(x))
+    return e.div(one, e.add(one, e.emit("exp", e.emit("neg", x))))
+
+
+def _sigmoid(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    return e.ops, sigmoid_of(e, op.operands[0])
+
+
+def _silu(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x = op.operands[0]
+    return e.ops, e.mul(x, sigmoid_of(e, x))
+
+
+def _gelu(op: Operation) -> tuple[list[Operation], SSAValue]:
+    """0.5·x·(1 + erf(x / √2))."""
+    e = Expansion()
+    x = op.operands[0]
+    t = _elem(x)
+    inner = e.emit("erf", e.div(x, e.const(math.sqrt(2.0), t)))
+    return e.ops, e.mul(e.mul(e.const(0.5, t), x), e.add(e.const(1.0, t), inner))
+
+
+def _gelu_tanh(op: Operation) -> tuple[list[Operation], SSAValue]:
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    e = Expansion()
+    x = op.operands[0]
+    t = _elem(x)
+    cube = e.mul(e.mul(e.mul(e.const(0.044715, t), x), x), x)
+    inner = e.emit("tanh", e.mul(e.const(math.sqrt(2.0 / math.pi), t), e.add(x, cube)))
+    return e.ops, e.mul(e.mul(e.const(0.5, t), x), e.add(e.const(1.0, t), inner))
+
+
+def _relu(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x = op.operands[0]
+    return e.ops, e.emit("max", x, e.const(0, _elem(x)))
+
+
+def _rsqrt(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x = op.operands[0]
+    return e.ops, e.div(e.const(1.0, _elem(x)), e.emit("sqrt", x))
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def softmax_of(e: Expansion, x: SSAValue, axis: int) -> SSAValue:
+    """exp(x - max) / sum(exp(x - max)) along `axis`."""
+    ex = e.emit("exp", e.sub(x, e.reduce(x, "max", axis)))
+    return e.div(ex, e.reduce(ex, "sum", axis))
+
+
+def _softmax(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    axis = attr_int(dict(op.attributes), "axis", -1)
+    assert axis is not None
+    return e.ops, softmax_of(e, op.operands[0], axis)
+
+
+def _eps(op: Operation) -> float:
+    v = attr_float(dict(op.attributes), "epsilon", 1e-5)
+    assert v is not None
+    return v
+
+
+def layer_norm_of(e: Expansion, x: SSAValue, g: SSAValue, b: SSAValue | None, eps: float) -> SSAValue:
+    """(x - mean) / sqrt(var + eps) · gamma + beta over the last axis (biased var)."""
+    d = e.sub(x, e.reduce(x, "mean"))
+    var = e.reduce(e.mul(d, d), "mean")
+    y = e.mul(e.div(d, e.emit("sqrt", e.add(var, e.const(eps, _elem(x))))), g)
+    return y if b is None else e.add(y, b)
+
+
+def rms_norm_of(e: Expansion, x: SSAValue, g: SSAValue, b: SSAValue | None, eps: float) -> SSAValue:
+    """x / sqrt(mean(x²) + eps) · gamma (+ beta) over the last axis."""
+    ms = e.reduce(e.mul(x, x), "mean")
+    y = e.mul(e.div(x, e.emit("sqrt", e.add(ms, e.const(eps, _elem(x))))), g)
+    return y if b is None else e.add(y, b)
+
+
+def _layer_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x, g, b = op.operands
+    return e.ops, layer_norm_of(e, x, g, b, _eps(op))
+
+
+def _rms_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x, g, *b = op.operands
+    return e.ops, rms_norm_of(e, x, g, b[0] if b else None, _eps(op))
+
+
+# ----------------------------------------------------------------------------- attention / rope
+
+
+def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    """softmax(mask(softcap(q·kᵀ·scale + bias)))·v with the reference's masking rules:
+    masked and -inf scores get probability 0, a row with no live key is all zeros."""
+    q, k, v, *bias = op.operands
+    qs, ks = shape_of(q.type), shape_of(k.type)
+    attrs = dict(op.attributes)
+    kind = attr_str(attrs, "mask_kind", "none")
+    sq, sk = qs[2], ks[2]
+    if kind in ("causal", "sliding_window") and DYN in (sq, sk):
+        return None
+    e = Expansion()
+    t = _elem(q)
+    scale = attr_float(attrs, "scale", 1.0 / math.sqrt(qs[3]) if qs[3] not in (0, DYN) else 1.0)
+    if scale is None:
+        return None
+    s = e.emit("matmul", q, e.emit("transpose", k, permutation=[0, 1, 3, 2]))
+    s = e.mul(s, e.const(scale, t))
+    if bias:
+        s = e.add(s, bias[0])
+    softcap = attr_float(attrs, "softcap")
+    if softcap is not None:
+        c = e.const(softcap, t)
+        s = e.mul(c, e.emit("tanh", e.div(s, c)))
+    ninf = e.const(-np.inf, t)
+    if kind in ("causal", "sliding_window"):
+        i = np.arange(sq)[:, None]
+        j = np.arange(sk)[None, :]
+        dead = j > i + (sk - sq)
+        if kind == "sliding_window":
+            dead |= j < i + (sk - sq) - (attr_int(attrs, "window", 0) or 0)
+        s = e.emit("where", e.const(~dead, i1, (sq, sk)), s, ninf)
+    m = e.reduce(s, "max")
+    m = e.emit("where", e.emit("compare", m, ninf, predicate="eq"), e.const(0.0, t), m)
+    ex = e.emit("exp", e.sub(s, m))
+    den = e.reduce(ex, "sum")
+    zero = e.const(0.0, t)
+    den = e.emit("where", e.emit("compare", den, zero, predicate="gt"), den, e.const(1.0, t))
+    return e.ops, e.emit("matmul", e.div(ex, den), v)
+
+
+def _rope(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    """Rotate-half RoPE: [x1·c − x2·s, x2·c + x1·s, x[n_rot:]] along the last axis."""
+    x, c, s = op.operands
+    if static_shape(x) is None:
+        return None
+    d = shape_of(x.type)[-1]
+    n_rot = attr_int(dict(op.attributes), "n_rot", d)
+    assert n_rot is not None
+    h = n_rot // 2
+    e = Expansion()
+    x1, x2 = e.slice_last(x, 0, h), e.slice_last(x, h, n_rot)
+    parts = [e.sub(e.mul(x1, c), e.mul(x2, s)), e.add(e.mul(x2, c), e.mul(x1, s))]
+    if n_rot < d:
+        parts.append(e.slice_last(x, n_rot, d))
+    return e.ops, e.emit("concat", *parts, axis=-1)
+
+
+# ----------------------------------------------------------------------------- fused ops (unfuse)
+
+
+def _fused_matmul_bias_act(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x, w, b = op.operands
+    y = e.add(e.emit("matmul", x, w), b)
+    act = attr_str(dict(op.attributes), "activation", "none")
+    return e.ops, y if act == "none" else e.emit(str(act), y)
+
+
+def _fused_swiglu(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    e = Expansion()
+    if len(op.operands) == 3:
+        x, wg, wu = op.operands
+        gate, up = e.emit("matmul", x, wg), e.emit("matmul", x, wu)
+    else:
+        (p,) = op.operands
+        if static_shape(p) is None:
+            return None
+        n = shape_of(p.type)[-1]
+        first, second = e.slice_last(p, 0, n // 2), e.slice_last(p, n // 2, n)
+        gate_first = attr_bool(dict(op.attributes), "gate_first")
+        gate, up = (first, second) if gate_first else (second, first)
+    return e.ops, e.mul(e.emit("silu", gate), up)
+
+
+def _fused_residual_layer_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x, r, g, b = op.operands
+    return e.ops, e.emit("layer_norm", e.add(x, r), g, b, epsilon=_eps(op))
+
+
+def _fused_residual_rms_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
+    e = Expansion()
+    x, r, *rest = op.operands
+    return e.ops, e.emit("rms_norm", e.add(x, r), *rest, epsilon=_eps(op))
+
+
+# ----------------------------------------------------------------------------- elementwise_region
+
+_BINARY = {
+    "arith.addf": "add", "arith.addi": "add", "arith.subf": "sub", "arith.subi": "sub",
+    "arith.mulf": "mul", "arith.muli": "mul", "arith.divf": "div", "arith.divsi": "div",
+    "arith.maximumf": "max", "arith.maxsi": "max", "arith.minimumf": "min", "arith.minsi": "min",
+    "math.powf": "pow",
+}  # fmt: skip
+_UNARY = {
+    "arith.negf": "neg", "math.exp": "exp", "math.log": "log", "math.sqrt": "sqrt",
+    "math.rsqrt": "rsqrt", "math.tanh": "tanh", "math.erf": "erf", "math.sin": "sin",
+    "math.cos": "cos", "math.absf": "abs", "math.absi": "abs", "math.floor": "floor",
+    "math.ceil": "ceil", "math.roundeven": "round",
+}  # fmt: skip
+_CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi", "arith.extsi", "arith.trunci")
+_CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 14: "ne"}  # oeq ogt oge olt ole une
+_CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge"}  # signed predicates
+
+
+def _elementwise_region(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    """One rlx op per scalar body op, on tensors (rlx binary ops broadcast like the region)."""
+    from xdsl.dialects import arith
+
+    block = op.regions[0].blocks.first
+    assert block is not None
+    e = Expansion()
+    env: dict[SSAValue, SSAValue] = dict(zip(block.args, op.operands, strict=True))
+    for inner in block.ops:
+        args = [env[o] for o in inner.operands]
+        if inner.name == "rlx.yield":
+            out = args[0]
+            if out.type != op.results[0].type:
+                out = e.emit("broadcast_to", out, result_type=op.results[0].type)
+            return e.ops, out
+        name = inner.name
+        if name in _BINARY:
+            val = e.emit(_BINARY[name], *args)
+        elif name in _UNARY:
+            val = e.emit(_UNARY[name], *args)
+        elif name in _CASTS:
+            val = e.emit("cast", args[0], result_type=tensor(shape_of(args[0].type), inner.results[0].type))
+        elif isinstance(inner, arith.CmpfOp | arith.CmpiOp):
+            table = _CMPF if isinstance(inner, arith.CmpfOp) else _CMPI
+            pred = table.get(inner.predicate.value.data)
+            if pred is None:
+                return None
+            val = e.emit("compare", *args, predicate=pred)
+        elif isinstance(inner, arith.SelectOp):
+            val = e.emit("where", *args)
+        elif isinstance(inner, arith.ConstantOp):
+            v = inner.value
+            if not hasattr(v, "value"):
+                return None
+            val = e.const(v.value.data, inner.results[0].type)  # type: ignore[union-attr]
+        else:
+            return None
+        env[inner.results[0]] = val
+    return None
+
+
+# ----------------------------------------------------------------------------- registries
+
+LOGICAL_KERNELS: dict[str, Decomposition] = {
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "attention": _attention,
+    "rope": _rope,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "silu": _silu,
+    "sigmoid": _sigmoid,
+    "fused_matmul_bias_act": _fused_matmul_bias_act,
+    "fused_swiglu": _fused_swiglu,
+    "fused_residual_layer_norm": _fused_residual_layer_norm,
+    "fused_residual_rms_norm": _fused_residual_rms_norm,
+}
+"""Logical kernels: native op or common-IR decomposition, chosen by `DispatchConfig`."""
+
+NATIVE_ONLY_KERNELS = ("scaled_matmul", "dequant_matmul")
+"""Kernels with no common decomposition (always native)."""
+
+LEGALIZE_REWRITES: dict[str, Decomposition] = {
+    **LOGICAL_KERNELS,
+    "relu": _relu,
+    "rsqrt": _rsqrt,
+    "elementwise_region": _elementwise_region,
+}
+"""Every rewrite `legalize` may apply to an unclaimed kind."""
+
+ALWAYS_LEGAL = frozenset({"param", "constant", "yield"})
+"""Kinds every backend materializes itself (leaves and the region terminator)."""
+
+ALL_KINDS = tuple(sorted(n.removeprefix("rlx.") for n in OPS_BY_NAME))
+"""Every rlx op kind (valid entries of `supported_ops`)."""
+
+
+def decompose(op: Operation, table: dict[str, Decomposition] = LOGICAL_KERNELS) -> tuple[list[Operation], SSAValue] | None:
+    """The expansion of `op` from `table`, or None when its kind has none / it cannot."""
+    fn = table.get(kind_of(op)) if op.name.startswith("rlx.") else None
+    return None if fn is None else fn(op)
+
+
+# ----------------------------------------------------------------------------- dispatch decision
+
+POLICIES = ("prefer-native", "common", "native")
+
+
+def _names_error(what: str, bad: Sequence[str], accepted: Iterable[str]) -> PassFailedException:
+    import difflib
+
+    acc = list(accepted)
+    hint = ""
+    close = difflib.get_close_matches(bad[0], acc, n=1) if bad else []
+    if close:
+        hint = f" (did you mean '{close[0]}'?)"
+    return PassFailedException(
+        f"unknown {what} {', '.join(repr(b) for b in bad)}{hint}; accepted: {', '.join(acc)}"
+    )
+
+
+def parse_kinds(names: Iterable[str], accepted: Sequence[str], what: str = "op kind") -> frozenset[str]:
+    """Validate kind names (an `rlx.` prefix is tolerated); PassFailedException otherwise."""
+    out: set[str] = set()
+    bad: list[str] = []
+    for raw in names:
+        n = str(raw).strip().removeprefix("rlx.")
+        (out.add(n) if n in accepted else bad.append(str(raw)))
+    if bad:
+        raise _names_error(what, bad, accepted)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    """Native vs common-IR choice per logical kernel (RLX `KernelDispatchConfig`).
+
+    force_native beats force_common beats the policy; "prefer-native" picks the common
+    IR iff `supported` is non-empty and lacks the kind.
+    """
+
+    policy: str = "prefer-native"
+    force_common: frozenset[str] = frozenset()
+    force_native: frozenset[str] = frozenset()
+    supported: frozenset[str] = frozenset()
+
+    @staticmethod
+    def build(
+        policy: str = "prefer-native",
+        force_common: Iterable[str] = (),
+        force_native: Iterable[str] = (),
+        supported: Iterable[str] = (),
+    ) -> DispatchConfig:
+        """Validate user-given names (PassFailedException listing the accepted ones)."""
+        if policy not in POLICIES:
+            raise _names_error("kernel-dispatch policy", [policy], POLICIES)
+        kernels = tuple(LOGICAL_KERNELS)
+        return DispatchConfig(
+            policy,
+            parse_kinds(force_common, kernels, "logical kernel"),
+            parse_kinds(force_native, kernels, "logical kernel"),
+            parse_kinds(supported, ALL_KINDS),
+        )
+
+    def is_common(self, kind: str) -> bool:
+        """Whether `kind` goes through its common-IR decomposition."""
+        if kind not in LOGICAL_KERNELS or kind in self.force_native:
+            return False
+        if kind in self.force_common or self.policy == "common":
+            return True
+        if self.policy == "native":
+            return False
+        return bool(self.supported) and kind not in self.supported
+
+    @property
+    def inert(self) -> bool:
+        """True when no kind can go common (the pass has nothing to do)."""
+        return not self.force_common and self.policy != "common" and (
+            self.policy == "native" or not self.supported
+        )

@@ -1,0 +1,76 @@
+"""Re-infer every rlx result type of a function after its argument types changed
+(used by `bind-dims`, and by any pass that rewrites types)."""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from rlx.dialects.rlx.base import DYN, RlxOp, shape_of, tensor
+from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+
+
+def _resolve_given(op: Operation, operand_types: list[TensorType]) -> list[Attribute]:
+    """Result types written in the IR, with `?` resolved where the op determines them:
+    a single dynamic reshape dim from the element count, broadcast_to dims from the operand,
+    cast/dequantize shapes from the operand."""
+    given = [r.type for r in op.results]
+    if not given or not isinstance(given[0], TensorType):
+        return given
+    out = given[0]
+    dims = list(shape_of(out))
+    if op.name in ("rlx.cast", "rlx.dequantize"):
+        return [tensor(shape_of(operand_types[0]), out.element_type)]
+    if op.name == "rlx.reshape" and DYN in dims:
+        src = shape_of(operand_types[0])
+        known = [d for d in dims if d != DYN]
+        if DYN not in src and dims.count(DYN) == 1 and prod(known) and prod(src) % prod(known) == 0:
+            dims[dims.index(DYN)] = prod(src) // prod(known)
+    if op.name == "rlx.broadcast_to" and DYN in dims:
+        src = shape_of(operand_types[0])
+        for i in range(1, min(len(src), len(dims)) + 1):
+            if dims[-i] == DYN and src[-i] not in (DYN, 1):
+                dims[-i] = src[-i]
+    return [tensor(dims, out.element_type)]
+
+
+def reinfer_function(f: func.FuncOp) -> None:
+    """Recompute result types in program order and update the function type."""
+    for op in f.body.walk():
+        if isinstance(op, ScanOp | ElementwiseRegionOp):
+            _reinfer_region_op(op)
+            continue
+        if (
+            not isinstance(op, RlxOp)
+            or op.parent_op() is not f
+            and not isinstance(op.parent_op(), ScanOp)
+        ):
+            continue
+        operand_types = [o.type for o in op.operands]
+        new = op.infer(operand_types, dict(op.attributes), _resolve_given(op, operand_types))  # type: ignore[arg-type]
+        for r, t in zip(list(op.results), new, strict=True):
+            if r.type != t:
+                Rewriter.replace_value_with_new_type(r, t)
+    ret = f.body.block.last_op
+    if isinstance(ret, func.ReturnOp):
+        f.function_type = func.FunctionType.from_lists(
+            [a.type for a in f.body.block.args], [o.type for o in ret.operands]
+        )
+
+
+def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
+    if isinstance(op, ElementwiseRegionOp):
+        from rlx.dialects.rlx.base import broadcast_shapes
+
+        shape = broadcast_shapes(*(shape_of(o.type) for o in op.inputs))
+        new = tensor(shape, op.result.type.element_type)  # type: ignore[union-attr]
+        if new != op.result.type:
+            Rewriter.replace_value_with_new_type(op.result, new)
+        return
+    if any(DYN in shape_of(o.type) for o in op.operands):
+        raise VerifyException("rlx.scan with dynamic operand shapes cannot be re-inferred")
