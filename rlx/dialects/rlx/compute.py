@@ -85,6 +85,7 @@ class ReduceOp(RlxOp):
         shape = shape_of(t)
         require("kind" in attrs, "missing required attribute 'kind'")
         attr_enum(attrs, "kind", REDUCE_KINDS)
+        require(is_numeric(t.element_type), f"reduce needs a numeric operand, got {t.element_type}")
         axes = attr_ints(attrs, "axes", range(len(shape)))
         assert axes is not None
         norm = [normalize_axis(a, len(shape), "reduction axis") for a in axes]
@@ -132,6 +133,7 @@ class CumsumOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
+        require(is_numeric(t.element_type), f"cumsum needs a numeric operand, got {t.element_type}")
         normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
         attr_bool(attrs, "exclusive")
         return [t]
@@ -271,7 +273,8 @@ class RopeOp(RlxOp):
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         x, c, s = operand_types
         xs = shape_of(x)
-        same_elem(operand_types)
+        e = same_elem(operand_types)
+        require(is_float(e), f"rope needs floating-point operands, got {e}")
         require(
             len(xs) >= 2, f"rope needs x of rank >= 2 [..., seq, dim], got tensor<{fmt_shape(xs)}>"
         )
@@ -380,6 +383,9 @@ class Pool2dOp(RlxOp):
         (t,) = operand_types
         xs = shape_of(t)
         require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
+        require(
+            is_float(t.element_type), f"pool2d needs a floating-point operand, got {t.element_type}"
+        )
         require(
             "kind" in attrs and "kernel" in attrs, "missing required attribute 'kind' or 'kernel'"
         )

@@ -3,7 +3,6 @@ low-precision GEMM (fp8/fp6/fp4 and custom fNeXmY formats) and GGML packed matmu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -11,6 +10,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, f32, i8
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import (
     UI8,
@@ -126,47 +126,29 @@ class FakeQuantizeOp(RlxOp):
         return [t]
 
 
-NAMED_FORMATS = ("f8e4m3", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f6e2m3", "f6e3m2", "f4e2m1")
-_CUSTOM = re.compile(r"f(\d)e(\d)m(\d)")
-_LAYOUT = re.compile(r"(per_tensor)|(mx|mxfp8|block|nvfp4)(/(\d+))?")
-
-
 def check_format(name: str | None, attr: str) -> str:
-    """Accept the named formats and any fNeXmY with N = 1+X+Y <= 8, X >= 1."""
+    """A low-precision format name as `rlx.formats.lowp.parse_format` accepts it."""
+    from rlx.formats.lowp import parse_format
+
     require(name is not None, f"missing required attribute '{attr}'")
     assert name is not None
-    if name in NAMED_FORMATS:
-        return name
-    m = _CUSTOM.fullmatch(name)
-    ok = m is not None and int(m[2]) >= 1 and int(m[1]) == 1 + int(m[2]) + int(m[3]) <= 8
-    require(
-        ok,
-        f"unknown low-precision format \"{name}\" in '{attr}'; expected one of {', '.join(NAMED_FORMATS)} "
-        "or fNeXmY with N = 1+X+Y <= 8 and X >= 1",
-    )
+    try:
+        parse_format(name)
+    except ValueError as e:
+        raise VerifyException(f"attribute '{attr}': {e}") from None
     return name
 
 
-def layout_block(layout: str | None) -> tuple[str, int]:
-    """Parse a scale layout: per_tensor | mx[/BLOCK] (default 32) | nvfp4[/GROUP] (default 16)."""
-    m = _LAYOUT.fullmatch(layout or "per_tensor")
-    require(
-        m is not None and (m[4] is None or int(m[4]) >= 1),
-        f'unknown scale_layout "{layout}"; expected per_tensor, mx[/BLOCK] or nvfp4[/GROUP]',
-    )
-    assert m is not None
-    if m[1]:
-        return "per_tensor", 0
-    kind = "nvfp4" if m[2] == "nvfp4" else "mx"
-    return kind, int(m[4]) if m[4] else (16 if kind == "nvfp4" else 32)
-
-
 def scale_type(layout: str | None, rows: int, k: int) -> TensorType:
-    """per_tensor: one f32; block layouts: one encoded byte per row per block of K."""
-    kind, block = layout_block(layout)
-    if kind == "per_tensor":
-        return tensor((1,), f32)
-    return tensor((rows, -(-k // block)), UI8)
+    """per_tensor: one f32; block layouts (mx, nvfp4): one encoded byte per row per block of K."""
+    from rlx.formats.lowp import parse_layout, scale_shape
+
+    try:
+        kind = parse_layout(layout or "per_tensor").kind
+        shape = scale_shape(layout or "per_tensor", rows, k)
+    except ValueError as e:
+        raise VerifyException(f"attribute 'scale_layout': {e}") from None
+    return tensor(shape, f32 if kind == "per_tensor" else UI8)
 
 
 def _rank2(t: TensorType, what: str) -> tuple[int, int]:

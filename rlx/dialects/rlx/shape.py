@@ -138,6 +138,7 @@ class ConcatOp(RlxOp):
         shapes = [shape_of(t) for t in operand_types]
         rank = len(shapes[0])
         require(all(len(s) == rank for s in shapes), "concat operands must have the same rank")
+        require("axis" in attrs, "missing required attribute 'axis'")
         axis = normalize_axis(attr_int(attrs, "axis", 0) or 0, rank)
         out = list(shapes[0])
         for s in shapes[1:]:

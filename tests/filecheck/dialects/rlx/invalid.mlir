@@ -434,7 +434,7 @@ func.func @f53(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @f54(%x: tensor<2x32xf32>) {
-  // expected-error @+1 {{unknown low-precision format "f9e4m4"}}
+  // expected-error @+1 {{attribute 'format': unknown low-precision format 'f9e4m4'; accepted: f8e4m3}}
   %0 = rlx.scaled_quant_scale %x {format = "f9e4m4", scale_layout = "per_tensor"} : (tensor<2x32xf32>) -> tensor<1xf32>
   func.return
 }
@@ -442,7 +442,7 @@ func.func @f54(%x: tensor<2x32xf32>) {
 // -----
 
 func.func @f55(%x: tensor<2x32xf32>, %s: tensor<1xf32>) {
-  // expected-error @+1 {{unknown scale_layout "tile"}}
+  // expected-error @+1 {{attribute 'scale_layout': unknown scale layout 'tile'}}
   %0 = rlx.scaled_quantize %x, %s {format = "f8e4m3", scale_layout = "tile"} : (tensor<2x32xf32>, tensor<1xf32>) -> tensor<2x32xui8>
   func.return
 }
@@ -564,5 +564,45 @@ func.func @region_bad_body(%x: tensor<2x8xf32>) {
     %b = func.call @g(%a) : (f32) -> f32
     rlx.yield %b : f32
   }
+  func.return
+}
+
+// -----
+
+func.func @g0(%x: tensor<2x3xi1>) {
+  // expected-error @+1 {{reduce needs a numeric operand, got i1}}
+  %0 = rlx.reduce %x {kind = "sum"} : (tensor<2x3xi1>) -> tensor<i1>
+  func.return
+}
+
+// -----
+
+func.func @g1(%x: tensor<2x3xi1>) {
+  // expected-error @+1 {{cumsum needs a numeric operand, got i1}}
+  %0 = rlx.cumsum %x : (tensor<2x3xi1>) -> tensor<2x3xi1>
+  func.return
+}
+
+// -----
+
+func.func @g2(%x: tensor<1x2x4x8xi32>, %c: tensor<4x4xi32>) {
+  // expected-error @+1 {{rope needs floating-point operands, got i32}}
+  %0 = rlx.rope %x, %c, %c : (tensor<1x2x4x8xi32>, tensor<4x4xi32>, tensor<4x4xi32>) -> tensor<1x2x4x8xi32>
+  func.return
+}
+
+// -----
+
+func.func @g3(%x: tensor<1x1x4x4xi1>) {
+  // expected-error @+1 {{pool2d needs a floating-point operand, got i1}}
+  %0 = rlx.pool2d %x {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x1x4x4xi1>) -> tensor<1x1x2x2xi1>
+  func.return
+}
+
+// -----
+
+func.func @g4(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{missing required attribute 'axis'}}
+  %0 = rlx.concat %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
   func.return
 }
