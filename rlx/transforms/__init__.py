@@ -9,6 +9,12 @@ _PASSES: dict[str, str] = {
     "bind-dims": "rlx.transforms.bind_dims:BindDims",
     "bind-params": "rlx.transforms.bind_params:BindParams",
     "bind-quant-params": "rlx.transforms.bind_quant_params:BindQuantParams",
+    "canonicalize": "rlx.transforms.canonicalize:RlxCanonicalizePass",
+    "constant-folding": "rlx.transforms.constant_folding:ConstantFoldingPass",
+    "dce": "rlx.transforms.dce:DeadCodeEliminationPass",
+    "fusion": "rlx.transforms.fusion:FusionPass",
+    "kernel-dispatch": "rlx.transforms.kernel_dispatch:KernelDispatchPass",
+    "legalize": "rlx.transforms.legalize:LegalizePass",
 }
 """Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""
 

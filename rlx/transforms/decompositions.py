@@ -1,36 +1,43 @@
-"""Common-IR decompositions of rlx logical kernels into primitive rlx ops, and the
-native-vs-common dispatch decision shared by `kernel-dispatch`, `legalize` and the
-dispatch report.
+"""Common-IR decompositions of rlx logical kernels into primitive rlx ops (shared by
+`kernel-dispatch`, `legalize` and the dispatch report).
 
-A decomposition is a pure function `op -> Expansion | None`: it builds (but does not
-insert) the replacement ops and names the value that replaces the op's result; None means
-"this instance cannot be decomposed" (e.g. a shape the expansion needs is dynamic).
+A decomposition is a pure function `op -> (new_ops, value) | None`: it builds (but does
+not insert) the replacement ops and names the value that replaces the op's result; None
+means "this instance cannot be decomposed" (e.g. a shape the expansion needs is dynamic).
 
 * `LOGICAL_KERNELS`: kinds with a native kernel *and* a common decomposition; which one
-  is used is decided by `DispatchConfig` (kernel-dispatch).
-* `LEGALIZE_REWRITES`: every rewrite `legalize` may use when a kind is not claimed; the
-  logical kernels plus a few cheap lowerings (relu, rsqrt) and the unfusing of
-  `rlx.elementwise_region` into one rlx op per body op.
+  is used is decided by `kernel_dispatch.DispatchConfig`.
+* `LOWERINGS`: cheap rewrites of non-kernel kinds (relu, rsqrt) that `legalize` also
+  uses (with the unfusing of `rlx.elementwise_region`, defined in legalize.py).
 
 Fused kernels expand one level (e.g. `fused_residual_layer_norm` -> `add` +
 `layer_norm`); the ops they produce are then dispatched/legalized by their own kind.
-`scaled_matmul` and `dequant_matmul` have no decomposition (their decoders need bit-level
-ops that rlx lacks) and are always native.
+`scaled_matmul` and `dequant_matmul` decode their codes, scales and GGML blocks through
+`gather` lookup tables (quant_decompositions.py), bit-exactly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
-from rlx.dialects.rlx.base import DYN, attr_bool, attr_float, attr_int, attr_str, shape_of, tensor, to_attr
+from rlx.dialects.rlx.base import (
+    DYN,
+    attr_bool,
+    attr_float,
+    attr_int,
+    attr_str,
+    shape_of,
+    tensor,
+    to_attr,
+)
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dtypes import numpy_dtype
 
@@ -68,7 +75,9 @@ class Expansion:
 
     ops: list[Operation] = field(default_factory=list[Operation])
 
-    def emit(self, name: str, *operands: SSAValue, result_type: Attribute | None = None, **attrs: object) -> SSAValue:
+    def emit(
+        self, name: str, *operands: SSAValue, result_type: Attribute | None = None, **attrs: object
+    ) -> SSAValue:
         """Append `rlx.<name>` with inferred result type (ops whose type carries meaning
         take `result_type`)."""
         cls = OPS_BY_NAME[f"rlx.{name}"]
@@ -103,7 +112,8 @@ class Expansion:
 
     def slice_last(self, x: SSAValue, start: int, stop: int) -> SSAValue:
         s = shape_of(x.type)
-        return self.emit("slice", x, starts=[0] * len(s), limits=[*s[:-1], stop], strides=[1] * len(s))
+        starts = [0] * (len(s) - 1) + [start]
+        return self.emit("slice", x, starts=starts, limits=[*s[:-1], stop], strides=[1] * len(s))
 
 
 Decomposition = Callable[[Operation], "tuple[list[Operation], SSAValue] | None"]
@@ -187,7 +197,9 @@ def _eps(op: Operation) -> float:
     return v
 
 
-def layer_norm_of(e: Expansion, x: SSAValue, g: SSAValue, b: SSAValue | None, eps: float) -> SSAValue:
+def layer_norm_of(
+    e: Expansion, x: SSAValue, g: SSAValue, b: SSAValue | None, eps: float
+) -> SSAValue:
     """(x - mean) / sqrt(var + eps) · gamma + beta over the last axis (biased var)."""
     d = e.sub(x, e.reduce(x, "mean"))
     var = e.reduce(e.mul(d, d), "mean")
@@ -229,9 +241,10 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
         return None
     e = Expansion()
     t = _elem(q)
-    scale = attr_float(attrs, "scale", 1.0 / math.sqrt(qs[3]) if qs[3] not in (0, DYN) else 1.0)
-    if scale is None:
-        return None
+    if "scale" not in attrs and qs[3] == DYN:
+        return None  # the default scale 1/sqrt(head_dim) needs a static head_dim
+    scale = attr_float(attrs, "scale", 1.0 / math.sqrt(qs[3]) if qs[3] else 1.0)
+    assert scale is not None
     s = e.emit("matmul", q, e.emit("transpose", k, permutation=[0, 1, 3, 2]))
     s = e.mul(s, e.const(scale, t))
     if bias:
@@ -313,64 +326,19 @@ def _fused_residual_rms_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
     return e.ops, e.emit("rms_norm", e.add(x, r), *rest, epsilon=_eps(op))
 
 
-# ----------------------------------------------------------------------------- elementwise_region
-
-_BINARY = {
-    "arith.addf": "add", "arith.addi": "add", "arith.subf": "sub", "arith.subi": "sub",
-    "arith.mulf": "mul", "arith.muli": "mul", "arith.divf": "div", "arith.divsi": "div",
-    "arith.maximumf": "max", "arith.maxsi": "max", "arith.minimumf": "min", "arith.minsi": "min",
-    "math.powf": "pow",
-}  # fmt: skip
-_UNARY = {
-    "arith.negf": "neg", "math.exp": "exp", "math.log": "log", "math.sqrt": "sqrt",
-    "math.rsqrt": "rsqrt", "math.tanh": "tanh", "math.erf": "erf", "math.sin": "sin",
-    "math.cos": "cos", "math.absf": "abs", "math.absi": "abs", "math.floor": "floor",
-    "math.ceil": "ceil", "math.roundeven": "round",
-}  # fmt: skip
-_CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi", "arith.extsi", "arith.trunci")
-_CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 14: "ne"}  # oeq ogt oge olt ole une
-_CMPI = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge"}  # signed predicates
+# ----------------------------------------------------------------------------- quantized matmuls
 
 
-def _elementwise_region(op: Operation) -> tuple[list[Operation], SSAValue] | None:
-    """One rlx op per scalar body op, on tensors (rlx binary ops broadcast like the region)."""
-    from xdsl.dialects import arith
+def _scaled_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    from rlx.transforms.quant_decompositions import scaled_matmul
 
-    block = op.regions[0].blocks.first
-    assert block is not None
-    e = Expansion()
-    env: dict[SSAValue, SSAValue] = dict(zip(block.args, op.operands, strict=True))
-    for inner in block.ops:
-        args = [env[o] for o in inner.operands]
-        if inner.name == "rlx.yield":
-            out = args[0]
-            if out.type != op.results[0].type:
-                out = e.emit("broadcast_to", out, result_type=op.results[0].type)
-            return e.ops, out
-        name = inner.name
-        if name in _BINARY:
-            val = e.emit(_BINARY[name], *args)
-        elif name in _UNARY:
-            val = e.emit(_UNARY[name], *args)
-        elif name in _CASTS:
-            val = e.emit("cast", args[0], result_type=tensor(shape_of(args[0].type), inner.results[0].type))
-        elif isinstance(inner, arith.CmpfOp | arith.CmpiOp):
-            table = _CMPF if isinstance(inner, arith.CmpfOp) else _CMPI
-            pred = table.get(inner.predicate.value.data)
-            if pred is None:
-                return None
-            val = e.emit("compare", *args, predicate=pred)
-        elif isinstance(inner, arith.SelectOp):
-            val = e.emit("where", *args)
-        elif isinstance(inner, arith.ConstantOp):
-            v = inner.value
-            if not hasattr(v, "value"):
-                return None
-            val = e.const(v.value.data, inner.results[0].type)  # type: ignore[union-attr]
-        else:
-            return None
-        env[inner.results[0]] = val
-    return None
+    return scaled_matmul(op)
+
+
+def _dequant_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    from rlx.transforms.quant_decompositions import dequant_matmul
+
+    return dequant_matmul(op)
 
 
 # ----------------------------------------------------------------------------- registries
@@ -389,19 +357,13 @@ LOGICAL_KERNELS: dict[str, Decomposition] = {
     "fused_swiglu": _fused_swiglu,
     "fused_residual_layer_norm": _fused_residual_layer_norm,
     "fused_residual_rms_norm": _fused_residual_rms_norm,
+    "scaled_matmul": _scaled_matmul,
+    "dequant_matmul": _dequant_matmul,
 }
 """Logical kernels: native op or common-IR decomposition, chosen by `DispatchConfig`."""
 
-NATIVE_ONLY_KERNELS = ("scaled_matmul", "dequant_matmul")
-"""Kernels with no common decomposition (always native)."""
-
-LEGALIZE_REWRITES: dict[str, Decomposition] = {
-    **LOGICAL_KERNELS,
-    "relu": _relu,
-    "rsqrt": _rsqrt,
-    "elementwise_region": _elementwise_region,
-}
-"""Every rewrite `legalize` may apply to an unclaimed kind."""
+LOWERINGS: dict[str, Decomposition] = {"relu": _relu, "rsqrt": _rsqrt}
+"""Rewrites of primitive-ish kinds used by `legalize` only."""
 
 ALWAYS_LEGAL = frozenset({"param", "constant", "yield"})
 """Kinds every backend materializes itself (leaves and the region terminator)."""
@@ -410,86 +372,14 @@ ALL_KINDS = tuple(sorted(n.removeprefix("rlx.") for n in OPS_BY_NAME))
 """Every rlx op kind (valid entries of `supported_ops`)."""
 
 
-def decompose(op: Operation, table: dict[str, Decomposition] = LOGICAL_KERNELS) -> tuple[list[Operation], SSAValue] | None:
+def decompose(
+    op: Operation, table: dict[str, Decomposition] = LOGICAL_KERNELS
+) -> tuple[list[Operation], SSAValue] | None:
     """The expansion of `op` from `table`, or None when its kind has none / it cannot."""
     fn = table.get(kind_of(op)) if op.name.startswith("rlx.") else None
-    return None if fn is None else fn(op)
-
-
-# ----------------------------------------------------------------------------- dispatch decision
-
-POLICIES = ("prefer-native", "common", "native")
-
-
-def _names_error(what: str, bad: Sequence[str], accepted: Iterable[str]) -> PassFailedException:
-    import difflib
-
-    acc = list(accepted)
-    hint = ""
-    close = difflib.get_close_matches(bad[0], acc, n=1) if bad else []
-    if close:
-        hint = f" (did you mean '{close[0]}'?)"
-    return PassFailedException(
-        f"unknown {what} {', '.join(repr(b) for b in bad)}{hint}; accepted: {', '.join(acc)}"
-    )
-
-
-def parse_kinds(names: Iterable[str], accepted: Sequence[str], what: str = "op kind") -> frozenset[str]:
-    """Validate kind names (an `rlx.` prefix is tolerated); PassFailedException otherwise."""
-    out: set[str] = set()
-    bad: list[str] = []
-    for raw in names:
-        n = str(raw).strip().removeprefix("rlx.")
-        (out.add(n) if n in accepted else bad.append(str(raw)))
-    if bad:
-        raise _names_error(what, bad, accepted)
-    return frozenset(out)
-
-
-@dataclass(frozen=True)
-class DispatchConfig:
-    """Native vs common-IR choice per logical kernel (RLX `KernelDispatchConfig`).
-
-    force_native beats force_common beats the policy; "prefer-native" picks the common
-    IR iff `supported` is non-empty and lacks the kind.
-    """
-
-    policy: str = "prefer-native"
-    force_common: frozenset[str] = frozenset()
-    force_native: frozenset[str] = frozenset()
-    supported: frozenset[str] = frozenset()
-
-    @staticmethod
-    def build(
-        policy: str = "prefer-native",
-        force_common: Iterable[str] = (),
-        force_native: Iterable[str] = (),
-        supported: Iterable[str] = (),
-    ) -> DispatchConfig:
-        """Validate user-given names (PassFailedException listing the accepted ones)."""
-        if policy not in POLICIES:
-            raise _names_error("kernel-dispatch policy", [policy], POLICIES)
-        kernels = tuple(LOGICAL_KERNELS)
-        return DispatchConfig(
-            policy,
-            parse_kinds(force_common, kernels, "logical kernel"),
-            parse_kinds(force_native, kernels, "logical kernel"),
-            parse_kinds(supported, ALL_KINDS),
-        )
-
-    def is_common(self, kind: str) -> bool:
-        """Whether `kind` goes through its common-IR decomposition."""
-        if kind not in LOGICAL_KERNELS or kind in self.force_native:
-            return False
-        if kind in self.force_common or self.policy == "common":
-            return True
-        if self.policy == "native":
-            return False
-        return bool(self.supported) and kind not in self.supported
-
-    @property
-    def inert(self) -> bool:
-        """True when no kind can go common (the pass has nothing to do)."""
-        return not self.force_common and self.policy != "common" and (
-            self.policy == "native" or not self.supported
-        )
+    if fn is None:
+        return None
+    try:
+        return fn(op)
+    except VerifyException:
+        return None  # an intermediate type is not expressible (e.g. dynamic dims): keep op

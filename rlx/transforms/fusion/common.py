@@ -26,7 +26,9 @@ def sole_user(value: SSAValue) -> Operation | None:
     return value.get_user_of_unique_use()
 
 
-def only_user(value: SSAValue, cls: type[Operation] | tuple[type[Operation], ...]) -> Operation | None:
+def only_user(
+    value: SSAValue, cls: type[Operation] | tuple[type[Operation], ...]
+) -> Operation | None:
     """The single user of `value` when it is an instance of `cls` (so not func.return)."""
     user = sole_user(value)
     return user if isinstance(user, cls) else None
@@ -36,10 +38,19 @@ def is_graph_output(value: SSAValue) -> bool:
     return any(isinstance(u, func.ReturnOp) for u in users(value))
 
 
-def producer(value: SSAValue, cls: type[Operation] | tuple[type[Operation], ...]) -> Operation | None:
+def producer(
+    value: SSAValue, cls: type[Operation] | tuple[type[Operation], ...]
+) -> Operation | None:
     """The op defining `value` when it is an instance of `cls`."""
     owner = value.owner
     return owner if isinstance(owner, cls) else None
+
+
+def elem_type(value: SSAValue) -> Attribute:
+    """Element type of a tensor value."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t.element_type
 
 
 def rank(value: SSAValue) -> int:

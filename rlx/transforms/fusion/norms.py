@@ -89,7 +89,9 @@ class FuseRmsNormReshape(RewritePattern):
         if flat is None:
             return
         beta = [] if norm.beta is None else [norm.beta]
-        new_norm = make_op("rlx.rms_norm", [flat.results[0], norm.gamma, *beta], dict(norm.attributes), like=norm)
+        new_norm = make_op(
+            "rlx.rms_norm", [flat.results[0], norm.gamma, *beta], dict(norm.attributes), like=norm
+        )
         if new_norm is None:
             return
         rewriter.insert(flat, InsertPoint.before(norm))

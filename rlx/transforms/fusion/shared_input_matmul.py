@@ -8,7 +8,7 @@ from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import i64_attr, ints_attr, shape_of
 from rlx.dialects.rlx.compute import MatmulOp
-from rlx.transforms.fusion.common import make_op, static_shape
+from rlx.transforms.fusion.common import elem_type, make_op, static_shape
 
 
 def shared_group(mm: MatmulOp) -> list[MatmulOp]:
@@ -25,7 +25,7 @@ def shared_group(mm: MatmulOp) -> list[MatmulOp]:
         w = static_shape(op.b)
         if op.a is not mm.a or w is None or len(w) != 2 or static_shape(op.result) is None:
             continue
-        if op.b.type.element_type != mm.b.type.element_type:  # type: ignore[union-attr]
+        if elem_type(op.b) != elem_type(mm.b):
             continue
         if w[0] != shape_of(mm.a.type)[-1]:
             continue

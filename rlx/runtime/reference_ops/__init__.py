@@ -1,0 +1,18 @@
+"""Op implementations of the reference interpreter, one module per op family.
+
+Importing this package fills `REGISTRY` (op name -> (function, operand-count range)).
+"""
+
+from rlx.runtime.reference_ops import (  # noqa: F401  (imported for registration)
+    elementwise,
+    fused,
+    nn,
+    quant,
+    reduce,
+    regions,
+    scalar,
+    tensor,
+)
+from rlx.runtime.reference_ops._core import REGISTRY
+
+__all__ = ["REGISTRY"]

@@ -1,0 +1,344 @@
+"""Shared machinery of the reference interpreter: dtypes, attribute decoding, op registry.
+
+Nothing here depends on the rlx dialect's Python op classes: ops are identified by name
+(`op_name`) and their attributes are decoded generically (`to_python`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    BoolAttr,
+    BytesAttr,
+    ContainerType,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float8E3M4Type,
+    Float8E4M3B11FNUZType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E4M3Type,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
+    Float8E8M0FNUType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    UnregisteredOp,
+)
+from xdsl.ir import Attribute, Block, Operation
+
+__all__ = [
+    "InterpreterError",
+    "UnsupportedOpError",
+    "OpContext",
+    "REGISTRY",
+    "register",
+    "numpy_dtype",
+    "element_type",
+    "to_python",
+    "to_numpy",
+    "dense_attr",
+    "op_name",
+    "is_float",
+    "convert",
+    "fcompute",
+    "wide",
+]
+
+
+class InterpreterError(ValueError):
+    """Raised for invalid programs, inputs or params met while interpreting."""
+
+
+class UnsupportedOpError(InterpreterError, NotImplementedError):
+    """Raised for an operation the reference interpreter has no implementation for."""
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+_FLOAT_TYPES: dict[type[Attribute], np.dtype] = {
+    Float64Type: np.dtype(np.float64),
+    Float32Type: np.dtype(np.float32),
+    Float16Type: np.dtype(np.float16),
+    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
+    Float8E4M3FNType: np.dtype(ml_dtypes.float8_e4m3fn),
+    Float8E5M2Type: np.dtype(ml_dtypes.float8_e5m2),
+    Float8E4M3FNUZType: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    Float8E5M2FNUZType: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    Float8E4M3Type: np.dtype(ml_dtypes.float8_e4m3),
+    Float8E4M3B11FNUZType: np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    Float8E3M4Type: np.dtype(ml_dtypes.float8_e3m4),
+    Float8E8M0FNUType: np.dtype(ml_dtypes.float8_e8m0fnu),
+}
+_ML_FLOATS: frozenset[np.dtype] = frozenset(d for d in _FLOAT_TYPES.values() if d.kind != "f")
+_DTYPE_TO_FLOAT_TYPE: dict[np.dtype, type[Attribute]] = {d: t for t, d in _FLOAT_TYPES.items()}
+
+
+def numpy_dtype(elem_type: Attribute) -> np.dtype:
+    """The NumPy dtype of an MLIR element type (a shaped type is taken by its element type).
+
+    f64/f32/f16 are native, bf16 and the f8 types come from ml_dtypes; signless and signed
+    integers are signed, unsigned ones unsigned; i1 is bool; index is int64.
+    """
+    if isinstance(elem_type, ContainerType) and not isinstance(elem_type, DenseArrayBase):
+        elem_type = elem_type.get_element_type()
+    dt = _FLOAT_TYPES.get(type(elem_type))
+    if dt is not None:
+        return dt
+    if isinstance(elem_type, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(elem_type, IntegerType):
+        width = elem_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            unsigned = elem_type.signedness.data == Signedness.UNSIGNED
+            return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
+    raise InterpreterError(f"unsupported element type {elem_type}")
+
+
+def element_type(dtype: Any) -> Attribute:
+    """The MLIR element type of a NumPy dtype (inverse of `numpy_dtype`; ints are signless)."""
+    dt = np.dtype(dtype)
+    if dt in _DTYPE_TO_FLOAT_TYPE:
+        return _DTYPE_TO_FLOAT_TYPE[dt]()
+    if dt == np.bool_:
+        return IntegerType(1)
+    if dt.kind == "i":
+        return IntegerType(dt.itemsize * 8)
+    if dt.kind == "u":
+        return IntegerType(dt.itemsize * 8, Signedness.UNSIGNED)
+    raise InterpreterError(f"no MLIR element type for NumPy dtype {dt}")
+
+
+def is_float(dtype: Any) -> bool:
+    """Whether a dtype is a floating-point one (native or ml_dtypes)."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt in _ML_FLOATS
+
+
+def fcompute(x: np.ndarray) -> np.ndarray:
+    """A float array in its compute type: f64 and f32 as they are, lower precision as f32."""
+    return x if x.dtype in (np.float64, np.float32) else x.astype(np.float32)
+
+
+def wide(x: np.ndarray) -> np.ndarray:
+    """An array in its accumulation type: f64 for floats, int64/uint64 for integers."""
+    if is_float(x.dtype):
+        return x.astype(np.float64)
+    if x.dtype.kind == "u":
+        return x.astype(np.uint64)
+    if x.dtype.kind == "i":
+        return x.astype(np.int64)
+    return x
+
+
+def _round_f64_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Round f64 to an ml_dtypes float once (ml_dtypes itself would round via f32 twice).
+
+    Rounds to f32 with round-to-odd first (truncate, then set the sticky bit if inexact):
+    f32 keeps > 2 more bits than any ml_dtypes float, so the final RNE step is exact.
+    """
+    with np.errstate(all="ignore"):
+        r = x.astype(np.float32)
+        back = r.astype(np.float64)
+        inexact = (back != x) & np.isfinite(x)
+        overshoot = inexact & (np.abs(back) > np.abs(x))
+        r = np.where(overshoot, np.nextafter(r, np.float32(0)), r)
+        bits = r.view(np.uint32) | inexact.astype(np.uint32)
+        return bits.view(np.float32).astype(dt)
+
+
+def convert(x: Any, dtype: Any) -> np.ndarray:
+    """`x` as an array of `dtype`, rounding floats to nearest even exactly once.
+
+    float -> int truncates toward zero, saturating to the integer range (NaN -> 0);
+    -> bool is x != 0; bool -> number is 0/1; int -> int wraps (two's complement).
+    """
+    x = np.asarray(x)
+    dt = np.dtype(dtype)
+    if x.dtype == dt:
+        return x
+    if dt == np.bool_:
+        return x != 0
+    if x.dtype == np.bool_:
+        return x.astype(np.uint8).astype(dt)
+    with np.errstate(all="ignore"):
+        if is_float(dt):
+            if dt in _ML_FLOATS:
+                if x.dtype in _ML_FLOATS or x.dtype == np.float32 or x.dtype == np.float16:
+                    return x.astype(dt)
+                return _round_f64_to(x.astype(np.float64), dt)
+            if not is_float(x.dtype) and dt == np.float16:
+                return x.astype(np.float64).astype(dt)
+            return x.astype(dt)
+        if is_float(x.dtype):
+            info = np.iinfo(dt)
+            t = np.trunc(x.astype(np.float64))
+            t = np.nan_to_num(t, nan=0.0, posinf=float(info.max), neginf=float(info.min))
+            lo = t < info.min
+            hi = t >= float(info.max)  # float(max) may round up past max for 64-bit ints
+            out = np.where(lo | hi, 0, t).astype(dt)
+            out = np.where(lo, info.min, out)
+            return np.where(hi, info.max, out).astype(dt)
+        return x.astype(dt)
+
+
+# ------------------------------------------------------------------------- attributes
+
+
+def to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """A dense elements attribute as an array of its element type and shape."""
+    dt = numpy_dtype(attr.get_element_type())
+    raw = attr.data.data
+    shape = tuple(attr.get_shape())
+    if dt == np.bool_:
+        flat = np.frombuffer(raw, dtype=np.uint8) != 0
+    else:
+        flat = np.frombuffer(raw, dtype=dt.newbyteorder("<") if dt.kind in "iuf" else dt)
+        flat = flat.astype(dt)
+    size = int(np.prod(shape, dtype=np.int64))
+    if flat.size == 1 and size != 1:
+        return np.full(shape, flat[0], dtype=dt)
+    if flat.size != size:
+        raise InterpreterError(
+            f"dense attribute holds {flat.size} elements, its type {attr.type} needs {size}"
+        )
+    return flat.reshape(shape).copy()
+
+
+def dense_attr(array: Any) -> DenseIntOrFPElementsAttr:
+    """A `dense<...> : tensor<...>` attribute holding `array` (inverse of `to_numpy`)."""
+    a = np.asarray(array)
+    if a.dtype == np.bool_:
+        raw = np.where(a, np.uint8(0xFF), np.uint8(0)).tobytes()
+    else:
+        raw = a.astype(a.dtype.newbyteorder("<") if a.dtype.kind in "iuf" else a.dtype).tobytes()
+    return DenseIntOrFPElementsAttr(TensorType(element_type(a.dtype), a.shape), BytesAttr(raw))
+
+
+def to_python(attr: Attribute) -> Any:
+    """Decode an attribute: IntegerAttr -> int (i1 -> bool), FloatAttr -> float,
+    StringAttr -> str, UnitAttr -> True, DenseArrayBase / ArrayAttr -> tuple,
+    DictionaryAttr -> dict, dense elements -> np.ndarray; anything else unchanged."""
+    if isinstance(attr, IntegerAttr):
+        v = attr.value.data
+        if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+            return v != 0
+        return int(v)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, DenseArrayBase):
+        vals = attr.get_values()
+        elt = attr.get_element_type()
+        if isinstance(elt, IntegerType) and elt.width.data == 1:
+            return tuple(v != 0 for v in vals)
+        return tuple(vals)
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return to_numpy(attr)
+    if isinstance(attr, ArrayAttr):
+        return tuple(to_python(a) for a in attr.data)
+    if isinstance(attr, DictionaryAttr):
+        return {k: to_python(v) for k, v in attr.data.items()}
+    return attr
+
+
+_ = BoolAttr  # BoolAttr is IntegerAttr[i1]; decoded above
+
+
+def op_name(op: Operation) -> str:
+    """The name of an op, also for unregistered ops parsed with allow_unregistered."""
+    if isinstance(op, UnregisteredOp):
+        return op.op_name.data
+    return op.name
+
+
+# --------------------------------------------------------------------------- registry
+
+_REQUIRED: Any = object()
+
+
+@dataclass
+class OpContext:
+    """What an op implementation may look at besides its operand arrays."""
+
+    op: Operation
+    name: str
+    rng_seed: int
+    rng_backend: str
+    run_block: Callable[[Block, Sequence[np.ndarray]], list[np.ndarray]]
+    call: Callable[[str, Sequence[np.ndarray]], list[np.ndarray]] | None = None
+
+    def error(self, msg: str) -> InterpreterError:
+        """An InterpreterError whose message names this op."""
+        return InterpreterError(f"{self.name}: {msg}")
+
+    def has(self, key: str) -> bool:
+        """Whether the op carries attribute (or property) `key`."""
+        return key in self.op.attributes or key in self.op.properties
+
+    def attr(self, key: str, default: Any = _REQUIRED) -> Any:
+        """Attribute `key` decoded with `to_python` (properties are looked at too)."""
+        a = self.op.attributes.get(key)
+        if a is None:
+            a = self.op.properties.get(key)
+        if a is None:
+            if default is _REQUIRED:
+                raise self.error(f"missing required attribute '{key}'")
+            return default
+        return to_python(a)
+
+    def result_type(self, i: int = 0) -> Attribute:
+        """The type of result `i`."""
+        return self.op.results[i].type
+
+    def result_shape(self, i: int = 0) -> tuple[int, ...]:
+        """The static shape of tensor result `i` (dynamic dims are an error here)."""
+        t = self.result_type(i)
+        if not isinstance(t, TensorType):
+            raise self.error(f"result {i} is not a ranked tensor: {t}")
+        shape = tuple(t.get_shape())
+        if any(d < 0 for d in shape):
+            raise self.error(f"result {i} needs a static shape, got {t}")
+        return shape
+
+    def result_dtype(self, i: int = 0) -> np.dtype:
+        """The NumPy dtype of result `i`'s element type."""
+        return numpy_dtype(self.result_type(i))
+
+
+OpFn = Callable[..., Any]
+REGISTRY: dict[str, tuple[OpFn, tuple[int, int | None]]] = {}
+
+
+def register(*names: str, nargs: int | tuple[int, int | None] = 1) -> Callable[[OpFn], OpFn]:
+    """Register `fn(ctx, *operands)` for op names; `nargs` is a count or (min, max|None)."""
+    arity = (nargs, nargs) if isinstance(nargs, int) else nargs
+
+    def deco(fn: OpFn) -> OpFn:
+        for n in names:
+            REGISTRY[n] = (fn, arity)
+        return fn
+
+    return deco

@@ -1,0 +1,226 @@
+"""Neural-network rlx ops: attention, rope, conv2d, pool2d.
+
+attention, conv2d and avg-pool accumulate in f64 (integer conv2d in int64); rope is
+elementwise and computes in f32 (f64 for f64 operands); max-pool is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlx.runtime.reference_ops._core import OpContext, fcompute, is_float, register, wide
+
+
+def attention_f64(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    scale: float,
+    mask_kind: str,
+    window: int | None,
+    softcap: float | None,
+) -> np.ndarray:
+    """Scaled dot-product attention in f64 (see `attention`)."""
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if bias is not None:
+        s = s + bias.astype(np.float64)
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    sq, sk = s.shape[-2], s.shape[-1]
+    i = np.arange(sq)[:, None]
+    j = np.arange(sk)[None, :]
+    offset = sk - sq
+    masked = np.zeros((sq, sk), dtype=bool)
+    if mask_kind in ("causal", "sliding_window"):
+        masked |= j > i + offset
+    if mask_kind == "sliding_window":
+        assert window is not None
+        masked |= j < i + offset - window
+    # Keys that are masked, or whose score is -inf, get probability exactly 0.
+    dead = masked | (s == -np.inf)
+    live_max = np.max(np.where(dead, -np.inf, s), axis=-1, keepdims=True, initial=-np.inf)
+    live_max = np.where(np.isfinite(live_max), live_max, 0.0)
+    e = np.where(dead, 0.0, np.exp(np.where(dead, 0.0, s - live_max)))
+    denom = np.sum(e, axis=-1, keepdims=True)
+    p = np.where(denom > 0, e / np.where(denom > 0, denom, 1.0), 0.0)
+    return np.matmul(p, v)
+
+
+@register("rlx.attention", nargs=(3, 4))
+def attention(
+    ctx: OpContext, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None = None
+) -> np.ndarray:
+    """rlx.attention(q, k, v[, bias]) {scale, mask_kind, window, softcap}.
+
+    q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] -> [B,H,Sq,Dv]; the leading B,H dims follow
+    NumPy broadcasting.  mask_kind defaults to "bias" when a 4th operand is present, else
+    "none".  Keys masked by the mask kind, and keys whose (biased / capped) score is -inf,
+    get probability exactly 0; a row with no live key is all zeros.
+    """
+    for t in (q, k, v) + (() if bias is None else (bias,)):
+        if not is_float(t.dtype):
+            raise ctx.error(f"needs float operands, got {t.dtype}")
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ctx.error(f"q, k, v must have rank 4, got {q.shape}, {k.shape}, {v.shape}")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ctx.error(f"incompatible q/k/v shapes {q.shape}, {k.shape}, {v.shape}")
+    mask_kind = ctx.attr("mask_kind", "bias" if bias is not None else "none")
+    if mask_kind not in ("none", "causal", "sliding_window", "bias"):
+        raise ctx.error(f"unknown mask_kind {mask_kind!r}")
+    if (mask_kind == "bias") != (bias is not None):
+        raise ctx.error("mask_kind 'bias' requires exactly 4 operands (and vice versa)")
+    window = ctx.attr("window", None)
+    if mask_kind == "sliding_window" and window is None:
+        raise ctx.error("mask_kind 'sliding_window' requires a 'window' attribute")
+    scale = float(ctx.attr("scale", 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0))
+    softcap = ctx.attr("softcap", None)
+    try:
+        return attention_f64(
+            q,
+            k,
+            v,
+            bias,
+            scale=scale,
+            mask_kind=mask_kind,
+            window=None if window is None else int(window),
+            softcap=None if softcap is None else float(softcap),
+        )
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+
+
+@register("rlx.rope", nargs=3)
+def rope(ctx: OpContext, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """rlx.rope {n_rot = D}: rotate-half RoPE on the first n_rot dims of x [..., S, D].
+
+    out[i] = x[i]·c_i − x[i+h]·s_i, out[i+h] = x[i+h]·c_i + x[i]·s_i for i < h = n_rot/2;
+    cos/sin broadcast to [..., S, h]; the dims >= n_rot are copied.
+    """
+    for t in (x, cos, sin):
+        if not is_float(t.dtype):
+            raise ctx.error(f"needs float operands, got {t.dtype}")
+    if x.ndim < 2:
+        raise ctx.error(f"x must have rank >= 2, got {x.shape}")
+    d = x.shape[-1]
+    n_rot = int(ctx.attr("n_rot", d))
+    if n_rot % 2 or not 0 <= n_rot <= d:
+        raise ctx.error(f"n_rot={n_rot} must be even and <= {d}")
+    h = n_rot // 2
+    xc = fcompute(x)
+    c = cos.astype(xc.dtype)
+    s = sin.astype(xc.dtype)
+    x1, x2 = xc[..., :h], xc[..., h:n_rot]
+    try:
+        r1 = x1 * c - x2 * s
+        r2 = x2 * c + x1 * s
+    except ValueError:
+        raise ctx.error(f"cos/sin {cos.shape} do not broadcast to {x1.shape}") from None
+    if r1.shape != x1.shape:
+        raise ctx.error(f"cos/sin {cos.shape} do not broadcast to {x1.shape}")
+    return np.concatenate([r1, r2, xc[..., n_rot:]], axis=-1)
+
+
+def _pair(ctx: OpContext, key: str, default: tuple[int, ...], n: int) -> tuple[int, ...]:
+    val = tuple(int(v) for v in ctx.attr(key, default))
+    if len(val) != n:
+        raise ctx.error(f"'{key}' must have {n} entries, got {val}")
+    return val
+
+
+def _out_size(ctx: OpContext, size: int, k_eff: int, stride: int) -> int:
+    if stride < 1:
+        raise ctx.error(f"strides must be >= 1, got {stride}")
+    if size < k_eff:
+        raise ctx.error(f"window of extent {k_eff} is larger than the padded input {size}")
+    return (size - k_eff) // stride + 1
+
+
+@register("rlx.conv2d", nargs=(2, 3))
+def conv2d(
+    ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
+) -> np.ndarray:
+    """rlx.conv2d(x [N,C,H,W], w [F,C/g,KH,KW][, bias [F]]) {strides, padding, dilations,
+    groups}: NCHW cross-correlation with zero padding [top, left, bottom, right]."""
+    if x.ndim != 4 or w.ndim != 4:
+        raise ctx.error(f"x and w must have rank 4, got {x.shape}, {w.shape}")
+    if x.dtype != w.dtype or x.dtype == np.bool_:
+        raise ctx.error(f"unsupported element types {x.dtype}, {w.dtype}")
+    sh, sw = _pair(ctx, "strides", (1, 1), 2)
+    pt, pl, pb, pr = _pair(ctx, "padding", (0, 0, 0, 0), 4)
+    dh, dw = _pair(ctx, "dilations", (1, 1), 2)
+    g = int(ctx.attr("groups", 1))
+    n, c, _, _ = x.shape
+    f, cg, kh, kw = w.shape
+    if min(pt, pl, pb, pr) < 0 or dh < 1 or dw < 1:
+        raise ctx.error("padding must be >= 0 and dilations >= 1")
+    if g < 1 or c % g or f % g or cg * g != c:
+        raise ctx.error(f"groups={g} does not fit C={c}, F={f}, w={w.shape}")
+    xp = np.pad(wide(x), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    ho = _out_size(ctx, xp.shape[2], dh * (kh - 1) + 1, sh)
+    wo = _out_size(ctx, xp.shape[3], dw * (kw - 1) + 1, sw)
+    ww = wide(w).reshape(g, f // g, cg, kh, kw)
+    out = np.zeros((n, g, f // g, ho, wo), dtype=ww.dtype)
+    for a in range(kh):
+        for b in range(kw):
+            patch = xp[:, :, a * dh : a * dh + sh * (ho - 1) + 1 : sh,
+                       b * dw : b * dw + sw * (wo - 1) + 1 : sw]  # fmt: skip
+            patch = patch.reshape(n, g, cg, ho, wo)
+            out += np.einsum("ngchw,gfc->ngfhw", patch, ww[:, :, :, a, b])
+    out = out.reshape(n, f, ho, wo)
+    if bias is not None:
+        if bias.shape != (f,):
+            raise ctx.error(f"bias must have shape ({f},), got {bias.shape}")
+        out = out + wide(bias)[None, :, None, None]
+    return out
+
+
+@register("rlx.pool2d")
+def pool2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """rlx.pool2d(x [N,C,H,W]) {kind, kernel, strides=kernel, padding=0}.
+
+    max pads with -inf (the integer minimum for integers); avg divides by the number of
+    non-padded elements in each window (a window entirely in padding gives NaN).
+    """
+    kind = ctx.attr("kind")
+    if kind not in ("max", "avg"):
+        raise ctx.error(f"unknown pool kind {kind!r}")
+    if x.ndim != 4:
+        raise ctx.error(f"x must have rank 4, got {x.shape}")
+    kh, kw = _pair(ctx, "kernel", (), 2)
+    sh, sw = _pair(ctx, "strides", (kh, kw), 2)
+    pt, pl, pb, pr = _pair(ctx, "padding", (0, 0, 0, 0), 4)
+    if min(pt, pl, pb, pr) < 0 or kh < 1 or kw < 1:
+        raise ctx.error("padding must be >= 0 and kernel >= 1")
+    pads = ((0, 0), (0, 0), (pt, pb), (pl, pr))
+    ho = _out_size(ctx, x.shape[2] + pt + pb, kh, sh)
+    wo = _out_size(ctx, x.shape[3] + pl + pr, kw, sw)
+
+    def windows(a: np.ndarray, i: int, j: int) -> np.ndarray:
+        return a[:, :, i : i + sh * (ho - 1) + 1 : sh, j : j + sw * (wo - 1) + 1 : sw]
+
+    if kind == "max":
+        if x.dtype == np.bool_:
+            raise ctx.error("max pool of i1 is not supported")
+        lowest = -np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min
+        xp = np.pad(wide(x), pads, constant_values=lowest)
+        out = np.full((x.shape[0], x.shape[1], ho, wo), lowest, dtype=xp.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                out = np.maximum(out, windows(xp, i, j))
+        return out
+    if not is_float(x.dtype):
+        raise ctx.error(f"avg pool needs a float operand, got {x.dtype}")
+    xp = np.pad(x.astype(np.float64), pads)
+    ones = np.pad(np.ones((1, 1) + x.shape[2:]), pads)
+    total = np.zeros((x.shape[0], x.shape[1], ho, wo))
+    count = np.zeros((1, 1, ho, wo))
+    for i in range(kh):
+        for j in range(kw):
+            total += windows(xp, i, j)
+            count += windows(ones, i, j)
+    return total / count

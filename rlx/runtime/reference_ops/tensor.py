@@ -1,0 +1,110 @@
+"""Data-movement rlx ops: constant, reshape, transpose, slice, concat, broadcast_to, gather.
+
+These ops only move values, so they are exact for every element type.  (rlx.param is
+handled by the interpreter itself, which holds the bound params.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlx.runtime.reference_ops._core import OpContext, register
+
+
+def norm_axis(ctx: OpContext, axis: int, rank: int) -> int:
+    """A possibly negative axis as a non-negative one; out of range is an error."""
+    if not -rank <= axis < rank:
+        raise ctx.error(f"axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+@register("rlx.constant", nargs=0)
+def constant(ctx: OpContext) -> np.ndarray:
+    """rlx.constant {value: dense}: the value (a splat is broadcast to the result shape)."""
+    value = ctx.attr("value")
+    if not isinstance(value, np.ndarray):
+        raise ctx.error(f"'value' must be a dense elements attribute, got {value}")
+    shape = ctx.result_shape()
+    if value.shape != shape:
+        if value.size != 1:
+            raise ctx.error(f"value of shape {value.shape} does not fit result shape {shape}")
+        value = np.full(shape, value.reshape(()), dtype=value.dtype)
+    return value
+
+
+@register("rlx.reshape")
+def reshape(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """rlx.reshape: row-major reshape to the result shape (element count must match;
+    one dynamic result dim is inferred)."""
+    t = ctx.result_type()
+    shape = tuple(d if d >= 0 else -1 for d in t.get_shape())  # type: ignore[attr-defined]
+    if shape.count(-1) > 1:
+        raise ctx.error(f"cannot infer more than one dynamic dim of {t}")
+    try:
+        return x.reshape(shape)
+    except ValueError:
+        raise ctx.error(f"cannot reshape {x.shape} to {t}") from None
+
+
+@register("rlx.transpose")
+def transpose(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """rlx.transpose {permutation}: out.shape[i] = x.shape[permutation[i]]."""
+    perm = tuple(ctx.attr("permutation"))
+    if sorted(perm) != list(range(x.ndim)):
+        raise ctx.error(f"permutation {perm} is not a permutation of rank {x.ndim}")
+    return np.transpose(x, perm)
+
+
+@register("rlx.slice")
+def slice_(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """rlx.slice {starts, limits, strides}: x[starts[i]:limits[i]:strides[i]] per axis.
+
+    Requires 0 <= start <= limit <= dim and stride >= 1.
+    """
+    starts = tuple(ctx.attr("starts"))
+    limits = tuple(ctx.attr("limits"))
+    strides = tuple(ctx.attr("strides", (1,) * x.ndim))
+    if not len(starts) == len(limits) == len(strides) == x.ndim:
+        raise ctx.error(f"starts/limits/strides must all have rank {x.ndim} entries")
+    index = []
+    for ax, (s, lim, st, d) in enumerate(zip(starts, limits, strides, x.shape, strict=True)):
+        if not (0 <= s <= lim <= d) or st < 1:
+            raise ctx.error(f"bad slice {s}:{lim}:{st} for axis {ax} of size {d}")
+        index.append(slice(s, lim, st))
+    return x[tuple(index)]
+
+
+@register("rlx.concat", nargs=(1, None))
+def concat(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
+    """rlx.concat {axis}: concatenate along axis (negative allowed); same element type."""
+    if len({x.dtype for x in xs}) != 1:
+        raise ctx.error(f"operand element types differ: {[str(x.dtype) for x in xs]}")
+    axis = norm_axis(ctx, ctx.attr("axis"), xs[0].ndim)
+    try:
+        return np.concatenate(xs, axis=axis)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+
+
+@register("rlx.broadcast_to")
+def broadcast_to(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """rlx.broadcast_to: NumPy broadcasting to the result shape."""
+    shape = ctx.result_shape()
+    try:
+        return np.broadcast_to(x, shape)
+    except ValueError:
+        raise ctx.error(f"cannot broadcast {x.shape} to {shape}") from None
+
+
+@register("rlx.gather", nargs=2)
+def gather(ctx: OpContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """rlx.gather {axis=0}: np.take(x, indices, axis); negative indices count from the end,
+    out-of-range indices are an error."""
+    if indices.dtype.kind not in "iu":
+        raise ctx.error(f"indices must be integers, got {indices.dtype}")
+    axis = norm_axis(ctx, ctx.attr("axis", 0), x.ndim)
+    n = x.shape[axis]
+    idx = indices.astype(np.int64)
+    if np.any((idx < -n) | (idx >= n)):
+        raise ctx.error(f"index out of range for axis {axis} of size {n}")
+    return np.take(x, np.where(idx < 0, idx + n, idx), axis=axis)

@@ -1,0 +1,244 @@
+"""`canonicalize` for rlx, and the rlx simplification pattern table it shares with
+`constant-folding` (`SIMPLIFY_PATTERNS`).
+
+Every pattern is exact: it never changes a value bit (except the sign of a zero in
+`x + 0.0`), so `x - x` and float `x * 0` are not simplified (NaN / inf / -0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from rlx.dialects.rlx.base import DYN, attr_ints, is_int, shape_of
+from rlx.dialects.rlx.elementwise import (
+    AddOp,
+    CastOp,
+    DivOp,
+    MulOp,
+    NegOp,
+    ReluOp,
+    SubOp,
+)
+from rlx.dialects.rlx.leaves import ConstantOp
+from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
+from rlx.transforms.dce import RemoveDeadOp
+from rlx.transforms.decompositions import dense
+
+
+def const_value(v: SSAValue) -> np.ndarray | None:
+    """The array of an `rlx.constant` result, else None."""
+    if not isinstance(v.owner, ConstantOp):
+        return None
+    from rlx.runtime.reference import to_numpy
+
+    return to_numpy(v.owner.value)
+
+
+def _all_equal(v: SSAValue, x: float) -> bool:
+    a = const_value(v)
+    return a is not None and a.size > 0 and bool(np.all(a == x))
+
+
+def _static_or_single_dyn(t: TensorType) -> bool:
+    return sum(d == DYN for d in shape_of(t)) <= 1
+
+
+# ----------------------------------------------------------------------------- arithmetic identities
+
+
+class IdentityArith(RewritePattern):
+    """x+0, 0+x, x-0, x*1, 1*x, x/1 -> x when the constant does not change x's type."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: AddOp | SubOp | MulOp | DivOp, rewriter: PatternRewriter
+    ) -> None:
+        unit = 0.0 if isinstance(op, AddOp | SubOp) else 1.0
+        lhs, rhs = op.lhs, op.rhs
+        for x, c, ok in ((lhs, rhs, True), (rhs, lhs, isinstance(op, AddOp | MulOp))):
+            if ok and x.type == op.result.type and _all_equal(c, unit):
+                rewriter.replace(op, [], [x])
+                return
+
+
+class IntMulByZero(RewritePattern):
+    """x*0 -> zeros for integer types only (for floats NaN/inf/-0 make it inexact)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        if not is_int(t.element_type) or DYN in shape_of(t):
+            return
+        if _all_equal(op.lhs, 0) or _all_equal(op.rhs, 0):
+            rewriter.replace(op, ConstantOp(dense(0, t)))
+
+
+class DoubleNeg(RewritePattern):
+    """neg(neg(x)) -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: NegOp, rewriter: PatternRewriter) -> None:
+        inner = op.x.owner
+        if isinstance(inner, NegOp):
+            rewriter.replace(op, [], [inner.x])
+
+
+class ReluOfRelu(RewritePattern):
+    """relu(relu(x)) -> relu(x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReluOp, rewriter: PatternRewriter) -> None:
+        if isinstance(op.x.owner, ReluOp):
+            rewriter.replace(op, [], [op.x])
+
+
+# ----------------------------------------------------------------------------- data movement
+
+
+def _perm(op: TransposeOp) -> tuple[int, ...]:
+    p = attr_ints(dict(op.attributes), "permutation")
+    assert p is not None
+    return p
+
+
+class SimplifyTranspose(RewritePattern):
+    """Identity transpose -> x; transpose(transpose(x)) -> one transpose (or x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        perm = _perm(op)
+        if list(perm) == sorted(perm):
+            rewriter.replace(op, [], [op.x])
+            return
+        inner = op.x.owner
+        if not isinstance(inner, TransposeOp):
+            return
+        first = _perm(inner)
+        composed = [first[p] for p in perm]
+        if composed == sorted(composed):
+            rewriter.replace(op, [], [inner.x])
+            return
+        from rlx.dialects.rlx.base import ints_attr
+
+        new = TransposeOp.create(
+            operands=[inner.x],
+            result_types=[op.result.type],
+            attributes={"permutation": ints_attr(composed)},
+        )
+        rewriter.replace(op, new)
+
+
+class SimplifyReshape(RewritePattern):
+    """reshape to the same type -> x; reshape(reshape(x)) -> one reshape."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        if op.x.type == t and _static_or_single_dyn(t):
+            rewriter.replace(op, [], [op.x])
+            return
+        inner = op.x.owner
+        if isinstance(inner, ReshapeOp):
+            rewriter.replace(op, ReshapeOp.create(operands=[inner.x], result_types=[t]))
+
+
+class SameTypeNoop(RewritePattern):
+    """cast / broadcast_to to the operand's own (static) type -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CastOp | BroadcastToOp, rewriter: PatternRewriter) -> None:
+        t = op.result.type
+        if op.x.type == t and (isinstance(op, CastOp) or DYN not in shape_of(t)):
+            rewriter.replace(op, [], [op.x])
+
+
+class BroadcastSplat(RewritePattern):
+    """broadcast_to of a one-element constant -> a splat constant of the target type."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BroadcastToOp, rewriter: PatternRewriter) -> None:
+        a = const_value(op.x)
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        if a is None or a.size != 1 or DYN in shape_of(t):
+            return
+        rewriter.replace(op, ConstantOp(dense(a.reshape(()), t)))
+
+
+class FullSlice(RewritePattern):
+    """A slice covering the whole (static) operand with stride 1 -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
+        s = shape_of(op.x.type)
+        attrs = dict(op.attributes)
+        starts, limits = attr_ints(attrs, "starts"), attr_ints(attrs, "limits")
+        strides = attr_ints(attrs, "strides", [1] * len(s))
+        if DYN in s or starts is None or limits is None or strides is None:
+            return
+        if all(a == 0 for a in starts) and tuple(limits) == s and all(st == 1 for st in strides):
+            rewriter.replace(op, [], [op.x])
+
+
+class SingleConcat(RewritePattern):
+    """concat of one operand -> the operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ConcatOp, rewriter: PatternRewriter) -> None:
+        if len(op.xs) == 1 and op.xs[0].type == op.result.type:
+            rewriter.replace(op, [], [op.xs[0]])
+
+
+SIMPLIFY_PATTERNS: tuple[type[RewritePattern], ...] = (
+    IdentityArith,
+    IntMulByZero,
+    DoubleNeg,
+    ReluOfRelu,
+    SimplifyTranspose,
+    SimplifyReshape,
+    SameTypeNoop,
+    BroadcastSplat,
+    FullSlice,
+    SingleConcat,
+)
+"""The rlx simplification table (shared by canonicalize and constant-folding)."""
+
+
+def simplify_patterns() -> list[RewritePattern]:
+    return [p() for p in SIMPLIFY_PATTERNS]
+
+
+@dataclass(frozen=True)
+class RlxCanonicalizePass(ModulePass):
+    """rlx simplifications + xDSL canonicalization patterns and folders + dead-op removal.
+
+    Like MLIR's canonicalizer it erases dead ops, including unused params (an ABI change)
+    and unused rng ops; constants are not evaluated (that is `constant-folding`).
+    """
+
+    name = "canonicalize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pattern = GreedyRewritePatternApplier(
+            [RemoveDeadOp(), *simplify_patterns(), CanonicalizationRewritePattern()],
+            ctx=ctx,
+            folding_enabled=True,
+        )
+        PatternRewriteWalker(pattern, post_walk_func=region_dce).rewrite_module(op)

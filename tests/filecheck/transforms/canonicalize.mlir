@@ -1,0 +1,59 @@
+// RUN: rlx-opt %s -p canonicalize --split-input-file | filecheck %s
+
+// Identity transpose / reshape / broadcast_to / full slice / single-operand concat are
+// removed; relu(relu x) -> relu x.
+// CHECK-LABEL: func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = rlx.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %a = rlx.transpose %x {permutation = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = rlx.reshape %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = rlx.broadcast_to %b : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d = rlx.slice %c {starts = array<i64: 0, 0>, limits = array<i64: 2, 3>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e = rlx.concat %d {axis = 0} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %f = rlx.relu %e : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %g = rlx.relu %f : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %g : tensor<2x3xf32>
+}
+
+// -----
+
+// Not simplified: float x - x (NaN/inf), a partial slice, a real transpose, float x*0.
+// Dead ops (an unused param and rng op included) are erased like MLIR's canonicalizer.
+// CHECK-LABEL: func.func @kept
+// CHECK-NEXT:    %a = rlx.sub %x, %x
+// CHECK-NEXT:    %s = rlx.slice %x
+// CHECK-NEXT:    %z = rlx.constant
+// CHECK-NEXT:    %m = rlx.mul %x, %z
+// CHECK-NEXT:    %t = rlx.transpose %x {permutation = array<i64: 1, 0>}
+// CHECK-NEXT:    func.return %a, %s, %m, %t
+func.func @kept(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1x3xf32>, tensor<2x3xf32>, tensor<3x2xf32>) {
+  %a = rlx.sub %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s = rlx.slice %x {starts = array<i64: 1, 0>, limits = array<i64: 2, 3>} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+  %z = rlx.constant dense<0.0> : tensor<f32>
+  %m = rlx.mul %x, %z : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %t = rlx.transpose %x {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %p = rlx.param "unused" : tensor<3xf32>
+  %r = rlx.rng_uniform : tensor<3xf32>
+  func.return %a, %s, %m, %t : tensor<2x3xf32>, tensor<1x3xf32>, tensor<2x3xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// Two transposes compose into one; xDSL's own canonicalization patterns also run.
+// CHECK-LABEL: func.func @compose
+// CHECK-NEXT:    %{{.*}} = rlx.transpose %x {permutation = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT:    func.return
+func.func @compose(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %a = rlx.transpose %x {permutation = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %b = rlx.transpose %a {permutation = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  func.return %b : tensor<4x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @arith
+// CHECK-NEXT:    func.return %a : i32
+func.func @arith(%a: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %r = arith.addi %a, %c0 : i32
+  func.return %r : i32
+}

@@ -1,0 +1,29 @@
+// RUN: rlx-opt %s --dce | filecheck %s
+// RUN: rlx-opt %s -p 'dce{remove-unused-results=true}' | filecheck %s --check-prefix=RESULTS
+
+// Dead pure ops, an unused param and an unused rng op go; the used rng op, the used
+// param and the func signature stay.
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) {
+  %w = rlx.param "w" : tensor<4xf32>
+  %unused = rlx.param "unused" : tensor<8xf32>
+  %dead = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %dead2 = rlx.neg %dead : (tensor<4xf32>) -> tensor<4xf32>
+  %r0 = rlx.rng_uniform : tensor<3xf32>
+  %r1 = rlx.rng_normal : tensor<4xf32>
+  %c = rlx.constant dense<1.0> : tensor<2xf32>
+  %y = rlx.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %y, %r1, %c : tensor<4xf32>, tensor<4xf32>, tensor<2xf32>
+}
+
+// CHECK-LABEL: func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>)
+// CHECK-NEXT:    %w = rlx.param "w" : tensor<4xf32>
+// CHECK-NEXT:    %r1 = rlx.rng_normal : tensor<4xf32>
+// CHECK-NEXT:    %c = rlx.constant dense<1.000000e+00> : tensor<2xf32>
+// CHECK-NEXT:    %y = rlx.mul %x, %w
+// CHECK-NEXT:    func.return %y, %r1, %c
+// CHECK-NOT:     rlx.param "unused"
+// CHECK-NOT:     rlx.rng_uniform
+
+// RESULTS-LABEL: func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// RESULTS-NOT:     rlx.constant
+// RESULTS:         func.return %y, %r1 : tensor<4xf32>, tensor<4xf32>
