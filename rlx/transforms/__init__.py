@@ -13,8 +13,14 @@ _PASSES: dict[str, str] = {
     "constant-folding": "rlx.transforms.constant_folding:ConstantFoldingPass",
     "dce": "rlx.transforms.dce:DeadCodeEliminationPass",
     "fusion": "rlx.transforms.fusion:FusionPass",
+    "hoist-param-invariant": "rlx.transforms.hoist_param_invariant:HoistParamInvariant",
     "kernel-dispatch": "rlx.transforms.kernel_dispatch:KernelDispatchPass",
     "legalize": "rlx.transforms.legalize:LegalizePass",
+    "precision": "rlx.transforms.precision:Precision",
+    "precision-policy": "rlx.transforms.precision:PrecisionPolicy",
+    "rng": "rlx.transforms.rng:RngPass",
+    "scaled-quant": "rlx.transforms.scaled_quant:ScaledQuant",
+    "scan-unroll": "rlx.transforms.scan_unroll:ScanUnroll",
 }
 """Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""
 
