@@ -277,6 +277,12 @@ class RlxOptMain(xDSLOptMain):
             except argparse.ArgumentError:
                 continue
             names.append(name)
+        from rlx.transforms import FLAG_ALIASES
+
+        for alias, target in sorted(FLAG_ALIASES.items()):
+            if target in self.available_passes and alias not in self.available_passes:
+                group.add_argument(f"--{alias}", action="store_true", help=f"alias of --{target}")
+                names.append(alias)
         return names
 
     # ----------------------------------------------------------------------------------
@@ -297,10 +303,13 @@ class RlxOptMain(xDSLOptMain):
                 self.passes = parse_pipeline_string(self.args.passes, registry)
             else:
                 self.passes = []
+                from rlx.transforms import FLAG_ALIASES
+
                 for flag in self.pass_flags:
-                    if flag.name not in registry:
+                    name = FLAG_ALIASES.get(flag.name, flag.name)
+                    if name not in registry:
                         raise unknown_pass_error(flag.name, registry)
-                    self.passes.append(build_pass_from_flag(registry[flag.name](), flag))
+                    self.passes.append(build_pass_from_flag(registry[name](), flag))
         except PassOptionError as e:
             sys.stderr.write(f"rlx-opt: error: {e}\n")
             raise SystemExit(1) from None

@@ -25,6 +25,19 @@ _PASSES: dict[str, str] = {
 """Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""
 
 
+FLAG_ALIASES: dict[str, str] = {
+    "arena-alignment": "plan-memory",
+    "dim-binding": "bind-dims",
+    "param-bindings": "bind-params",
+    "quant-param-bindings": "bind-quant-params",
+    "rng-seed": "rng",
+    "scan-unroll-max-length": "scan-unroll",
+    "supported-ops": "legalize",
+}
+"""`rlx-opt` flags named after a CompileOptions field -> the pass implementing it
+(`--dim-binding=batch=1` is `--bind-dims=batch=1`); the value goes to the main option."""
+
+
 def _factory(target: str) -> Callable[[], type[ModulePass]]:
     module, cls = target.split(":")
     return lambda: getattr(import_module(module), cls)

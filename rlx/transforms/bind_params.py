@@ -64,7 +64,6 @@ class BindParams(ModulePass):
 
     name = "bind-params"
     main_option: ClassVar[str] = "path"
-    flag_aliases: ClassVar[tuple[str, ...]] = ("param-bindings",)
 
     path: str = ""
     """The weight file; params not in it stay params."""

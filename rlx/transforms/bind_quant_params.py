@@ -62,7 +62,6 @@ class BindQuantParams(ModulePass):
 
     name = "bind-quant-params"
     main_option: ClassVar[str] = "path"
-    flag_aliases: ClassVar[tuple[str, ...]] = ("quant-param-bindings",)
 
     path: str = ""
     """The .gguf file holding Q8_0 / TQ2_0 tensors named like the params."""

@@ -69,7 +69,6 @@ class RngPass(ModulePass):
 
     name = "rng"
     main_option: ClassVar[str] = "seed"
-    flag_aliases: ClassVar[tuple[str, ...]] = ("rng-seed",)
 
     seed: int = DEFAULT_SEED
     """Global seed, an unsigned 64-bit integer."""

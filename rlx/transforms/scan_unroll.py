@@ -126,7 +126,6 @@ class ScanUnroll(ModulePass):
 
     name = "scan-unroll"
     main_option: ClassVar[str] = "max_length"
-    flag_aliases: ClassVar[tuple[str, ...]] = ("scan-unroll-max-length",)
 
     max_length: int = 64
     """Longest scan to unroll; longer ones stay (they lower to a loop). 0 disables."""
