@@ -1,0 +1,356 @@
+"""The bake pipeline: `bake(module, weights, profile) -> Path` and `load(path) -> CompiledGraph`.
+
+specialize -> skip zero -> ternary -> Q8_0 -> unfold -> simplify -> DCE -> constant fold ->
+dedupe -> weight table -> memory mode -> write. See docs/bake.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+
+from rlx.bake import artifact, memory, rewrites
+from rlx.bake.profiles import BakeOptions, BakeProfile
+from rlx.dialects.rlx.base import DYN, shape_of
+from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
+from rlx.dtypes import type_name
+
+Progress = Callable[[str, int, int], None]
+"""progress(stage, index, total): called before each pipeline stage."""
+
+STAGES = (
+    "load", "specialize", "skip-zero", "ternary", "q8_0", "unfold", "simplify", "dce",
+    "constant-fold", "dedupe", "table", "memory", "write",
+)  # fmt: skip
+
+
+@dataclass
+class BakeReport:
+    """What a bake did (also stored in the artifact header)."""
+
+    profile: str
+    options: dict[str, Any]
+    ops_before: int = 0
+    ops_after: int = 0
+    params_bound: list[str] = field(default_factory=list)
+    params_remaining: list[str] = field(default_factory=list)
+    unused_weights: list[str] = field(default_factory=list)
+    skipped_zero_matmuls: int = 0
+    ternary_packed: int = 0
+    quant_packed: int = 0
+    kept_dense: list[str] = field(default_factory=list)
+    constants_deduped: int = 0
+    folded_bindings_dropped: int = 0
+    weight_bytes_before: int = 0
+    """Bytes of the bound weights as given (dense)."""
+    weight_bytes_after: int = 0
+    """Bytes of the live weight-table entries (identical blobs counted once when deduped)."""
+    graph_bytes_stripped: int = 0
+    file_bytes: int = 0
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        """Human-readable summary (what rlx-bake prints)."""
+        pct = (
+            f" ({100 * self.weight_bytes_after / self.weight_bytes_before:.1f}%)"
+            if self.weight_bytes_before
+            else ""
+        )
+        out = [
+            f"profile: {self.profile}",
+            f"ops: {self.ops_before} -> {self.ops_after}",
+            f"params bound: {len(self.params_bound)}, remaining: {len(self.params_remaining)}"
+            + (f" ({', '.join(self.params_remaining)})" if self.params_remaining else ""),
+            f"matmuls skipped (all-zero weight): {self.skipped_zero_matmuls}",
+            f"matmuls ternary-packed (TQ2_0): {self.ternary_packed}",
+            f"matmuls Q8_0-packed: {self.quant_packed}",
+            f"constants deduped: {self.constants_deduped}, folded bindings dropped: "
+            f"{self.folded_bindings_dropped}",
+            f"weight bytes: {self.weight_bytes_before} -> {self.weight_bytes_after}{pct}",
+            f"file: {self.file_bytes} bytes in {self.seconds:.2f} s",
+        ]
+        if self.unused_weights:
+            out.append(f"unused weights in the file: {', '.join(self.unused_weights[:8])}")
+        out += [f"kept dense: {r}" for r in self.kept_dense]
+        return out
+
+
+def _count(module: ModuleOp) -> int:
+    return sum(1 for op in module.walk() if not isinstance(op, ModuleOp))
+
+
+def entry_func(module: ModuleOp, entry: str = "main") -> func.FuncOp:
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration]
+    for f in funcs:
+        if f.sym_name.data == entry:
+            return f
+    if len(funcs) == 1:
+        return funcs[0]
+    raise ValueError(f"no function @{entry} in the module")
+
+
+def _io(t: Any, name: str) -> dict[str, Any]:
+    if not isinstance(t, TensorType):
+        return {"name": name, "shape": [], "dtype": str(t)}
+    return {
+        "name": name,
+        "shape": [-1 if d == DYN else d for d in shape_of(t)],
+        "dtype": type_name(t.element_type),
+    }
+
+
+def signature(module: ModuleOp, entry: str = "main") -> dict[str, Any]:
+    """Inputs (`rlx.name` or `arg<i>`) and outputs (`out<i>`) of the entry function."""
+    from rlx.runtime.reference import _arg_names
+
+    f = entry_func(module, entry)
+    ins = list(f.function_type.inputs.data)
+    names = _arg_names(f, len(ins))
+    return {
+        "name": f.sym_name.data,
+        "inputs": [_io(t, n) for t, n in zip(ins, names, strict=True)],
+        "outputs": [_io(t, f"out{i}") for i, t in enumerate(f.function_type.outputs.data)],
+    }
+
+
+def _params(module: ModuleOp) -> list[str]:
+    names = [op.param_name.data for op in module.walk() if isinstance(op, ParamOp)]
+    return list(dict.fromkeys(n for n in names if not n.startswith(rewrites.PLACEHOLDER_PREFIX)))
+
+
+def _weights(weights: Any) -> Mapping[str, Any]:
+    if weights is None:
+        return {}
+    if isinstance(weights, str | Path):
+        from rlx.weights import load
+
+        return load(weights)
+    if not isinstance(weights, Mapping):
+        raise TypeError(
+            f"weights must be a path or a name -> array mapping, got {type(weights).__name__}"
+        )
+    return weights
+
+
+@dataclass
+class Baked:
+    """The result of `bake_module`: the baked module (memory mode applied), the weight
+    table and the report."""
+
+    module: ModuleOp
+    table: list[rewrites.WeightEntry]
+    report: BakeReport
+    options: BakeOptions
+    sig: dict[str, Any]
+
+
+class BakeError(ValueError):
+    """The graph and weights cannot be baked (a binding mismatch, a pass rejecting the graph)."""
+
+
+def bake_module(
+    source: Any,
+    weights: Any,
+    options: BakeOptions,
+    *,
+    dim_binding: Mapping[str, int] | None = None,
+    entry: str = "main",
+    progress: Progress | None = None,
+) -> Baked:
+    """Run the bake pipeline on MLIR text, a .mlir path, a ModuleOp or an rlx.Graph."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    try:
+        return _bake_module(source, weights, options, dim_binding, entry, progress)
+    except DiagnosticException as e:
+        raise BakeError(f"bake: {e}") from None
+
+
+def _bake_module(
+    source: Any,
+    weights: Any,
+    options: BakeOptions,
+    dim_binding: Mapping[str, int] | None,
+    entry: str,
+    progress: Progress | None,
+) -> Baked:
+    from rlx.runtime.compiler import load_module, make_context
+    from rlx.transforms.canonicalize import RlxCanonicalizePass
+    from rlx.transforms.constant_folding import ConstantFoldingPass
+    from rlx.transforms.dce import DeadCodeEliminationPass
+
+    t0 = time.perf_counter()
+    step = iter(range(len(STAGES)))
+
+    def stage(name: str) -> None:
+        if progress is not None:
+            progress(name, next(step), len(STAGES))
+
+    o = options
+    report = BakeReport(profile=o.profile.value, options=o.to_json())
+    stats = rewrites.RewriteStats()
+    stage("load")
+    ctx = make_context()
+    module, _ = load_module(source, ctx)
+    if dim_binding:
+        from rlx.transforms.bind_dims import bind_dims
+
+        bind_dims(module, dict(dim_binding))
+    values = _weights(weights)
+    report.ops_before = _count(module)
+    graph_params = set(_params(module))
+    report.unused_weights = sorted(set(values) - graph_params)
+    stage("specialize")
+    bound = rewrites.specialize(module, values)
+    report.params_bound = bound
+    report.weight_bytes_before = sum(_nbytes(values[n]) for n in bound)
+    before = rewrites.snapshot(module)
+    stage("skip-zero")
+    if o.skip_zero:
+        rewrites.skip_zero(module, stats)
+    stage("ternary")
+    if o.ternary:
+        rewrites.pack_matmuls(module, "tq2_0", stats)
+    stage("q8_0")
+    if o.quant:
+        rewrites.pack_matmuls(module, "q8_0", stats)
+    stage("unfold")
+    if o.unfold:
+        rewrites.unfold(module)
+    for name, on, p in (
+        ("simplify", o.simplify, RlxCanonicalizePass()),
+        ("dce", o.dce, DeadCodeEliminationPass()),
+        ("constant-fold", o.constant_folding, ConstantFoldingPass()),
+    ):
+        stage(name)
+        if on:
+            p.apply(ctx, module)
+    stage("dedupe")
+    if o.dedupe:
+        stats.constants_deduped = rewrites.dedupe_constants(module)
+    stage("table")
+    table = rewrites.weight_table(module, bound, before, o.keep_folded_bindings, stats)
+    module.verify()
+    sig = signature(module, entry)
+    report.ops_after = _count(module)
+    report.params_remaining = _params(module)
+    stage("memory")
+    if o.memory == "compact":
+        stats.graph_bytes_stripped = memory.strip_weights(module, table)
+    unique = {e.data.tobytes() if o.dedupe else id(e): e.nbytes for e in table if e.live}
+    report.weight_bytes_after = sum(unique.values())
+    for k in ("skipped_zero_matmuls", "ternary_packed", "quant_packed", "constants_deduped",
+              "folded_bindings_dropped", "graph_bytes_stripped", "kept_dense"):  # fmt: skip
+        setattr(report, k, getattr(stats, k))
+    report.seconds = time.perf_counter() - t0
+    return Baked(module, table, report, o, sig)
+
+
+def _nbytes(v: Any) -> int:
+    data = getattr(v, "data", None)
+    if data is not None and hasattr(v, "scheme"):
+        return int(np.asarray(data).nbytes)
+    return int(np.asarray(v).nbytes)
+
+
+def resolve_options(
+    profile: str | BakeProfile | BakeOptions, overrides: Mapping[str, Any]
+) -> BakeOptions:
+    """Profile settings with `overrides` (BakeOptions field names) applied."""
+    base = profile if isinstance(profile, BakeOptions) else BakeOptions.from_profile(profile)
+    return base.replace(**overrides) if overrides else base
+
+
+def bake_with_report(
+    module: Any,
+    weights: Any,
+    profile: str | BakeProfile | BakeOptions = "exact",
+    output: str | Path | None = None,
+    *,
+    dim_binding: Mapping[str, int] | None = None,
+    entry: str = "main",
+    progress: Progress | None = None,
+    **overrides: Any,
+) -> tuple[Path, BakeReport]:
+    """`bake`, also returning the BakeReport."""
+    import rlx
+
+    opts = resolve_options(profile, overrides)
+    out = _output_path(module, output)
+    b = bake_module(module, weights, opts, dim_binding=dim_binding, entry=entry, progress=progress)
+    if progress is not None:
+        progress("write", len(STAGES) - 1, len(STAGES))
+    meta = {
+        **b.sig,
+        "params_remaining": b.report.params_remaining,
+        "nodes": b.report.ops_after,
+        "params_baked": len(b.report.params_bound),
+        "weight_count": sum(e.live for e in b.table),
+        "weight_bytes": b.report.weight_bytes_after,
+        "constant_bytes": _constant_bytes(b.module),
+        "skipped_zero_matmuls": b.report.skipped_zero_matmuls,
+        "ternary_packed": b.report.ternary_packed,
+        "quant_packed": b.report.quant_packed,
+    }
+    header = {
+        "format": "rlx-bake",
+        "rlx_version": getattr(rlx, "__version__", "unknown"),
+        "profile": opts.profile.value,
+        "options": opts.to_json(),
+        "memory": opts.memory,
+        "meta": meta,
+        "report": asdict(b.report),
+        "module": {"form": "custom", "entry": b.sig["name"]},
+    }
+    blobs = [
+        (
+            {
+                "name": e.name, "shape": e.shape, "encoding": e.encoding, "dtype": e.dtype,
+                "stored_shape": e.stored_shape, "live": e.live, "note": e.note,
+            },
+            e.data,
+        )
+        for e in b.table
+    ]  # fmt: skip
+    size = artifact.write(out, header, str(b.module), blobs, dedupe=opts.dedupe)
+    b.report.file_bytes = size
+    return out, b.report
+
+
+def _constant_bytes(module: ModuleOp) -> int:
+    return sum(len(rewrites.raw_bytes(op)) for op in module.walk() if isinstance(op, ConstantOp))
+
+
+def _output_path(module: Any, output: str | Path | None) -> Path:
+    if output is not None:
+        return Path(output)
+    if isinstance(module, Path) or (
+        isinstance(module, str) and module.endswith(".mlir") and "\n" not in module
+    ):
+        return Path(module).with_suffix(".rlx")
+    raise ValueError("bake: output= is required when the module is not a .mlir path")
+
+
+def bake(
+    module: Any,
+    weights: Any,
+    profile: str | BakeProfile | BakeOptions = "exact",
+    output: str | Path | None = None,
+    **overrides: Any,
+) -> Path:
+    """Bake `weights` (a name -> array mapping or a .safetensors/.npz/.gguf path) into
+    `module` (MLIR text, .mlir path, ModuleOp or rlx.Graph) and write one `.rlx` artifact.
+
+    `profile`: merge | fold | exact (default) | size (or an alias, or a BakeOptions);
+    `overrides`: BakeOptions fields (skip_zero=False, quant=True, memory="duplex", ...),
+    plus `dim_binding`, `entry` and `progress`. Returns the artifact path (default: the
+    .mlir path with suffix .rlx).
+    """
+    return bake_with_report(module, weights, profile, output, **overrides)[0]
