@@ -34,8 +34,8 @@ __all__ = ["__version__", *_EXPORTS]
 if TYPE_CHECKING:
     from rlx import bake as bake
     from rlx import weights as weights
-    from rlx.builder import Graph as Graph
     from rlx.bake import load as load
+    from rlx.builder import Graph as Graph
     from rlx.runtime import reference as reference
     from rlx.runtime.compiled import CompiledGraph as CompiledGraph
     from rlx.runtime.compiler import compile as compile
