@@ -1,0 +1,140 @@
+"""conv2d and pool2d (NCHW) as scf loop nests.
+
+Padding is never materialized: for each kernel tap the range of output positions that read
+inside the input is computed once ([lo, hi) with unsigned divisions of non-negative
+numerators), so the innermost loop over output columns has no bounds checks and walks the
+input with stride `strides[1]` (unit stride for stride 1) and the output with unit stride.
+conv2d accumulates each (n, f) output plane in the compute type (the output itself for
+f32/f64/ints, an f32 scratch plane for f16/bf16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from rlx.dialects.rlx.base import attr_int, attr_ints, attr_str, is_unsigned
+from rlx.lowering.rlx_to_linalg.kernel import (
+    KernelBuilder,
+    compute_type,
+    elem,
+    int_limits,
+    is_float_t,
+    shape,
+)
+from rlx.lowering.rlx_to_linalg.matmul import mac
+
+
+def tap_range(
+    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
+) -> tuple[SSAValue, SSAValue]:
+    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi)."""
+    zero = kb.idx(0)
+    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
+    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
+    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
+    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
+    return lo, hi
+
+
+def emit_conv2d(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    a = dict(op.attributes)
+    x, w = ins[:2]
+    bias = ins[2] if len(ins) > 2 else None
+    out = outs[0]
+    _, _, h, wd = shape(x)
+    f_, cg, kh, kw = shape(w)
+    n_, _, oh, ow = shape(out)
+    sh, sw = attr_ints(a, "strides", (1, 1)) or (1, 1)
+    pt, pl, _, _ = attr_ints(a, "padding", (0, 0, 0, 0)) or (0, 0, 0, 0)
+    dh, dw = attr_ints(a, "dilations", (1, 1)) or (1, 1)
+    groups = attr_int(a, "groups", 1) or 1
+    fg = f_ // groups
+    ct = compute_type(elem(out))
+    plane = out if ct == elem(out) else kb.scratch([oh, ow], ct)
+    zero = kb.const(0.0 if is_float_t(ct) else 0, ct)
+    with kb.nest([n_, f_]) as (n, f):
+        pre = [n, f] if plane is out else []
+        init = kb.convert(kb.load_c(bias, [f]), ct) if bias is not None else zero
+        with kb.nest([oh, ow]) as (i, j):
+            kb.store(init, plane, [*pre, i, j])
+        cbase = kb.muli(kb.idiv(f, fg), kb.idx(cg))
+        with kb.loop(cg) as c, kb.loop(kh) as ki:
+            ci = kb.addi(cbase, c)
+            oh_lo, oh_hi = tap_range(kb, kb.imul(ki, dh), pt, h, sh, oh)
+            with kb.loop(kw) as kj:
+                wv = kb.convert(kb.load_c(w, [f, c, ki, kj]), ct)
+                ow_lo, ow_hi = tap_range(kb, kb.imul(kj, dw), pl, wd, sw, ow)
+                with kb.loop(oh_hi, lb=oh_lo) as i:
+                    ih = kb.subi(kb.addi(kb.imul(i, sh), kb.imul(ki, dh)), kb.idx(pt))
+                    with kb.loop(ow_hi, lb=ow_lo) as j:
+                        iw = kb.subi(kb.addi(kb.imul(j, sw), kb.imul(kj, dw)), kb.idx(pl))
+                        xv = kb.convert(kb.load_c(x, [n, ci, ih, iw]), ct)
+                        cur = kb.load(plane, [*pre, i, j])
+                        kb.store(mac(kb, cur, xv, wv), plane, [*pre, i, j])
+        if plane is not out:
+            with kb.nest([oh, ow]) as (i, j):
+                kb.store_c(kb.load(plane, [i, j]), out, [n, f, i, j])
+
+
+def emit_pool2d(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
+    a = dict(op.attributes)
+    x, out = ins[0], outs[0]
+    kind = attr_str(a, "kind")
+    kh, kw = attr_ints(a, "kernel") or (1, 1)
+    sh, sw = attr_ints(a, "strides", (kh, kw)) or (kh, kw)
+    pt, pl, _, _ = attr_ints(a, "padding", (0, 0, 0, 0)) or (0, 0, 0, 0)
+    n_, c_, h, wd = shape(x)
+    oh, ow = shape(out)[2:]
+    e = elem(op.operands[0])
+    unsigned = is_unsigned(e)
+    ct = compute_type(elem(x))
+    floaty = is_float_t(ct)
+    if kind == "max":
+        init = kb.const(float("-inf") if floaty else int_limits(ct, unsigned)[0], ct)
+    else:
+        init = kb.const(0.0, ct)
+
+    def window(o: SSAValue, stride: int, pad: int, k: int, size: int) -> tuple[SSAValue, SSAValue]:
+        start = kb.subi(kb.imul(o, stride), kb.idx(pad))
+        return kb.imax(start, kb.idx(0)), kb.imin(kb.iadd(start, k), kb.idx(size))
+
+    def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
+        if kind == "avg":
+            return kb.addf(acc, v)
+        if floaty:
+            return kb.maxf(acc, v)
+        return kb.v(arith.MaxUIOp(acc, v) if unsigned else arith.MaxSIOp(acc, v))
+
+    with kb.nest([n_, c_, oh]) as (n, c, i):
+        ih_lo, ih_hi = window(i, sh, pt, kh, h)
+        with kb.loop(ow) as j:
+            iw_lo, iw_hi = window(j, sw, pl, kw, wd)
+
+            def row(ih: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                def col(iw: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
+                    return [combine(acc2[0], kb.load_c(x, [n, c, ih, iw]))]
+
+                return kb.loop_carry(iw_hi, acc, col, lb=iw_lo)
+
+            r = kb.loop_carry(ih_hi, [init], row, lb=ih_lo)[0]
+            if kind == "avg":
+                cnt = kb.muli(
+                    kb.imax(kb.subi(ih_hi, ih_lo), kb.idx(0)),
+                    kb.imax(kb.subi(iw_hi, iw_lo), kb.idx(0)),
+                )
+                r = kb.divf(r, kb.convert(cnt, ct))
+            kb.store_c(r, out, [n, c, i, j])
+
+
+LOWERINGS = {
+    "rlx.conv2d": emit_conv2d,
+    "rlx.pool2d": emit_pool2d,
+}

@@ -1,0 +1,149 @@
+"""The module-wide registry of kernels and constant tables, deduplicated by structural
+key: identical ops (name, attributes, operand/result types, region body) share one
+private `func.func @rlx_k<N>`, so compile time scales with distinct kernels, not ops."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.printer import Printer
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from rlx.lowering.rlx_to_linalg.kernel import PARALLEL, KernelBuilder, identity, memref_of
+
+
+def _region_text(op: Operation) -> str:
+    """The op's regions printed without SSA name hints (part of the dedup key)."""
+    clone = op.clone()
+    for region in clone.regions:
+        for o in region.walk():
+            for r in o.results:
+                r.name_hint = None
+        for b in region.blocks:
+            for a in b.args:
+                a.name_hint = None
+    out = io.StringIO()
+    p = Printer(stream=out)
+    for region in clone.regions:
+        p.print_region(region)
+    return out.getvalue()
+
+
+def op_key(op: Operation, extra: object = None) -> tuple[object, ...]:
+    """Structural identity of an op's kernel."""
+    attrs = tuple(sorted((k, str(v)) for k, v in op.attributes.items() if not k.startswith("rlx.")))
+    types = tuple(str(v.type) for v in (*op.operands, *op.results))
+    return (op.name, attrs, types, _region_text(op) if op.regions else "", extra)
+
+
+class Kernels:
+    """The module's kernels and constant tables, deduplicated by structural key."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.by_key: dict[object, str] = {}
+        self.symbols = {
+            o.sym_name.data for o in module.ops if isinstance(o, func.FuncOp | memref.GlobalOp)
+        }
+        self._n = 0
+        self._last_global: Operation | None = None
+
+    def fresh(self, prefix: str) -> str:
+        while f"{prefix}{self._n}" in self.symbols:
+            self._n += 1
+        name = f"{prefix}{self._n}"
+        self.symbols.add(name)
+        return name
+
+    def kernel(
+        self,
+        key: object,
+        arg_types: Sequence[Attribute],
+        build: Callable[[KernelBuilder, list[SSAValue]], None],
+        label: str,
+    ) -> str:
+        """Name of the kernel for `key`, building it with `build(kb, args)` on first use."""
+        if key in self.by_key:
+            return self.by_key[key]
+        name = self.fresh("rlx_k")
+        fn = func.FuncOp(name, FunctionType.from_lists(list(arg_types), []), visibility="private")
+        block = fn.body.block
+        fn.attributes["rlx.kernel"] = StringAttr(label)
+        kb = KernelBuilder(block, self.table)
+        build(kb, list(block.args))
+        kb.finish()
+        self.module.body.block.add_op(fn)
+        self.by_key[key] = name
+        return name
+
+    def _add_global(self, name: str, t: MemRefType, value: DenseIntOrFPElementsAttr) -> None:
+        g = memref.GlobalOp.get(StringAttr(name), t, value, StringAttr("private"), UnitAttr(), 64)
+        where = (
+            InsertPoint.at_start(self.module.body.block)
+            if self._last_global is None
+            else InsertPoint.after(self._last_global)
+        )
+        Rewriter.insert_op(g, where)
+        self._last_global = g
+
+    def table(self, typ: Attribute, values: object) -> str:
+        """A private constant 1-D global holding `values` (deduplicated)."""
+        vals = tuple(values)  # type: ignore[call-overload]
+        key = ("table", str(typ), vals)
+        if key not in self.by_key:
+            name = self.fresh("rlx_table")
+            t = MemRefType(typ, [len(vals)])
+            dense = DenseIntOrFPElementsAttr.from_list(TensorType(typ, [len(vals)]), list(vals))  # type: ignore[arg-type]
+            self._add_global(name, t, dense)
+            self.by_key[key] = name
+        return self.by_key[key]
+
+    def constant(self, value: DenseIntOrFPElementsAttr) -> tuple[str, MemRefType]:
+        """A private constant global holding a dense tensor value (deduplicated)."""
+        tt = value.type
+        assert isinstance(tt, TensorType)
+        t = memref_of(tt)
+        raw = value.data.data
+        n = int(np.prod(tt.get_shape(), dtype=np.int64))
+        if len(value) == 1 and n != 1:
+            raw = raw * n
+        key = ("const", str(t), raw)
+        if key not in self.by_key:
+            name = self.fresh("rlx_const")
+            dense = DenseIntOrFPElementsAttr(
+                TensorType(t.element_type, tt.get_shape()), BytesAttr(raw)
+            )
+            self._add_global(name, t, dense)
+            self.by_key[key] = name
+        return self.by_key[key], t
+
+
+def copy_kernel(kernels: Kernels, t: MemRefType) -> str:
+    """Kernel copying one buffer into another of the same type."""
+
+    def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
+        n = len(t.get_shape())
+        kb.generic(
+            [args[0]],
+            [args[1]],
+            [identity(n), identity(n)],
+            [PARALLEL] * n,
+            lambda x, _o: [x],
+            compute=False,
+        )
+
+    return kernels.kernel(("copy", str(t)), [t, t], build, "copy")

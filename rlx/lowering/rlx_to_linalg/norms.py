@@ -1,0 +1,126 @@
+"""Normalizations over the last axis: layer_norm, rms_norm and their fused-residual forms.
+
+Per-row statistics live in small scratch buffers (rows = all dims but the last): layer_norm
+is two-pass (mean, then the biased variance of x - mean) like the reference, then one
+elementwise pass computes (h - mean) * rstd * gamma + beta. The fused forms recompute
+h = x + residual in every pass instead of materializing it (and never round it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import math as mathd
+from xdsl.ir import Operation, SSAValue
+
+from rlx.dialects.rlx.base import attr_float
+from rlx.lowering.rlx_to_linalg.kernel import (
+    FM_RED,
+    PARALLEL,
+    REDUCTION,
+    KernelBuilder,
+    amap,
+    compute_type,
+    dim,
+    elem,
+    identity,
+    shape,
+)
+
+
+def _norm(
+    kb: KernelBuilder,
+    op: Operation,
+    ins: Sequence[SSAValue],
+    outs: Sequence[SSAValue],
+    layer: bool,
+    residual: bool,
+) -> None:
+    xin = list(ins[:2] if residual else ins[:1])
+    params = list(ins[len(xin) :])
+    gamma = params[0]
+    beta = params[1] if len(params) > 1 else None
+    xs = shape(ins[0])
+    n = len(xs)
+    d = xs[-1]
+    ct = compute_type(elem(ins[0]))
+    eps = attr_float(dict(op.attributes), "epsilon", 1e-5)
+    assert eps is not None
+    rows = list(xs[:-1])
+    idm, rmap, pmap = identity(n), amap(n, [dim(i) for i in range(n - 1)]), amap(n, [dim(n - 1)])
+    red = [PARALLEL] * (n - 1) + [REDUCTION]
+    xmaps = [idm] * len(xin)
+    rid, rpar = identity(n - 1), [PARALLEL] * (n - 1)
+
+    def h(vals: Sequence[SSAValue]) -> SSAValue:
+        return kb.addf(vals[0], vals[1]) if residual else vals[0]
+
+    def rstd(sumsq: SSAValue) -> SSAValue:
+        v = kb.addf(kb.divf(sumsq, kb.const(float(d), ct)), kb.const(eps, ct))
+        return kb.divf(kb.const(1.0, ct), kb.unary(mathd.SqrtOp, v))
+
+    k = len(xin)
+    mean = None
+    if layer:
+        mean = kb.scratch(rows, ct)
+        kb.fill(mean, 0.0)
+        kb.generic(xin, [mean], [*xmaps, rmap], red, lambda *a: [kb.addf(a[k], h(a[:k]), FM_RED)])
+        kb.generic([], [mean], [rid], rpar, lambda mv: [kb.divf(mv, kb.const(float(d), ct))])
+    stat = kb.scratch(rows, ct)
+    kb.fill(stat, 0.0)
+
+    def sq(a: Sequence[SSAValue]) -> list[SSAValue]:
+        v = kb.subf(h(a[:k]), a[k]) if layer else h(a[:k])
+        return [kb.addf(a[-1], kb.mulf(v, v, FM_RED), FM_RED)]
+
+    stat_ins = [*xin, mean] if mean is not None else xin
+    stat_maps = [*xmaps, rmap] if mean is not None else xmaps
+    kb.generic(stat_ins, [stat], [*stat_maps, rmap], red, lambda *a: sq(a))
+    kb.generic([], [stat], [rid], rpar, lambda s: [rstd(s)])
+
+    def final(*a: SSAValue) -> list[SSAValue]:
+        v = h(a[:k])
+        i = k
+        if mean is not None:
+            v = kb.subf(v, a[i])
+            i += 1
+        y = kb.mulf(kb.mulf(v, a[i]), a[i + 1])
+        if beta is not None:
+            y = kb.addf(y, a[i + 2])
+        return [y]
+
+    f_ins = [*stat_ins, stat, gamma, *([beta] if beta is not None else [])]
+    f_maps = [*stat_maps, rmap, pmap, *([pmap] if beta is not None else []), idm]
+    kb.generic(f_ins, outs, f_maps, [PARALLEL] * n, final)
+
+
+def emit_layer_norm(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    _norm(kb, op, ins, outs, layer=True, residual=False)
+
+
+def emit_rms_norm(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    _norm(kb, op, ins, outs, layer=False, residual=False)
+
+
+def emit_res_layer_norm(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    _norm(kb, op, ins, outs, layer=True, residual=True)
+
+
+def emit_res_rms_norm(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    _norm(kb, op, ins, outs, layer=False, residual=True)
+
+
+LOWERINGS = {
+    "rlx.layer_norm": emit_layer_norm,
+    "rlx.rms_norm": emit_rms_norm,
+    "rlx.fused_residual_layer_norm": emit_res_layer_norm,
+    "rlx.fused_residual_rms_norm": emit_res_rms_norm,
+}

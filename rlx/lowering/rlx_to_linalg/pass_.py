@@ -1,0 +1,368 @@
+"""`convert-rlx-to-linalg`: bufferize a tensor-level rlx function into destination-passing
+style on memrefs, with every rlx op lowered to a call of a deduplicated private kernel.
+
+ABI of each converted function (the runtime codes against it):
+  (inputs..., params..., outputs...) -> ()
+  * inputs: the original tensor arguments as memrefs, same order
+    (`rlx.kind = "input"`, `rlx.name` = the argument's `rlx.name` or `arg<i>`);
+  * params: one memref per distinct `rlx.param` name, in order of first appearance
+    (`rlx.kind = "param"`, `rlx.name` = the param name);
+  * outputs: one memref per original result, written by the function
+    (`rlx.kind = "output"`, `rlx.name = "out<i>"`).
+Integer buffers are signless (ui8 data is stored as i8). Intermediates are `memref.alloc`s
+(freed at the end; `plan-memory` turns them into views of one arena); a returned value is
+computed straight into its output buffer when possible, otherwise copied.
+
+Compile time scales with distinct kernels: each rlx op becomes `func.call @rlx_k<N>(ins...,
+outs...)`, and ops with the same structural key (name, attributes, types, region body) share
+one kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from rlx.dialects.rlx.base import DYN
+from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, memref_of, shape
+from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
+
+Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]
+PASS = "convert-rlx-to-linalg"
+
+
+def lowerings() -> dict[str, Emitter]:
+    from rlx.lowering.rlx_to_linalg.registry import LOWERINGS
+
+    return LOWERINGS
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+def _describe(v: SSAValue) -> str:
+    if v.name_hint:
+        return f"%{v.name_hint}"
+    if isinstance(v, OpResult):
+        return f"result #{v.index} of {v.op.name}"
+    assert isinstance(v, BlockArgument)
+    return f"argument #{v.index}"
+
+
+def check_static(f: func.FuncOp) -> None:
+    """Every tensor in the function must have a static shape."""
+    values: list[SSAValue] = [a for b in f.body.blocks for a in b.args]
+    for o in f.body.walk():
+        values.extend(o.results)
+        for r in o.regions:
+            for b in r.blocks:
+                values.extend(b.args)
+    for v in values:
+        if isinstance(v.type, TensorType) and DYN in v.type.get_shape():
+            raise PassFailedException(
+                f"{PASS}: {_describe(v)} in @{f.sym_name.data} has dynamic shape {v.type}; run `bind-dims` "
+                "(dim_binding) to give every dimension a static size first"
+            )
+
+
+def _arg_dict(old: DictionaryAttr | None, kind: str, name: str) -> DictionaryAttr:
+    entries: dict[str, Attribute] = {"rlx.kind": StringAttr(kind), "rlx.name": StringAttr(name)}
+    if old is not None:
+        entries.update((k, v) for k, v in old.data.items() if k not in entries)
+    return DictionaryAttr(entries)
+
+
+class FuncLowering:
+    """Converts one function: signature, buffers, kernel calls."""
+
+    def __init__(self, f: func.FuncOp, kernels: Kernels, rng: tuple[int, str]) -> None:
+        self.f = f
+        self.kernels = kernels
+        self.rng = rng
+        self.allocs: list[SSAValue] = []
+        self.alloc_point: InsertPoint | None = None
+        self.dest: dict[SSAValue, SSAValue] = {}
+        self.params: dict[str, SSAValue] = {}
+
+    def run(self) -> None:
+        f = self.f
+        check_static(f)
+        if len(f.body.blocks) != 1:
+            raise PassFailedException(f"{PASS}: @{f.sym_name.data} must have a single block")
+        old = f.body.block
+        ret = old.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise PassFailedException(f"{PASS}: @{f.sym_name.data} must end with func.return")
+        params = self._collect_params(old)
+        for v in (*old.args, *ret.operands):
+            if not isinstance(v.type, TensorType):
+                raise PassFailedException(
+                    f"{PASS}: {_describe(v)} of @{f.sym_name.data} must be a tensor, got {v.type}"
+                )
+        in_types = [memref_of(a.type) for a in old.args]
+        out_types = [memref_of(v.type) for v in ret.operands]
+        new = Block(arg_types=[*in_types, *(memref_of(t) for t in params.values()), *out_types])
+        n_in, n_p = len(in_types), len(params)
+        self.params = dict(zip(params, new.args[n_in : n_in + n_p], strict=True))
+        outs = list(new.args[n_in + n_p :])
+        vmap: dict[SSAValue, SSAValue] = dict(zip(old.args, new.args[:n_in], strict=True))
+        for v, o in zip(ret.operands, outs, strict=True):
+            if (
+                isinstance(v, OpResult)
+                and v.op.parent_block() is old
+                and v not in self.dest
+                and self.owns_buffer(v.op)
+            ):
+                self.dest[v] = o
+        _name_args(old, new, list(params), len(out_types))
+        self.mb = KernelBuilder(new)
+        self.lower_ops([o for o in old.ops if o is not ret], vmap)
+        for v, o in zip(ret.operands, outs, strict=True):
+            if self.dest.get(v) is not o:
+                self.call(copy_kernel(self.kernels, memref_of(v.type)), [vmap[v], o])
+        for a in self.allocs:
+            self.mb.add(memref.DeallocOp.get(a))
+        self.mb.add(func.ReturnOp())
+        self._install(new, params, len(ret.operands))
+
+    def _collect_params(self, block: Block) -> dict[str, Attribute]:
+        params: dict[str, Attribute] = {}
+        for o in block.walk():
+            if o.name != "rlx.param":
+                continue
+            name = o.attributes["name"]
+            assert isinstance(name, StringAttr)
+            t = o.results[0].type
+            if name.data in params and params[name.data] != t:
+                raise PassFailedException(
+                    f"{PASS}: param '{name.data}' is used with two types: {params[name.data]} and {t}"
+                )
+            params[name.data] = t
+        return params
+
+    def _install(self, new: Block, params: dict[str, Attribute], n_out: int) -> None:
+        f = self.f
+        old = f.body.block
+        n_in = len(old.args)
+        old_attrs = list(f.arg_attrs.data) if f.arg_attrs is not None else [None] * n_in
+        attrs = []
+        for i, d in enumerate(old_attrs):
+            name = d.data.get("rlx.name") if d is not None else None
+            attrs.append(
+                _arg_dict(d, "input", name.data if isinstance(name, StringAttr) else f"arg{i}")
+            )
+        attrs += [_arg_dict(None, "param", p) for p in params]
+        attrs += [_arg_dict(None, "output", f"out{i}") for i in range(n_out)]
+        f.body.detach_block(old)
+        for o in reversed(list(old.walk())):
+            o.drop_all_references()
+        f.body.add_block(new)
+        f.function_type = FunctionType.from_lists([a.type for a in new.args], [])
+        f.arg_attrs = ArrayAttr(attrs)
+        f.res_attrs = None
+
+    # -- emission --------------------------------------------------------------------
+
+    @staticmethod
+    def owns_buffer(op: Operation) -> bool:
+        """Ops whose result gets a fresh buffer (so it can be the output buffer itself)."""
+        if op.name in ("rlx.param", "rlx.reshape"):
+            return False
+        if op.name == "rlx.constant":
+            return _is_splat(op)
+        return True
+
+    def alloc(self, t: MemRefType) -> SSAValue:
+        op = memref.AllocOp.get(t.element_type, 64, t.get_shape())
+        Rewriter.insert_op(op, self.alloc_point or self.mb.ip)
+        self.allocs.append(op.memref)
+        return op.memref
+
+    def result_buffer(self, r: SSAValue) -> SSAValue:
+        d = self.dest.get(r)
+        return d if d is not None else self.alloc(memref_of(r.type))
+
+    def call(self, name: str, args: Sequence[SSAValue]) -> None:
+        self.mb.add(func.CallOp(name, list(args), []))
+
+    def lower_ops(self, ops: Sequence[Operation], vmap: dict[SSAValue, SSAValue]) -> None:
+        for op in ops:
+            self.lower_op(op, vmap)
+
+    def lower_op(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
+        name = op.name
+        if name == "rlx.param":
+            attr = op.attributes["name"]
+            assert isinstance(attr, StringAttr)
+            vmap[op.results[0]] = self.params[attr.data]
+        elif name == "rlx.constant" and not _is_splat(op):
+            value = op.attributes["value"]
+            assert isinstance(value, DenseIntOrFPElementsAttr)
+            sym, t = self.kernels.constant(value)
+            vmap[op.results[0]] = self.mb.v(memref.GetGlobalOp(sym, t))
+        elif name == "rlx.constant":
+            self._splat(op, vmap)
+        elif name == "rlx.reshape":
+            from rlx.lowering.rlx_to_linalg.shape_ops import reshape_view
+
+            vmap[op.results[0]] = reshape_view(
+                self, vmap[op.operands[0]], memref_of(op.results[0].type)
+            )
+        elif name == "rlx.scan":
+            from rlx.lowering.rlx_to_linalg.scan import lower_scan
+
+            lower_scan(self, op, vmap)
+        elif name in lowerings():
+            self._kernel_call(op, vmap)
+        else:
+            raise PassFailedException(
+                f"{PASS}: cannot lower op '{name}' (not an rlx op with a lowering)"
+            )
+
+    def _kernel_call(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
+        emit = lowerings()[op.name]
+        ins = [vmap[o] for o in op.operands]
+        outs = [self.result_buffer(r) for r in op.results]
+        n = len(ins)
+        extra = self.rng if op.name.startswith("rlx.rng_") else None
+
+        def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
+            kb.rng_seed, kb.rng_backend = self.rng
+            emit(kb, op, args[:n], args[n:])
+
+        name = self.kernels.kernel(
+            op_key(op, extra), [v.type for v in (*ins, *outs)], build, op.name
+        )
+        self.call(name, [*ins, *outs])
+        for r, b in zip(op.results, outs, strict=True):
+            vmap[r] = b
+
+    def _splat(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
+        value = op.attributes["value"]
+        assert isinstance(value, DenseIntOrFPElementsAttr)
+        r = op.results[0]
+        out = self.result_buffer(r)
+        t = memref_of(r.type)
+        size = len(value.data.data) // len(value)
+        first = DenseIntOrFPElementsAttr(
+            TensorType(value.get_element_type(), [1]), BytesAttr(value.data.data[:size])
+        )
+        v = first.get_values()[0]
+
+        def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
+            kb.fill(args[0], v if not isinstance(v, tuple) else 0)
+
+        self.call(
+            self.kernels.kernel(("splat", str(t), repr(v)), [t], build, "rlx.constant"), [out]
+        )
+        vmap[r] = out
+
+
+def _hint(name: str) -> str | None:
+    h = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return h if h and not h[0].isdigit() else None
+
+
+def _name_args(old: Block, new: Block, params: Sequence[str], n_out: int) -> None:
+    """Readable SSA names: the original argument names, the param names, out<i>."""
+    names = (
+        [a.name_hint for a in old.args]
+        + [_hint(p) for p in params]
+        + [f"out{i}" for i in range(n_out)]
+    )
+    for a, n in zip(new.args, names, strict=True):
+        a.name_hint = n
+
+
+def _is_splat(op: Operation) -> bool:
+    """A dense constant whose elements are all equal (lowered to a fill kernel)."""
+    value = op.attributes.get("value")
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        return False
+    n = int(np.prod(shape(op.results[0]), dtype=np.int64))
+    raw, count = value.data.data, len(value)
+    if n <= 1 or count == 0:
+        return False
+    size = len(raw) // count
+    return raw == raw[:size] * count
+
+
+def _needs_conversion(f: func.FuncOp) -> bool:
+    if f.is_declaration or "rlx.kernel" in f.attributes:
+        return False
+    types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
+    return any(isinstance(t, TensorType) for t in types) or any(
+        o.name.startswith("rlx.") for o in f.body.walk()
+    )
+
+
+@dataclass(frozen=True)
+class ConvertRlxToLinalgPass(ModulePass):
+    """Lower rlx tensor functions to memref functions calling linalg/scf kernels.
+
+    `rng-seed` (a u64) and `rng-backend` ("philox": rlx.formats.philox, bit-exact; "zero":
+    all zeros) configure the `rlx.rng_*` ops; the module attributes `rlx.rng_seed` and
+    `rlx.rng_backend` recorded by the `rng` pass take precedence."""
+
+    name = "convert-rlx-to-linalg"
+
+    rng_seed: int = 42
+    rng_backend: str = "philox"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        seed, backend = self.rng_seed, self.rng_backend
+        seed_attr, backend_attr = (
+            op.attributes.get("rlx.rng_seed"),
+            op.attributes.get("rlx.rng_backend"),
+        )
+        if isinstance(seed_attr, IntegerAttr):
+            seed = seed_attr.value.data % 2**64
+        if isinstance(backend_attr, StringAttr):
+            backend = backend_attr.data
+        if backend not in ("philox", "zero"):
+            raise PassFailedException(
+                f"{PASS}: rng-backend must be philox or zero, got {backend!r}"
+            )
+        kernels = Kernels(op)
+        for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            if _needs_conversion(f):
+                FuncLowering(f, kernels, (seed, backend)).run()
+        _mark_shared_kernels(op)
+
+
+def _mark_shared_kernels(module: ModuleOp) -> None:
+    """Kernels called from several places get `passthrough = ["noinline"]` (the llvm.func
+    attribute), so LLVM compiles each once instead of inlining a copy per call site."""
+    calls: dict[str, int] = {}
+    for o in module.walk():
+        if isinstance(o, func.CallOp):
+            name = o.callee.root_reference.data
+            calls[name] = calls.get(name, 0) + 1
+    for f in module.ops:
+        if (
+            isinstance(f, func.FuncOp)
+            and "rlx.kernel" in f.attributes
+            and calls.get(f.sym_name.data, 0) > 1
+        ):
+            f.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])

@@ -1,0 +1,190 @@
+"""Reductions: reduce, softmax (3 passes: max, sum of exp, normalize), cumsum (a loop nest
+with a carry row so the innermost loop stays unit-stride).
+
+The iteration space is the input's dims in their order, so a last-axis reduction has the
+reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
+memory with unit stride. Float sums use reassoc+contract (vectorizable, still IEEE for
+inf/NaN); max/min use NaN-propagating maximumf/minimumf. f16/bf16 accumulate in an f32
+scratch buffer, integer means in i64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import IntegerType, f64, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from rlx.dialects.rlx.base import (
+    attr_bool,
+    attr_int,
+    attr_ints,
+    attr_str,
+    is_unsigned,
+    normalize_axis,
+)
+from rlx.lowering.rlx_to_linalg.kernel import (
+    FM_RED,
+    PARALLEL,
+    REDUCTION,
+    KernelBuilder,
+    amap,
+    compute_type,
+    dim,
+    elem,
+    identity,
+    int_limits,
+    is_float_t,
+    shape,
+    signless,
+)
+
+
+def _unsigned(e: Attribute) -> bool:
+    return is_unsigned(e) or (isinstance(e, IntegerType) and e.width.data == 1)
+
+
+def reduce_init(kind: str, t: Attribute, unsigned: bool) -> float | int:
+    """Identity of a reduction kind in type t."""
+    if kind in ("sum", "mean"):
+        return 0.0 if is_float_t(t) else 0
+    if kind == "prod":
+        return 1.0 if is_float_t(t) else 1
+    if is_float_t(t):
+        return float("-inf") if kind == "max" else float("inf")
+    lo, hi = int_limits(t, unsigned)
+    return lo if kind == "max" else hi
+
+
+def combine(kb: KernelBuilder, kind: str, acc: SSAValue, x: SSAValue, unsigned: bool) -> SSAValue:
+    """acc (kind) x in the accumulator's type."""
+    if is_float_t(acc.type):
+        if kind in ("sum", "mean"):
+            return kb.addf(acc, x, FM_RED)
+        if kind == "prod":
+            return kb.mulf(acc, x, FM_RED)
+        return kb.maxf(acc, x) if kind == "max" else kb.minf(acc, x)
+    if kind in ("sum", "mean"):
+        return kb.addi(acc, x)
+    if kind == "prod":
+        return kb.muli(acc, x)
+    cls = {("max", False): arith.MaxSIOp, ("max", True): arith.MaxUIOp,
+           ("min", False): arith.MinSIOp, ("min", True): arith.MinUIOp}[(kind, unsigned)]  # fmt: skip
+    return kb.v(cls(acc, x))
+
+
+def emit_reduce(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    a = dict(op.attributes)
+    kind = attr_str(a, "kind")
+    assert kind is not None
+    xs = shape(ins[0])
+    n = len(xs)
+    axes = {normalize_axis(x, n) for x in attr_ints(a, "axes", range(n)) or ()}
+    keep = attr_bool(a, "keepdims")
+    e = elem(op.operands[0])
+    unsigned = _unsigned(e)
+    out = outs[0]
+    oe = elem(out)
+    at = compute_type(oe) if is_float_t(e) else (i64 if kind == "mean" else signless(e))
+    acc = out if at == oe else kb.scratch(shape(out), at)
+    kb.fill(acc, reduce_init(kind, at, unsigned))
+    out_exprs = (
+        [0 if i in axes else dim(i) for i in range(n)]
+        if keep
+        else [dim(i) for i in range(n) if i not in axes]
+    )
+    iters = [REDUCTION if i in axes else PARALLEL for i in range(n)]
+
+    def body(x: SSAValue, av: SSAValue) -> list[SSAValue]:
+        return [combine(kb, kind, av, kb.convert(x, at, signed=not unsigned), unsigned)]
+
+    kb.generic([ins[0]], [acc], [identity(n), amap(n, out_exprs)], iters, body)
+    if kind != "mean" and acc is out:
+        return
+    count = prod(xs[i] for i in axes)
+
+    def fin(av: SSAValue) -> SSAValue:
+        if kind != "mean":
+            return av
+        if is_float_t(av.type):
+            return kb.divf(av, kb.const(float(count), av.type))
+        c = kb.const(max(count, 1), av.type)
+        return kb.v(arith.DivUIOp(av, c) if unsigned else arith.DivSIOp(av, c))
+
+    on = len(shape(out))
+    if acc is out:
+        kb.generic([], [out], [identity(on)], [PARALLEL] * on, lambda o: [fin(o)])
+    else:
+        kb.generic([acc], [out], [identity(on)] * 2, [PARALLEL] * on, lambda av, _o: [fin(av)])
+
+
+def emit_softmax(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    x = ins[0]
+    xs = shape(x)
+    n = len(xs)
+    ax = normalize_axis(attr_int(dict(op.attributes), "axis", -1) or 0, n)
+    ct = compute_type(elem(x))
+    rows = [d for i, d in enumerate(xs) if i != ax]
+    m, s = kb.scratch(rows, ct), kb.scratch(rows, ct)
+    idm, rmap = identity(n), amap(n, [dim(i) for i in range(n) if i != ax])
+    iters = [REDUCTION if i == ax else PARALLEL for i in range(n)]
+    kb.fill(m, float("-inf"))
+    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.maxf(mv, v)])
+    kb.fill(s, 0.0)
+
+    def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
+        return kb.unary(mathd.ExpOp, kb.subf(v, mv))
+
+    kb.generic(
+        [x, m],
+        [s],
+        [idm, rmap, rmap],
+        iters,
+        lambda v, mv, sv: [kb.addf(sv, exp_sub(v, mv), FM_RED)],
+    )
+    kb.generic(
+        [x, m, s],
+        outs,
+        [idm, rmap, rmap, idm],
+        [PARALLEL] * n,
+        lambda v, mv, sv, _o: [kb.divf(exp_sub(v, mv), sv)],
+    )
+
+
+def emit_cumsum(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """Running sum along axis: floats accumulate in f64 (the loop is sequential anyway)."""
+    a = dict(op.attributes)
+    x, out = ins[0], outs[0]
+    xs = shape(x)
+    ax = normalize_axis(attr_int(a, "axis", -1) or 0, len(xs))
+    excl = attr_bool(a, "exclusive")
+    e = elem(op.operands[0])
+    at = f64 if is_float_t(e) else signless(e)
+    inner = xs[ax + 1 :]
+    carry = kb.scratch(inner, at)
+    zero = kb.const(0.0 if is_float_t(at) else 0, at)
+    with kb.nest(xs[:ax]) as pre:
+        with kb.nest(inner) as ii:
+            kb.store(zero, carry, ii)
+        with kb.loop(xs[ax]) as t, kb.nest(inner) as ii:
+            v = kb.convert(kb.load_c(x, [*pre, t, *ii]), at)
+            c = kb.load(carry, ii)
+            nc = kb.bin(arith.AddfOp, c, v) if is_float_t(at) else kb.addi(c, v)
+            kb.store(nc, carry, ii)
+            kb.store(kb.convert(c if excl else nc, elem(out)), out, [*pre, t, *ii])
+
+
+LOWERINGS = {
+    "rlx.reduce": emit_reduce,
+    "rlx.softmax": emit_softmax,
+    "rlx.cumsum": emit_cumsum,
+}

@@ -1,0 +1,291 @@
+"""The compile cache: in memory (per process) and on disk (per user), keyed by everything
+that determines the generated code, so a second compile of a graph costs milliseconds.
+
+Key = sha256 of: the module text after parsing/printing, the options (`options_key`), the
+entry name, the rlx version plus a fingerprint of the rlx sources (size + mtime of every
+.py file, so edited passes never reuse stale code), the xDSL/llvmlite versions, and the host
+CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` holds the signature, the
+pipeline report and the sha256 of `<key>.ll` (the LLVM IR handed to the JIT). An entry that
+is unreadable, malformed, fails its hash or fails to JIT is ignored (and rebuilt by the
+caller), never fatal. Files are written atomically (temp file + rename). When the backend
+can, `<key>.o` also holds the host object code (hash-checked too): loading it skips LLVM
+optimisation and code generation, so a disk hit costs milliseconds; without it (or if it
+fails to load) the LLVM IR is JIT-compiled again.
+
+Location: `$RLX_CACHE_DIR`, else `$XDG_CACHE_HOME/rlx`, else `~/.cache/rlx`.
+`RLX_CACHE=0` (or false/off/no) disables both levels.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlx.runtime.options import CompileOptions
+
+FORMAT = 1
+Loader = Callable[[dict[str, Any], str, bytes | None], Any]
+MEMORY_ENTRIES = 64
+
+
+def enabled() -> bool:
+    v = os.environ.get("RLX_CACHE")
+    return v is None or v.strip().lower() not in ("0", "false", "off", "no")
+
+
+def cache_dir() -> Path:
+    if os.environ.get("RLX_CACHE_DIR"):
+        return Path(os.environ["RLX_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rlx"
+
+
+def _digest_value(v: Any) -> Any:
+    """A JSON-able, deterministic stand-in for an option value (arrays and files hashed)."""
+    if isinstance(v, np.ndarray) or hasattr(v, "__array__"):
+        a = np.ascontiguousarray(np.asarray(v))
+        return {
+            "array": str(a.dtype),
+            "shape": list(a.shape),
+            "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+        }
+    if isinstance(v, bytes | bytearray):
+        return {"bytes": hashlib.sha256(bytes(v)).hexdigest()}
+    if isinstance(v, Path):
+        return {"file": str(v), "sha256": hashlib.sha256(v.read_bytes()).hexdigest()}
+    if isinstance(v, dict):
+        return {str(k): _digest_value(x) for k, x in sorted(v.items())}
+    if isinstance(v, list | tuple):
+        return [_digest_value(x) for x in v]
+    if hasattr(v, "__dataclass_fields__"):
+        return {type(v).__name__: {k: _digest_value(getattr(v, k)) for k in v.__dataclass_fields__}}
+    return v
+
+
+def options_key(opts: CompileOptions) -> str:
+    """Every option except `verbose` (which changes logging, not code)."""
+    d = {k: _digest_value(v) for k, v in opts.to_dict().items() if k != "verbose"}
+    return json.dumps(d, sort_keys=True, default=repr)
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """Versions of rlx, xDSL, llvmlite and the size/mtime of every rlx source file."""
+    import llvmlite
+    import xdsl
+
+    import rlx
+
+    root = Path(rlx.__file__).parent
+    h = hashlib.sha256(f"{rlx.__version__}|{xdsl.__version__}|{llvmlite.__version__}".encode())
+    for p in sorted(root.rglob("*.py")):
+        st = p.stat()
+        h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+@functools.cache
+def host_cpu() -> str:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+
+
+def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -> str:
+    h = hashlib.sha256()
+    for part in (module_text, options_key(opts), entry, backend, code_fingerprint(), host_cpu()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class CacheStats:
+    memory_hits: int = 0
+    disk_hits: int = 0
+    misses: int = 0
+    disk_errors: int = 0
+    """Disk entries found but ignored (corrupt, stale format, failed to load)."""
+
+
+class CompileCache:
+    """Memory LRU of loaded artifacts in front of the on-disk store; thread-safe."""
+
+    def __init__(self) -> None:
+        self._mem: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.stats = CacheStats()
+
+    def clear_memory(self) -> None:
+        with self._lock:
+            self._mem.clear()
+
+    def get(self, key: str, load: Loader) -> tuple[Any, str] | None:
+        """(artifact, "memory" | "disk") or None. `load(meta, llvm_ir, obj)` rebuilds from disk."""
+        if not enabled():
+            return None
+        with self._lock:
+            if key in self._mem:
+                self._mem.move_to_end(key)
+                self.stats.memory_hits += 1
+                return self._mem[key], "memory"
+        art = self._read_disk(key, load)
+        if art is None:
+            with self._lock:
+                self.stats.misses += 1
+            return None
+        self._remember(key, art)
+        with self._lock:
+            self.stats.disk_hits += 1
+        return art, "disk"
+
+    def put(
+        self,
+        key: str,
+        artifact: Any,
+        meta: dict[str, Any],
+        llvm_ir: str,
+        make_object: Callable[[], bytes] | None = None,
+    ) -> None:
+        """Remember `artifact`; write the disk entry (object code too if `make_object`)."""
+        if not enabled():
+            return
+        self._remember(key, artifact)
+        try:
+            d = cache_dir() / key[:2]
+            d.mkdir(parents=True, exist_ok=True)
+            doc = {"format": FORMAT, "key": key, "llvm_ir_sha256": _sha(llvm_ir.encode()), **meta}
+            if make_object is not None:
+                try:
+                    obj = make_object()
+                except Exception:
+                    obj = None  # object code is an optimisation: the IR alone is enough
+                if obj:
+                    _atomic_write(d / f"{key}.o", obj)
+                    doc["object_sha256"] = _sha(obj)
+            _atomic_write(d / f"{key}.ll", llvm_ir.encode())
+            _atomic_write(d / f"{key}.json", json.dumps(doc).encode())
+        except OSError:
+            pass  # a read-only or full cache dir must not fail the compile
+
+    def _remember(self, key: str, art: Any) -> None:
+        with self._lock:
+            self._mem[key] = art
+            self._mem.move_to_end(key)
+            while len(self._mem) > MEMORY_ENTRIES:
+                self._mem.popitem(last=False)
+
+    def _read_disk(self, key: str, load: Loader) -> Any:
+        d = cache_dir() / key[:2]
+        paths = [d / f"{key}.json", d / f"{key}.ll", d / f"{key}.o"]
+        if not paths[0].is_file():
+            return None
+        try:
+            meta = json.loads(paths[0].read_text())
+            ir = paths[1].read_text()
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
+                raise ValueError("stale or foreign cache entry")
+            if _sha(ir.encode()) != meta.get("llvm_ir_sha256"):
+                raise ValueError("LLVM IR does not match its hash")
+            obj = (
+                paths[2].read_bytes() if meta.get("object_sha256") and paths[2].is_file() else None
+            )
+            if obj is not None and _sha(obj) != meta["object_sha256"]:
+                obj = None  # corrupt object code: fall back to the IR
+            return load(meta, ir, obj)
+        except Exception:
+            with self._lock:
+                self.stats.disk_errors += 1
+            for p in paths:
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+            return None
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- object code
+
+
+def _llvm() -> tuple[Any, Any, Any]:
+    """(llvmlite.binding, the JIT's LLVM lock, a host target machine for MCJIT)."""
+    import llvmlite.binding as llvm
+
+    from rlx.runtime import jit
+
+    lock = getattr(jit, "_LOCK", _FALLBACK_LOCK)
+    with lock:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        tm = llvm.Target.from_default_triple().create_target_machine(
+            cpu=cpu, features=features, opt=3, codemodel="jitdefault", jit=True
+        )
+    return llvm, lock, tm
+
+
+_FALLBACK_LOCK = threading.RLock()
+
+
+def emit_object(llvm_ir: str) -> bytes:
+    """Host object code of already-optimised LLVM IR (for `ObjectModule`)."""
+    llvm, lock, tm = _llvm()
+    with lock:
+        return bytes(tm.emit_object(llvm.parse_assembly(llvm_ir)))
+
+
+class ObjectModule:
+    """Code loaded from cached object bytes into MCJIT: the `JitModule` interface
+    (`address`, `llvm_ir`, `asm`) without re-running LLVM. Keep it alive while calling."""
+
+    def __init__(self, obj: bytes, llvm_ir: str) -> None:
+        llvm, lock, tm = _llvm()
+        with lock:
+            empty = llvm.parse_assembly("")
+            empty.triple = tm.triple
+            self._engine = llvm.create_mcjit_compiler(empty, tm)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self._engine.finalize_object()
+        self._lock = lock
+        self.llvm_ir = llvm_ir
+
+    def address(self, name: str) -> int:
+        with self._lock:
+            addr = self._engine.get_function_address(name)
+        if not addr:
+            raise KeyError(f"cached object code has no function named {name!r}")
+        return addr
+
+    @property
+    def asm(self) -> str:
+        llvm, lock, _ = _llvm()
+        with lock:
+            tm = llvm.Target.from_default_triple().create_target_machine(
+                cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
+            )
+            return tm.emit_assembly(llvm.parse_assembly(self.llvm_ir))
+
+
+CACHE = CompileCache()
+"""The process-wide cache used by `rlx.compile`."""

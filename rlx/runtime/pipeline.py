@@ -1,0 +1,307 @@
+"""The ONE table from `CompileOptions` fields to the passes that implement them.
+
+`ROWS` says, for each field: which pipeline stage (pass) implements it, when the field's
+value needs that pass, and how the value becomes the pass's options (its dataclass fields,
+as on the `rlx-opt` command line). `STAGES` gives the stage order and the registered pass
+names that may implement each stage (the first registered one wins). `build_plan` turns
+options into the ordered pass list plus a per-field report.
+
+Order: scaled-quant -> bind-params -> bind-quant-params -> bind-dims -> canonicalize -> dce ->
+constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
+scan-unroll -> precision -> rng | convert-rlx-to-linalg -> plan-memory | LOOPS_TO_LLVM.
+Scaled quantization comes first so hoisting and folding see the weight-side quantization;
+hoisting precedes fusion (as in RLX) so fused ops do not hide weight-only compute; precision
+runs after fusion so fused-op matchers never see casts.
+
+Fields at their default never need a pass of their own. The status of every field is in
+verbose output and `CompiledGraph.pipeline_report()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.passes import ModulePass
+
+from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig
+
+Opts = CompileOptions
+PassFactory = Callable[[], type[ModulePass]]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline position: the registered pass that implements it, and its phase."""
+
+    name: str
+    phase: str = "graph"  # "graph" (rlx -> rlx) or "lower" (rlx -> memref ABI)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("scaled-quant"),
+    Stage("bind-params"),
+    Stage("bind-quant-params"),
+    Stage("bind-dims"),
+    Stage("canonicalize"),
+    Stage("dce"),
+    Stage("constant-folding"),
+    Stage("hoist-param-invariant"),
+    Stage("fusion"),
+    Stage("kernel-dispatch"),
+    Stage("legalize"),
+    Stage("scan-unroll"),
+    Stage("precision"),
+    Stage("rng"),
+    Stage("convert-rlx-to-linalg", "lower"),
+    Stage("plan-memory", "lower"),
+)
+STAGE_BY_NAME = {s.name: s for s in STAGES}
+
+
+def _bindings(name: str) -> Callable[[Opts, Path], dict[str, Any]]:
+    """A path is passed as is; a dict of arrays is written to `<workdir>/<name>.npz` first."""
+
+    def options(o: Opts, workdir: Path) -> dict[str, Any]:
+        v = o.get(name)
+        if isinstance(v, dict):
+            path = workdir / f"{name}.npz"
+            np.savez(path, **{k: np.asarray(a) for k, a in v.items()})
+            v = path
+        return {"path": str(v)}
+
+    return options
+
+
+def _fusion(o: Opts, _: Path) -> dict[str, Any]:
+    return {"target": o.fusion_target() or "cpu"}
+
+
+def _fusion_opts(o: Opts, _: Path) -> dict[str, Any]:
+    """The non-default toggles/limits, named as the fusion pass's options."""
+    fo, dflt = o.fusion_opts(), FusionOptions()
+    names = [f.name for f in dataclasses.fields(fo) if f.name != "skip_fusion"]
+    return {n: getattr(fo, n) for n in names if getattr(fo, n) != getattr(dflt, n)}
+
+
+def _rng(o: Opts, _: Path) -> dict[str, Any]:
+    return {"seed": o.rng_seed(), "backend": o.rng_backend()}
+
+
+def _dispatch(o: Opts, _: Path) -> dict[str, Any]:
+    kd = o.kernel_dispatch()
+    return {
+        "policy": kd.policy,
+        "force_common_kinds": kd.force_common_kinds,
+        "force_native_kinds": kd.force_native_kinds,
+    }
+
+
+def _policy(o: Opts, _: Path) -> dict[str, Any]:
+    """A named policy, or a custom dict {op or class: precision} as policy=custom."""
+    p = o.policy()
+    if isinstance(p, str):
+        return {"policy": p}
+    return {
+        "policy": "custom",
+        "custom": ",".join(f"{k.replace('_', '-')}={v}" for k, v in p.items()),
+    }
+
+
+@dataclass(frozen=True)
+class Row:
+    """One CompileOptions field (None: a stage without a field) and the stage it drives."""
+
+    field: str | None
+    stage: str | None  # None: the field needs no pass (see `note`)
+    needed: Callable[[Opts], bool] = lambda o: False
+    options: Callable[[Opts, Path], dict[str, Any]] = lambda o, w: {}
+    note: str = ""
+    passless: str = "no effect"
+    """Status of a non-default value when `stage` is None: "applied" or "no effect"."""
+
+
+def _on_cpu(o: Opts) -> bool:
+    """Fusion runs for the CPU target unless disabled (target "none" or skip_fusion)."""
+    return o.fusion_target() != "none" and not o.fusion_opts().skip_fusion
+
+
+ROWS: tuple[Row, ...] = (
+    Row("scaled_quant", "scaled-quant", lambda o: o.scaled_quant() is not None,
+        lambda o, w: {"formats": str(o.scaled_quant())}),
+    Row("param_bindings", "bind-params", lambda o: o.param_bindings() is not None, _bindings("param_bindings")),
+    Row("quant_param_bindings", "bind-quant-params", lambda o: o.quant_param_bindings() is not None,
+        _bindings("quant_param_bindings")),
+    Row("dim_binding", "bind-dims", lambda o: bool(o.dim_binding()),
+        lambda o, w: {"dims": ",".join(f"{k}={v}" for k, v in o.dim_binding().items())}),
+    Row(None, "canonicalize", lambda o: o.dce, note="also removes dead ops, so it runs only with dce on"),
+    Row("dce", "dce", lambda o: o.dce),
+    Row("constant_folding", "constant-folding", lambda o: o.constant_folding),
+    Row("fusion_target", "fusion", _on_cpu, _fusion, note="None means the device's target: cpu"),
+    Row("fusion_opts", "fusion", _on_cpu, _fusion_opts),
+    Row("assert_fusion_clean", "fusion", lambda o: o.assert_fusion_clean(), lambda o, w: {"assert_clean": True}),
+    Row("kernel_dispatch", "kernel-dispatch", lambda o: o.kernel_dispatch() != KernelDispatchConfig(), _dispatch),
+    Row("supported_ops", "kernel-dispatch", lambda o: o.supported_ops() is not None,
+        lambda o, w: {"supported_ops": o.supported_ops()}),
+    Row("supported_ops", "legalize", lambda o: o.supported_ops() is not None,
+        lambda o, w: {"supported_ops": o.supported_ops()}),
+    Row("scan_unroll_max_length", "scan-unroll", lambda o: o.scan_unroll_max_length() != 64,
+        lambda o, w: {"max_length": o.scan_unroll_max_length()}),
+    Row("cache_param_invariant", "hoist-param-invariant", lambda o: o.cache_param_invariant()),
+    Row("policy", "precision", lambda o: o.policy() is not None, _policy),
+    Row("precision", "precision", lambda o: o.precision() != "f32", lambda o, w: {"precision": o.precision()},
+        note="without a policy: the whole graph in that type, f32 I/O (a policy overrides it)"),
+    Row("rng", "rng", lambda o: True, _rng, note="recorded on the module; the code generator reads it"),
+    Row(None, "convert-rlx-to-linalg", lambda o: True),
+    Row("arena_alignment", "plan-memory", lambda o: True, lambda o, w: {"alignment": o.arena_alignment()}),
+    Row("verbose", None, note="logging on stderr, no pass", passless="applied"),
+    Row("disable_mpsgraph", None, note="Metal only: no effect on the CPU backend"),
+)  # fmt: skip
+
+
+@dataclass
+class PlannedPass:
+    """A pass instance to run at a stage, and the fields it implements."""
+
+    stage: str
+    name: str
+    instance: ModulePass
+    fields: tuple[str, ...]
+
+    @property
+    def spec(self) -> str:
+        try:
+            return str(self.instance.spec())
+        except Exception:
+            return self.name
+
+
+@dataclass
+class FieldStatus:
+    """How one CompileOptions field was honoured by the pipeline."""
+
+    field: str
+    value: str
+    status: str  # "default" | "applied" | "skipped" | "no effect"
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"{self.field} = {self.value}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class Plan:
+    passes: list[PlannedPass] = field(default_factory=list)
+    report: list[FieldStatus] = field(default_factory=list)
+
+    def phase(self, phase: str) -> list[PlannedPass]:
+        return [p for p in self.passes if STAGE_BY_NAME[p.stage].phase == phase]
+
+
+def pass_registry() -> dict[str, PassFactory]:
+    """Upstream xDSL passes overridden by rlx transforms and lowerings (as rlx-opt does)."""
+    from xdsl.transforms import get_all_passes as upstream
+
+    from rlx.lowering import get_all_lowering_passes
+    from rlx.transforms import get_all_passes
+
+    reg = dict(upstream())
+    reg.update(get_all_passes())
+    reg.update(get_all_lowering_passes())
+    return reg
+
+
+def llvm_pipeline() -> tuple[ModulePass, ...]:
+    """LOOPS_TO_LLVM: the memref-level ABI module -> llvm dialect."""
+    from rlx.lowering.pipelines import LOOPS_TO_LLVM
+
+    return tuple(LOOPS_TO_LLVM)
+
+
+def _pass_fields(cls: type[ModulePass]) -> set[str]:
+    return (
+        {f.name for f in dataclasses.fields(cls) if f.init}
+        if dataclasses.is_dataclass(cls)
+        else set()
+    )
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, dict) and any(isinstance(x, np.ndarray) for x in v.values()):
+        return (
+            "{"
+            + ", ".join(f"{k!r}: <{np.asarray(a).dtype}{list(np.shape(a))}>" for k, a in v.items())
+            + "}"
+        )
+    return repr(v)
+
+
+def build_plan(
+    opts: CompileOptions, workdir: Path, registry: dict[str, PassFactory] | None = None
+) -> Plan:
+    """Ordered passes for `opts` and the status of every field; see the module docstring."""
+    reg = pass_registry() if registry is None else registry
+    non_default = opts.non_defaults()
+    found: dict[str, tuple[str, type[ModulePass]] | None] = {}
+
+    def resolve(stage: str) -> tuple[str, type[ModulePass]] | None:
+        """(name, class) of the stage's pass; imported only when a field needs it."""
+        if stage not in found:
+            if stage not in reg:
+                raise RuntimeError(f"pass '{stage}' is not registered (rlx.transforms / rlx.lowering)")
+            found[stage] = (stage, reg[stage]())
+        return found[stage]
+
+    kwargs: dict[str, dict[str, Any]] = {}
+    users: dict[str, list[str]] = {}
+    report: list[FieldStatus] = []
+    for row in ROWS:
+        value = None if row.field is None else opts.get(row.field)
+        is_default = row.field is not None and row.field not in non_default
+        needed = row.stage is not None and row.needed(opts)
+
+        def status(s: str, detail: str = "", row: Row = row, value: Any = value) -> None:
+            if row.field is not None:
+                report.append(FieldStatus(row.field, _fmt(value), s, detail))
+
+        if row.stage is None:
+            status("default" if is_default else row.passless, "" if is_default else row.note)
+            continue
+        if not needed:
+            status(
+                "default" if is_default else "skipped",
+                "" if is_default else f"no {row.stage} pass needed",
+            )
+            continue
+        hit = resolve(row.stage)
+        assert hit is not None
+        name, cls = hit
+        wanted = row.options(opts, workdir)
+        missing = sorted(set(wanted) - _pass_fields(cls))
+        if missing:
+            raise RuntimeError(f"pass '{name}' has no option '{missing[0]}' (table row {row.field})")
+        status("default" if is_default else "applied", f"by pass '{name}'")
+        kwargs.setdefault(row.stage, {}).update(wanted)
+        users.setdefault(row.stage, []).extend([row.field] if row.field else [])
+    plan = Plan(report=report)
+    for st in STAGES:
+        if st.name not in users:
+            continue
+        hit = resolve(st.name)
+        assert hit is not None
+        name, cls = hit
+        try:
+            inst = cls(**kwargs.get(st.name, {}))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"cannot configure pass '{name}' from CompileOptions: {e}") from e
+        plan.passes.append(PlannedPass(st.name, name, inst, tuple(users[st.name])))
+    return plan
+
+
+def format_report(report: list[FieldStatus]) -> str:
+    """One line per field, as printed by `CompiledGraph.pipeline_report()`."""
+    return "\n".join(r.line() for r in report)

@@ -1,0 +1,133 @@
+// RUN: rlx-opt %s -p convert-rlx-to-linalg --split-input-file | filecheck %s
+
+// Broadcasting is explicit in the indexing maps: a size-1 dim broadcast against a larger
+// one maps to 0, a missing leading dim is dropped. Elementwise ops only allow `contract`.
+
+func.func @bcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %c = rlx.add %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  func.return %c : tensor<4x3xf32>
+}
+
+// CHECK-LABEL: func.func @bcast_add(
+// CHECK-SAME:    %a: memref<4x1xf32> {rlx.kind = "input", rlx.name = "arg0"},
+// CHECK-SAME:    %b: memref<3xf32> {rlx.kind = "input", rlx.name = "arg1"},
+// CHECK-SAME:    %out0: memref<4x3xf32> {rlx.kind = "output", rlx.name = "out0"}) {
+// CHECK-NEXT:    func.call @[[K:rlx_k[0-9]+]](%a, %b, %out0) : (memref<4x1xf32>, memref<3xf32>, memref<4x3xf32>) -> ()
+// CHECK-NEXT:    func.return
+// CHECK:       func.func private @[[K]](%{{.*}}: memref<4x1xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<4x3xf32>) attributes {rlx.kernel = "rlx.add"}
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+// CHECK:         arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+
+// -----
+
+// A last-axis reduction: linalg.fill of the identity, the reduced dim is a "reduction"
+// iterator (innermost, unit stride) and the sum may be reassociated.
+
+func.func @reduce(%x: tensor<8x16xf32>) -> tensor<8xf32> {
+  %s = rlx.reduce %x {kind = "sum", axes = array<i64: -1>} : (tensor<8x16xf32>) -> tensor<8xf32>
+  func.return %s : tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @reduce(
+// CHECK:       func.func private @rlx_k0(
+// CHECK-SAME:    %[[X:.*]]: memref<8x16xf32>, %[[O:.*]]: memref<8xf32>) attributes {rlx.kernel = "rlx.reduce"}
+// CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    linalg.fill ins(%[[Z]] : f32) outs(%[[O]] : memref<8xf32>)
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%[[X]] : memref<8x16xf32>) outs(%[[O]] : memref<8xf32>)
+// CHECK:         arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+
+// -----
+
+// matmul: iteration (batch, i, k, j) with j innermost; the size-1 batch dim of the lhs
+// broadcasts (maps to 0), the rank-2 rhs has no batch dim.
+
+func.func @matmul(%a: tensor<1x5x7xf32>, %b: tensor<7x3xf32>, %c: tensor<4x7x3xf32>) -> tensor<4x5x3xf32> {
+  %m = rlx.matmul %a, %c : (tensor<1x5x7xf32>, tensor<4x7x3xf32>) -> tensor<4x5x3xf32>
+  func.return %m : tensor<4x5x3xf32>
+}
+
+// CHECK-LABEL: func.func @matmul(
+// CHECK:       func.func private @rlx_k0(
+// CHECK-SAME:    attributes {rlx.kernel = "rlx.matmul"}
+// CHECK:         linalg.fill
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+// CHECK:         %[[P:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK-NEXT:    arith.addf %{{.*}}, %[[P]] fastmath<reassoc,contract> : f32
+
+// -----
+
+// Structurally identical ops share one kernel (two calls, one definition); a kernel with
+// several call sites is marked noinline so LLVM compiles it once.
+
+func.func @dedup(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %a = rlx.tanh %x : (tensor<16xf32>) -> tensor<16xf32>
+  %b = rlx.tanh %a : (tensor<16xf32>) -> tensor<16xf32>
+  %c = rlx.exp %b : (tensor<16xf32>) -> tensor<16xf32>
+  func.return %c : tensor<16xf32>
+}
+
+// CHECK-LABEL: func.func @dedup(
+// CHECK:         %[[A:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK-NEXT:    func.call @[[T:rlx_k[0-9]+]](%x, %[[A]])
+// CHECK-NEXT:    %[[B:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK-NEXT:    func.call @[[T]](%[[A]], %[[B]])
+// CHECK-NEXT:    func.call @[[E:rlx_k[0-9]+]](%[[B]], %out0)
+// CHECK-NEXT:    memref.dealloc %[[A]]
+// CHECK-NEXT:    memref.dealloc %[[B]]
+// CHECK-NEXT:    func.return
+// CHECK:       func.func private @[[T]](%{{.*}}: memref<16xf32>, %{{.*}}: memref<16xf32>) attributes {rlx.kernel = "rlx.tanh", passthrough = ["noinline"]}
+// CHECK:       func.func private @[[E]](%{{.*}}: memref<16xf32>, %{{.*}}: memref<16xf32>) attributes {rlx.kernel = "rlx.exp"}
+// CHECK-NOT:     rlx.kernel
+
+// -----
+
+// ABI: inputs (rlx.name kept), then one argument per distinct param in order of first
+// appearance, then one output per result. A returned input is copied; a value returned
+// twice is computed into the first output and copied into the second.
+
+func.func @abi(%x: tensor<2x3xf32> {rlx.name = "tokens"}) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %w = rlx.param "layer.w" : tensor<2x3xf32>
+  %b = rlx.param "layer.b" : tensor<3xf32>
+  %w2 = rlx.param "layer.w" : tensor<2x3xf32>
+  %y = rlx.mul %x, %w : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %z = rlx.add %y, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %v = rlx.add %z, %w2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %v, %x, %v : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @abi(
+// CHECK-SAME:    %x: memref<2x3xf32> {rlx.kind = "input", rlx.name = "tokens"},
+// CHECK-SAME:    %layer_w: memref<2x3xf32> {rlx.kind = "param", rlx.name = "layer.w"},
+// CHECK-SAME:    %layer_b: memref<3xf32> {rlx.kind = "param", rlx.name = "layer.b"},
+// CHECK-SAME:    %out0: memref<2x3xf32> {rlx.kind = "output", rlx.name = "out0"},
+// CHECK-SAME:    %out1: memref<2x3xf32> {rlx.kind = "output", rlx.name = "out1"},
+// CHECK-SAME:    %out2: memref<2x3xf32> {rlx.kind = "output", rlx.name = "out2"}) {
+// CHECK:         func.call @{{.*}}(%{{.*}}, %layer_w, %out0)
+// CHECK-NEXT:    func.call @[[COPY:rlx_k[0-9]+]](%x, %out1)
+// CHECK-NEXT:    func.call @[[COPY]](%out0, %out2)
+// CHECK:         func.return
+// CHECK-NOT:     -> (memref
+
+// -----
+
+// Constants become private memref.globals (splats a fill kernel); reshape is a view.
+
+func.func @consts(%x: tensor<2x2xf32>) -> tensor<4xf32> {
+  %c = rlx.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %y = rlx.add %x, %c : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %r = rlx.reshape %y : (tensor<2x2xf32>) -> tensor<4xf32>
+  %h = rlx.constant dense<0.5> : tensor<4xf32>
+  %o = rlx.mul %r, %h : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %o : tensor<4xf32>
+}
+
+// CHECK:       "memref.global"() <{sym_name = "[[G:rlx_const[0-9]+]]", type = memref<2x2xf32>, initial_value = dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>, sym_visibility = "private", constant, alignment = 64 : i64}>
+// CHECK-LABEL: func.func @consts(
+// CHECK:         %[[C:.*]] = memref.get_global @[[G]] : memref<2x2xf32>
+// CHECK:         func.call @{{.*}}(%x, %[[C]], %[[Y:.*]]) :
+// CHECK-NEXT:    %[[R:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0 : i64, 1 : i64]] : memref<2x2xf32> into memref<4xf32>
+// CHECK:         func.call @[[FILL:rlx_k[0-9]+]](%[[H:.*]]) : (memref<4xf32>) -> ()
+// CHECK-NEXT:    func.call @{{.*}}(%[[R]], %[[H]], %out0)
+// CHECK:       func.func private @[[FILL]](%{{.*}}: memref<4xf32>) attributes {rlx.kernel = "rlx.constant"}
+// CHECK:         linalg.fill
+
