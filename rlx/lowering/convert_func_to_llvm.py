@@ -6,10 +6,12 @@ buffer (the element at all-zero indices when the layout offset is 0); ``index`` 
 ``i64``; other scalars keep their type. Zero results give ``void``, one result is returned
 as is, several are packed into an ``!llvm.struct``.
 
-Public function definitions (the graph entry points) get ``llvm.noalias``,
-``llvm.align = <entry-align>`` and ``llvm.dereferenceable = <bytes>`` on every memref
-argument: callers must pass distinct, ``entry-align``-byte aligned buffers. Private
-definitions get ``internal`` linkage and no such promises.
+Public function definitions (the graph entry points) get ``llvm.noalias`` and
+``llvm.dereferenceable = <bytes>`` on every memref argument, and ``llvm.align =
+<entry-align>`` on every memref argument but those marked ``rlx.kind = "input"`` (the
+caller's arrays, passed without copying): callers must pass distinct buffers, aligned where
+promised. Private definitions get ``internal`` linkage and no such promises; a
+``passthrough`` attribute on a func (e.g. ``["noinline"]`` on shared kernels) is kept.
 """
 
 from __future__ import annotations
@@ -70,7 +72,10 @@ def _entry_arg_attrs(
         if public and op.body.blocks and isinstance(typ, MemRefType):
             if noalias:
                 entries.setdefault("llvm.noalias", UnitAttr())
-            if entry_align > 0:
+            # Run-time inputs are the caller's arrays, passed without copying: only buffers
+            # the runtime allocates itself (params, outputs, arena) are promised aligned.
+            kind = attrs.data.get("rlx.kind") if attrs is not None else None
+            if entry_align > 0 and kind != StringAttr("input"):
                 entries.setdefault("llvm.align", IntegerAttr(entry_align, i64))
             extent = memref_extent_bytes(typ)
             if extent:
@@ -105,7 +110,9 @@ class FuncOpLowering(RewritePattern):
         props: dict[str, Attribute | None] = {}
         if (arg_attrs := _entry_arg_attrs(op, self.entry_align, self.noalias)) is not None:
             props["arg_attrs"] = arg_attrs
-        if self.private_noinline and private and not is_decl:
+        if "passthrough" in op.attributes:  # e.g. noinline on kernels shared by several calls
+            props["passthrough"] = op.attributes["passthrough"]
+        elif self.private_noinline and private and not is_decl:
             props["passthrough"] = ArrayAttr([StringAttr("noinline")])
         body = rewriter.move_region_contents_to_new_regions(op.body)
         new_func = llvm.FuncOp(
