@@ -11,27 +11,19 @@ Errors print one line `rlx-bake: error: ...` and exit with 1 (RLX_DEBUG=1 for a 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from rlx.tools.cli import Parser, UsageError, run_main
 
 PROG = "rlx-bake"
 
 
-class UsageError(Exception):
-    """A bad command line (reported like every other error, exit code 1)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         description="Bake weights into an RLX graph and write one .rlx artifact "
         "(`rlx-bake inspect FILE.rlx` prints an artifact's header and weight table).",
@@ -100,7 +92,7 @@ def list_profiles() -> str:
 
 
 def _inspect(argv: Sequence[str]) -> int:
-    p = _Parser(prog=f"{PROG} inspect", description="Print an artifact's header and weights.")
+    p = Parser(prog=f"{PROG} inspect", description="Print an artifact's header and weights.")
     p.add_argument("file")
     p.add_argument("--no-verify", action="store_true", help="skip the weight checksums")
     a = p.parse_args(argv)
@@ -145,25 +137,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _one_line(e: BaseException) -> str:
-    lines = [ln for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
-    return lines[0].replace(": error: ", ": ", 1)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point: returns the exit code (0 ok, 1 error)."""
-    try:
-        return run(argv)
-    except KeyboardInterrupt:
-        return 130
-    except SystemExit as e:  # --help
-        return int(e.code or 0) if not isinstance(e.code, str) else 1
-    except Exception as e:
-        if os.environ.get("RLX_DEBUG"):
-            raise
-        kind = "" if isinstance(e, ValueError | UsageError | OSError) else f"{type(e).__name__}: "
-        sys.stderr.write(f"{PROG}: error: {kind}{_one_line(e)}\n")
-        return 1
+    return run_main(PROG, run, argv)
 
 
 if __name__ == "__main__":

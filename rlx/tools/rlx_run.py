@@ -19,24 +19,17 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
+
+from rlx.tools.cli import Parser, UsageError, run_main
 
 PROG = "rlx-run"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-class UsageError(Exception):
-    """A bad command line (reported like every other error, exit code 1)."""
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Compile and run an RLX graph (.mlir) on NumPy data.")
+    p = Parser(prog=PROG, description="Compile and run an RLX graph (.mlir) on NumPy data.")
     p.add_argument("file", help="the .mlir file")
     p.add_argument("--entry", default="main", help="function to run (default: main)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy|NAME=random")
@@ -243,25 +236,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _one_line(e: BaseException) -> str:
-    lines = [ln for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
-    return lines[0].replace(": error: ", ": ", 1)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point: returns the exit code (0 ok, 1 error)."""
-    try:
-        return run(argv)
-    except KeyboardInterrupt:
-        return 130
-    except SystemExit as e:  # --help
-        return int(e.code or 0) if not isinstance(e.code, str) else 1
-    except Exception as e:
-        if os.environ.get("RLX_DEBUG"):
-            raise
-        kind = "" if isinstance(e, ValueError | UsageError | OSError) else f"{type(e).__name__}: "
-        sys.stderr.write(f"{PROG}: error: {kind}{_one_line(e)}\n")
-        return 1
+    return run_main(PROG, run, argv)
 
 
 if __name__ == "__main__":
