@@ -86,3 +86,17 @@ def test_rng_ops_are_not_merged_by_cse() -> None:
     out = str(m)
     assert out.count("rlx.rng_uniform") == 2
     assert out.count("rlx.param") == 1
+
+
+@pytest.mark.parametrize("op_name", sorted(OPS_BY_NAME))
+def test_every_op_is_run_by_the_reference_interpreter_tests(op_name: str) -> None:
+    unit = Path(__file__).parent
+    text = "".join(p.read_text() for p in unit.glob("test_reference_*.py"))
+    short = op_name.removeprefix("rlx.")
+    assert re.search(rf"\b{re.escape(op_name)}\b", text) or f'"{short}"' in text, op_name
+
+
+def test_every_op_has_an_interpreter_implementation() -> None:
+    from rlx.runtime.reference import supported_ops
+
+    assert set(OPS_BY_NAME) <= set(supported_ops())
