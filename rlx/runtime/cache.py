@@ -4,8 +4,10 @@ that determines the generated code, so a second compile of a graph costs millise
 Key = sha256 of: the module text after parsing/printing, the options (`options_key`), the
 entry name, the rlx version plus a fingerprint of the rlx sources (size + mtime of every
 .py file, so edited passes never reuse stale code), the xDSL/llvmlite versions, and the host
-CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` holds the signature, the
-pipeline report and the sha256 of `<key>.ll` (the LLVM IR handed to the JIT). An entry that
+CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` holds the signatures of
+the entry and of its `@prepare` (cache_param_invariant), the pipeline/dispatch/fusion
+reports, the graph-pass output text (`ir("rlx")`) and the sha256 of `<key>.ll` (the LLVM IR
+handed to the JIT); `load_artifact` rebuilds a runnable artifact from it. An entry that
 is unreadable, malformed, fails its hash or fails to JIT is ignored (and rebuilt by the
 caller), never fatal. Files are written atomically (temp file + rename). When the backend
 can, `<key>.o` also holds the host object code (hash-checked too): loading it skips LLVM
@@ -27,13 +29,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlx.runtime.options import CompileOptions
 
-FORMAT = 1
+if TYPE_CHECKING:
+    from rlx.runtime.compiled import Artifact
+
+FORMAT = 2
 Loader = Callable[[dict[str, Any], str, bytes | None], Any]
 MEMORY_ENTRIES = 64
 
@@ -285,6 +290,29 @@ class ObjectModule:
                 cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
             )
             return tm.emit_assembly(llvm.parse_assembly(self.llvm_ir))
+
+
+def load_artifact(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
+    """Rebuild an artifact from a disk entry: object code if it loads, else JIT the IR."""
+    from rlx.runtime.compiled import Artifact, Signature
+    from rlx.runtime.jit import JitModule, ensure_runtime_symbols
+
+    ensure_runtime_symbols()  # bf16 helpers the object code may call
+    sig = Signature.from_json(meta["signature"])
+    prep = None if meta.get("prepare") is None else Signature.from_json(meta["prepare"])
+    engine = None
+    if obj is not None:
+        try:
+            engine = ObjectModule(obj, ir)
+            engine.address(sig.entry)
+        except Exception:
+            engine = None  # fall back to JIT-compiling the IR
+    if engine is None:
+        engine = JitModule(ir)
+    prep_address = 0 if prep is None else engine.address(prep.entry)
+    return Artifact(sig, engine, engine.address(sig.entry), list(meta["report"]),
+                    {"rlx": str(meta["rlx"])} if meta.get("rlx") else {}, ir,
+                    prep, prep_address, dict(meta.get("reports", {})))  # fmt: skip
 
 
 CACHE = CompileCache()

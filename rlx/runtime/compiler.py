@@ -6,8 +6,15 @@ rejecting the graph) raise `ValueError` (`CompileError`) with an MLIR-style
 `file:line:col: error: ...` message where the location is known.
 
 Verbose (`verbose=True` or `RLX_VERBOSE=1`): `[rlx]`-prefixed lines on stderr with each
-pass's op count before/after and its time, fields not (yet) applied, the cache outcome and
-`[rlx] arena: <bytes> bytes (<unplanned> unplanned), alignment <a>`.
+pass's op count before/after and its time, every field not at its default and not applied
+(e.g. `disable_mpsgraph = True: no effect (Metal only: no effect on the CPU backend)`), the
+cache outcome and `[rlx] arena: <bytes> bytes (<unplanned> unplanned), alignment <a>`, then
+the dispatch and fusion reports (also printed alone with RLX_DISPATCH_REPORT=1 /
+RLX_FUSION_REPORT=1; `CompiledGraph.dispatch_report()` / `fusion_report()` return them).
+
+With `cache_param_invariant`, `hoist-param-invariant` splits the entry into `@prepare`
+(weight-only) and the rest; both are lowered and JIT-compiled into one module, and the
+`CompiledGraph` runs `@prepare` when its params change.
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +41,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from rlx.runtime import pipeline
-from rlx.runtime.cache import CACHE, make_key
+from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.options import CompileOptions
 from rlx.tools.diagnostics import (
@@ -48,18 +54,11 @@ from rlx.tools.diagnostics import (
 from rlx.tools.locating_parser import LocatingParser
 
 BACKEND = "llvm-cpu"
-"""Part of the cache key: names the code generator (tests swap in a stub backend)."""
+"""Part of the cache key: names the code generator."""
 
 
 class CompileError(ValueError):
     """The input cannot be compiled: parse/verify errors or a pass rejecting the graph."""
-
-
-def jit_api() -> tuple[Callable[[ModuleOp], str], Callable[[str], Any]]:
-    """(to_llvm_ir, JitModule) from rlx.runtime.jit; a function so tests can stub it."""
-    from rlx.runtime.jit import JitModule, to_llvm_ir
-
-    return to_llvm_ir, JitModule
 
 
 def make_context() -> Context:
@@ -199,18 +198,47 @@ def rlx_dtypes(module: ModuleOp, entry: str) -> dict[tuple[str, str | int], str]
     return out
 
 
-def extract_signature(module: ModuleOp, entry: str, alignment: int, params: dict[str, ArgSpec],
-                      ref: dict[tuple[str, str | int], str] | None = None) -> Signature:  # fmt: skip
-    """The ABI of the lowered entry (arg attrs `rlx.kind` / `rlx.name`, func attrs).
+def _arg_dicts(f: func.FuncOp) -> list[dict[str, Any]]:
+    attrs = f.arg_attrs.data if isinstance(f.arg_attrs, ArrayAttr) else ()
+    n = len(f.function_type.inputs.data)
+    return [
+        dict(attrs[i].data) if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
+        for i in range(n)
+    ]
 
-    `ref` (from `rlx_dtypes` before lowering) restores signedness lost by the signless ABI.
+
+def find_prepare(module: ModuleOp, entry: str) -> func.FuncOp | None:
+    """The function with `rlx.prepare_for = "<entry>"` (hoist-param-invariant), if any."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            a = op.attributes.get("rlx.prepare_for")
+            if isinstance(a, StringAttr) and a.data == entry:
+                return op
+    return None
+
+
+def prepared_names(module: ModuleOp, entry: str) -> set[str]:
+    """`rlx.name`s of the entry's arguments with `rlx.kind = "prepared"` (before lowering)."""
+    out = set()
+    for d in _arg_dicts(find_entry(module, entry)):
+        kind, name = d.get("rlx.kind"), d.get("rlx.name")
+        if kind == StringAttr("prepared") and isinstance(name, StringAttr):
+            out.add(name.data)
+    return out
+
+
+def extract_signature(module: ModuleOp, entry: str, alignment: int,
+                      ref: dict[tuple[str, str | int], str] | None = None,
+                      prepared: set[str] = frozenset()) -> Signature:  # fmt: skip
+    """The ABI of the lowered `entry` (arg attrs `rlx.kind` / `rlx.name`, func attrs).
+
+    `ref` (from `rlx_dtypes` before lowering) restores signedness lost by the signless ABI;
+    inputs named in `prepared` (hoisted values, lowered as inputs) get kind "prepared".
     """
     f = find_entry(module, entry)
-    attrs = f.arg_attrs.data if isinstance(f.arg_attrs, ArrayAttr) else ()
     args: list[ArgSpec] = []
     counts = {"input": 0, "output": 0}
-    for i, t in enumerate(f.function_type.inputs.data):
-        d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
+    for i, (t, d) in enumerate(zip(f.function_type.inputs.data, _arg_dicts(f), strict=True)):
         kind, name = d.get("rlx.kind"), d.get("rlx.name")
         if not (
             isinstance(kind, StringAttr)
@@ -220,42 +248,36 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int, params: dict
             raise RuntimeError(
                 f"lowered @{entry}: argument {i} lacks rlx.kind/rlx.name or is not a memref ({t})"
             )
+        k = kind.data
+        if k in ("input", "prepared") and name.data in prepared:
+            k = "prepared"
         shape = tuple(t.get_shape())
         if any(s < 0 for s in shape):
             raise CompileError(
-                f"{kind.data} '{name.data}' has a dynamic shape {t}; bind its dims with dim_binding"
+                f"{k} '{name.data}' has a dynamic shape {t}; bind its dims with dim_binding"
             )
         dtype = _dtype_name(t.element_type)
-        key: tuple[str, str | int] = (kind.data, name.data)
-        if kind.data in counts:
-            key = (kind.data, counts[kind.data])
-            counts[kind.data] += 1
+        key: tuple[str, str | int] = (k, name.data)
+        if k in counts:
+            key = (k, counts[k])
+            counts[k] += 1
         want = (ref or {}).get(key)
         if want is not None and np_dtype(want).itemsize == np_dtype(dtype).itemsize:
             dtype = want
-        args.append(ArgSpec(name.data, kind.data, shape, dtype))
-    order = "".join(
-        {"input": "i", "param": "p", "output": "o", "arena": "a"}.get(a.kind, "?") for a in args
-    )
-    if (
-        order.rstrip("a") + "a" != order
-        or "?" in order
-        or order.count("a") != 1
-        or order != "".join(sorted(order, key="ipoa".index))
-    ):
+        args.append(ArgSpec(name.data, k, shape, dtype))
+    letter = {"input": "i", "prepared": "r", "param": "p", "output": "o", "arena": "a"}
+    order = "".join(letter.get(a.kind, "?") for a in args)
+    if "?" in order or order.count("a") != 1 or order != "".join(sorted(order, key="irpoa".index)):
         raise RuntimeError(
-            f"lowered @{entry}: unexpected argument kinds order {order!r} (want inputs, params, outputs, arena)"
+            f"lowered @{entry}: unexpected argument kinds order {order!r} "
+            "(want inputs, prepared, params, outputs, arena)"
         )
 
     def i64(name: str) -> int:
         a = f.attributes.get(name) or f.properties.get(name)
         return a.value.data if isinstance(a, IntegerAttr) else 0
 
-    live = {a.name for a in args if a.kind == "param"}
-    dead = {k: v for k, v in params.items() if k not in live}
-    return Signature(
-        entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment, dead
-    )
+    return Signature(entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment)
 
 
 # ----------------------------------------------------------------------------- pipeline
@@ -293,26 +315,39 @@ def _run_pass(
 
 def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
            sources: SourceManager, capture: bool, jit: bool = True) -> Artifact:  # fmt: skip
-    """Run the whole pipeline on `module` (mutated). `capture` keeps each stage's text."""
+    """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
+    below "rlx" (always kept)."""
     ctx = make_context()
     find_entry(module, entry)
     params = source_params(module)
     stages = {"input": input_text}
+    probe = pipeline.ReportProbe(opts)
     with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
         plan = pipeline.build_plan(opts, Path(tmp))
         for r in plan.report:
             if r.status not in ("default", "applied"):
                 log(r.line())
         for p in plan.phase("graph"):
+            probe.before(p.stage, module)
             _run_pass(p.name, p.instance, module, ctx, log, sources, verify=True)
-    if capture:
-        stages["rlx"] = str(module)
+            probe.after(p.stage, module)
+    reports = probe.finish(module)
+    reports["ran"] = ",".join(sorted(probe.ran))
+    stages["rlx"] = str(module)  # always: cheap, and what tests and users inspect most
     ref = rlx_dtypes(module, entry)
+    prep_f = find_prepare(module, entry)
+    prep_name = None if prep_f is None else prep_f.sym_name.data
+    prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name)
+    prepared = prepared_names(module, entry)
     for p in plan.phase("lower"):
         _run_pass(p.name, p.instance, module, ctx, log, sources, verify=False)
     if capture:
         stages["linalg"] = str(module)
-    sig = extract_signature(module, entry, opts.arena_alignment(), params, ref)
+    align = opts.arena_alignment()
+    sig = extract_signature(module, entry, align, ref, prepared)
+    prep = None if prep_name is None else extract_signature(module, prep_name, align, prep_ref)
+    live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
+    sig.dead_params = {k: v for k, v in params.items() if k not in live}
     for p in pipeline.llvm_pipeline():
         _run_pass(p.name, p, module, ctx, log, sources, verify=False)
         if capture and p.name == "convert-linalg-to-loops":
@@ -322,41 +357,22 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         stages.setdefault("loops", stages["linalg"])
     report = [vars(r) for r in plan.report]
     if not jit:
-        return Artifact(sig, None, 0, report, stages)
-    to_llvm_ir, jit_module = jit_api()
+        return Artifact(sig, None, 0, report, stages, prepare=prep, reports=reports)
+    from rlx.runtime.jit import JitModule, to_llvm_ir
+
     t0 = time.perf_counter()
     try:
         ir = to_llvm_ir(module)
-        engine = jit_module(ir)
+        engine = JitModule(ir)
         address = engine.address(entry)
+        prep_address = 0 if prep is None else engine.address(prep.entry)
     except Exception as e:
         raise RuntimeError(
             f"internal error in LLVM code generation: {type(e).__name__}: {e}"
         ) from e
     log(f"jit: {(time.perf_counter() - t0) * 1e3:.1f} ms")
-    return Artifact(sig, engine, address, report, stages, getattr(engine, "llvm_ir", None) or ir)
-
-
-def object_api() -> tuple[Callable[[str], bytes], Callable[[bytes, str], Any]] | None:
-    """(emit_object, ObjectModule) for caching host object code; None: cache IR only."""
-    from rlx.runtime.cache import ObjectModule, emit_object
-
-    return emit_object, ObjectModule
-
-
-def _from_disk(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
-    sig = Signature.from_json(meta["signature"])
-    api = object_api()
-    engine = None
-    if obj is not None and api is not None:
-        try:
-            engine = api[1](obj, ir)
-            engine.address(sig.entry)
-        except Exception:
-            engine = None  # fall back to JIT-compiling the IR
-    if engine is None:
-        engine = jit_api()[1](ir)
-    return Artifact(sig, engine, engine.address(sig.entry), list(meta["report"]), {}, ir)
+    llvm_ir = getattr(engine, "llvm_ir", None) or ir
+    return Artifact(sig, engine, address, report, stages, llvm_ir, prep, prep_address, reports)
 
 
 def compile(
@@ -372,7 +388,7 @@ def compile(
     module, sources = load_module(source, ctx)
     input_text = str(module)
     key = make_key(input_text, opts, entry, BACKEND)
-    hit = CACHE.get(key, _from_disk)
+    hit = CACHE.get(key, load_artifact)
     if hit is not None:
         art, where = hit
         log(f"cache: hit ({where}) {key[:16]}")
@@ -382,16 +398,24 @@ def compile(
     else:
         log(f"cache: miss {key[:16]}")
         art = _build(module, input_text, opts, entry, log, sources, capture=False)
-        api = object_api()
         ir = art.llvm_ir
-        meta = {"signature": art.signature.to_json(), "report": art.report}
-        CACHE.put(key, art, meta, ir, None if api is None else (lambda: api[0](ir)))
+        meta = {
+            "signature": art.signature.to_json(),
+            "prepare": None if art.prepare is None else art.prepare.to_json(),
+            "report": art.report,
+            "reports": art.reports,
+            "rlx": art.stages["rlx"],
+        }
+        CACHE.put(key, art, meta, ir, lambda: emit_object(ir))
     art.stages.setdefault("input", input_text)
     sig = art.signature
     log(
         f"arena: {sig.arena_bytes} bytes ({sig.unplanned_bytes} unplanned), alignment {sig.alignment}"
     )
+    if art.prepare is not None:
+        log(f"prepare: @{art.prepare.entry} computes {len(art.prepare.of('output'))} value(s)")
     log(f"compile: {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    pipeline.print_reports(art.reports, opts, built=hit is None)
 
     def regenerate() -> Artifact:
         m, s = load_module(input_text, make_context())

@@ -13,7 +13,8 @@ Scaled quantization comes first so hoisting and folding see the weight-side quan
 hoisting precedes fusion (as in RLX) so fused ops do not hide weight-only compute; precision
 runs after fusion so fused-op matchers never see casts.
 
-Fields at their default never need a pass of their own. The status of every field is in
+Most fields at their default need no pass of their own; `scan_unroll_max_length` (default 64:
+scans of length <= 64 are unrolled, as in RLX), `rng` and `arena_alignment` always do. The status of every field is in
 verbose output and `CompiledGraph.pipeline_report()`.
 """
 
@@ -149,7 +150,7 @@ ROWS: tuple[Row, ...] = (
         lambda o, w: {"supported_ops": o.supported_ops()}),
     Row("supported_ops", "legalize", lambda o: o.supported_ops() is not None,
         lambda o, w: {"supported_ops": o.supported_ops()}),
-    Row("scan_unroll_max_length", "scan-unroll", lambda o: o.scan_unroll_max_length() != 64,
+    Row("scan_unroll_max_length", "scan-unroll", lambda o: o.scan_unroll_max_length() > 0,
         lambda o, w: {"max_length": o.scan_unroll_max_length()}),
     Row("cache_param_invariant", "hoist-param-invariant", lambda o: o.cache_param_invariant()),
     Row("policy", "precision", lambda o: o.policy() is not None, _policy),
@@ -190,7 +191,9 @@ class FieldStatus:
     detail: str = ""
 
     def line(self) -> str:
-        return f"{self.field} = {self.value}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+        return f"{self.field} = {self.value}: {self.status}" + (
+            f" ({self.detail})" if self.detail else ""
+        )
 
 
 @dataclass
@@ -252,7 +255,9 @@ def build_plan(
         """(name, class) of the stage's pass; imported only when a field needs it."""
         if stage not in found:
             if stage not in reg:
-                raise RuntimeError(f"pass '{stage}' is not registered (rlx.transforms / rlx.lowering)")
+                raise RuntimeError(
+                    f"pass '{stage}' is not registered (rlx.transforms / rlx.lowering)"
+                )
             found[stage] = (stage, reg[stage]())
         return found[stage]
 
@@ -283,7 +288,9 @@ def build_plan(
         wanted = row.options(opts, workdir)
         missing = sorted(set(wanted) - _pass_fields(cls))
         if missing:
-            raise RuntimeError(f"pass '{name}' has no option '{missing[0]}' (table row {row.field})")
+            raise RuntimeError(
+                f"pass '{name}' has no option '{missing[0]}' (table row {row.field})"
+            )
         status("default" if is_default else "applied", f"by pass '{name}'")
         kwargs.setdefault(row.stage, {}).update(wanted)
         users.setdefault(row.stage, []).extend([row.field] if row.field else [])
@@ -305,3 +312,79 @@ def build_plan(
 def format_report(report: list[FieldStatus]) -> str:
     """One line per field, as printed by `CompiledGraph.pipeline_report()`."""
     return "\n".join(r.line() for r in report)
+
+
+class ReportProbe:
+    """Cheap snapshots of the graph phase for `CompiledGraph.dispatch_report()` /
+    `fusion_report()`: op-kind counts before `kernel-dispatch` and after `legalize`
+    (whether or not they run), and a clone of the module just before `fusion`."""
+
+    def __init__(self, opts: CompileOptions) -> None:
+        self.opts = opts
+        order = [s.name for s in STAGES]
+        self._kd, self._lg = order.index("kernel-dispatch"), order.index("legalize")
+        self._order = order
+        self.counts: dict[str, Any] = {}
+        self._fusion_before: Any = None
+        self.texts: dict[str, str] = {}
+        self.ran: set[str] = set()
+
+    def before(self, stage: str, module: Any) -> None:
+        """Call before running the pass of `stage` on `module`."""
+        from rlx.transforms.dispatch_report import count_kinds
+
+        i = self._order.index(stage)
+        if i >= self._kd and "before" not in self.counts:
+            self.counts["before"] = count_kinds(module)
+        if i > self._lg and "after" not in self.counts:
+            self.counts["after"] = count_kinds(module)
+        if stage == "fusion":
+            self._fusion_before = module.clone()
+
+    def after(self, stage: str, module: Any) -> None:
+        """Call after the pass of `stage` ran."""
+        self.ran.add(stage)
+        if stage == "fusion" and self._fusion_before is not None:
+            from rlx.transforms.fusion_report import analyze_fusion
+
+            self.texts["fusion"] = analyze_fusion(self._fusion_before, module).format()
+            self._fusion_before = None
+
+    def finish(self, module: Any) -> dict[str, str]:
+        """Report texts ("dispatch", "fusion") at the end of the graph phase."""
+        from rlx.transforms.dispatch_report import count_kinds, dispatch_report
+
+        before = self.counts.get("before") or count_kinds(module)
+        after = self.counts.get("after") or count_kinds(module)
+        kd = self.opts.kernel_dispatch()
+        rep = dispatch_report(
+            before, after, supported_ops=self.opts.supported_ops() or (), policy=kd.policy,
+            force_common_kinds=kd.force_common_kinds, force_native_kinds=kd.force_native_kinds,
+        )  # fmt: skip
+        self.texts["dispatch"] = rep.format()
+        self.texts.setdefault(
+            "fusion",
+            "fusion report: the fusion pass did not run (fusion_target none or skip_fusion)\n",
+        )
+        return dict(self.texts)
+
+
+def print_reports(reports: dict[str, str], opts: CompileOptions, built: bool) -> None:
+    """Dispatch/fusion reports on stderr when asked (verbose, RLX_*_REPORT), unless the
+    pass itself already printed it during this compile."""
+    import sys
+
+    from rlx.runtime.options import env_flag
+
+    ran = set(reports.get("ran", "").split(","))
+    dispatch_env = env_flag("RLX_DISPATCH_REPORT") or env_flag("RLX_VERBOSE")
+    fusion_env = env_flag("RLX_FUSION_REPORT") or opts.fusion_opts().report
+    printed = {
+        "dispatch": built and dispatch_env and bool(ran & {"kernel-dispatch", "legalize"}),
+        "fusion": built and fusion_env and "fusion" in ran,
+    }
+    wanted = {"dispatch": opts.verbose or dispatch_env, "fusion": opts.verbose or fusion_env}
+    for k in ("dispatch", "fusion"):
+        if wanted[k] and not printed[k] and reports.get(k):
+            sys.stderr.write(reports[k].rstrip("\n") + "\n")
+    sys.stderr.flush()

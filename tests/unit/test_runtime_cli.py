@@ -1,5 +1,5 @@
-"""`rlx-run`: in process on the STUB backend (see test_runtime_stub.py), plus one real
-console-script run for the error path (which fails before code generation)."""
+"""`rlx-run`: in process on the real pipeline, plus one console-script run for the error
+path (which fails before code generation)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_runtime_stub import stub_fixture  # noqa: F401  (fixture)
+from test_runtime_compile import fresh_fixture  # noqa: F401  (autouse fixture)
 
 from rlx.runtime.reference import run as reference_run
 from rlx.tools.rlx_run import _parser, main, options_from_args
@@ -18,7 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MLP = str(EXAMPLES / "mlp.mlir")
 
 
-def test_runs_an_example_with_random_data(stub: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_an_example_with_random_data(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([MLP, "--seed", "3"]) == 0
     out, err = capsys.readouterr()
     assert "out0: shape (8, 10) float32  min " in out and " mean " in out and "first [" in out
@@ -27,7 +27,7 @@ def test_runs_an_example_with_random_data(stub: str, capsys: pytest.CaptureFixtu
 
 
 def test_inputs_params_outputs_and_bench(
-    stub: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 64)).astype(np.float32)
@@ -73,7 +73,7 @@ def test_compile_flags_map_to_options() -> None:
     ],
 )
 def test_errors_are_one_line(
-    stub: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -81,7 +81,7 @@ def test_errors_are_one_line(
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_wrong_input_shape(stub: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_wrong_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     np.save(tmp_path / "x.npy", np.zeros((8, 63), np.float32))
     assert main([MLP, "--input", f"x={tmp_path / 'x.npy'}"]) == 1
     err = capsys.readouterr().err

@@ -1,8 +1,5 @@
-"""rlx.compile + CompiledGraph: examples vs the reference interpreter, errors, threads, cache.
-
-Every test runs on the STUB backend (see test_runtime_stub.py) and, through the `backend`
-fixture, on the real lowering + JIT once it is registered (skipped until then).
-"""
+"""rlx.compile + CompiledGraph on the real pipeline: examples vs the reference interpreter,
+errors, threads, cache, verbose output, reports."""
 
 from __future__ import annotations
 
@@ -11,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_runtime_stub import backend_fixture, stub_fixture  # noqa: F401  (fixtures)
 
 import rlx
-from rlx.runtime import cache, pipeline
+from rlx.runtime import cache
 from rlx.runtime.reference import run as reference_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -27,13 +23,28 @@ ADD = (
 )
 
 
+ENV = ("RLX_CACHE", "RLX_VERBOSE", "RLX_DISPATCH_REPORT", "RLX_FUSION_REPORT",
+       "RLX_KERNEL_DISPATCH", "RLX_CACHE_PARAM_INVARIANT")  # fmt: skip
+
+
+@pytest.fixture(name="fresh", autouse=True)
+def fresh_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An empty compile cache (memory and disk) and no RLX_* environment."""
+    for k in ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path / "rlx-cache"))
+    cache.CACHE.clear_memory()
+    cache.CACHE.stats = cache.CacheStats()
+    return tmp_path
+
+
 def _params(g: rlx.CompiledGraph, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {n: (rng.standard_normal(s) * 0.1).astype(d) for n, (s, d) in g.params.items()}
 
 
 @pytest.mark.parametrize("name", ["mlp", "transformer_block"])
-def test_examples_match_reference(backend: str, name: str) -> None:
+def test_examples_match_reference(name: str) -> None:
     path = EXAMPLES / f"{name}.mlir"
     g = rlx.compile(path)
     ((xname, xshape, xdtype),) = g.inputs
@@ -49,7 +60,7 @@ def test_examples_match_reference(backend: str, name: str) -> None:
     np.testing.assert_array_equal(again, got)
 
 
-def test_two_threads_share_one_graph(backend: str) -> None:
+def test_two_threads_share_one_graph() -> None:
     g = rlx.compile(EXAMPLES / "mlp.mlir")
     g.set_params(_params(g))
     xs = [np.random.default_rng(s).standard_normal((8, 64)).astype(np.float32) for s in (2, 3)]
@@ -70,7 +81,7 @@ def test_two_threads_share_one_graph(backend: str) -> None:
     assert errors == []
 
 
-def test_second_compile_hits_the_cache(backend: str) -> None:
+def test_second_compile_hits_the_cache() -> None:
     path = EXAMPLES / "mlp.mlir"
     g1 = rlx.compile(path)
     assert not g1.cache_hit and cache.CACHE.stats.misses == 1
@@ -101,9 +112,7 @@ def test_second_compile_hits_the_cache(backend: str) -> None:
     np.testing.assert_array_equal(g4.run(x)[0], g1.run(x)[0])
 
 
-def test_corrupt_json_is_ignored_and_cache_can_be_off(
-    stub: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_corrupt_json_is_ignored_and_cache_can_be_off(monkeypatch: pytest.MonkeyPatch) -> None:
     rlx.compile(ADD)
     cache.CACHE.clear_memory()
     for f in Path(cache.cache_dir()).rglob("*.json"):
@@ -114,7 +123,7 @@ def test_corrupt_json_is_ignored_and_cache_can_be_off(
     assert not rlx.compile(ADD).cache_hit
 
 
-def test_run_errors_name_the_problem(stub: str) -> None:
+def test_run_errors_name_the_problem() -> None:
     g = rlx.compile(ADD)
     x, y, w = np.ones((2, 3), np.float32), np.ones(3, np.float32), np.full(3, 2, np.float32)
     with pytest.raises(ValueError, match=r"param\(s\) not set: w"):
@@ -142,11 +151,18 @@ def test_run_errors_name_the_problem(stub: str) -> None:
             g.run(*args, **kw)
     (out,) = g.run(arg1=y, x=np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)))
     np.testing.assert_array_equal(out, (np.arange(6).reshape(2, 3) + 1) * 2)
+    raw = np.zeros(25, np.uint8)
+    raw[1:] = np.arange(6, dtype=np.float32).view(np.uint8)
+    misaligned = np.frombuffer(raw.data, np.float32, 6, 1).reshape(2, 3)
+    assert not misaligned.flags.aligned
+    sliced = np.arange(12, dtype=np.float32).reshape(2, 6)[:, ::2]  # strided view
+    for xs in (misaligned, sliced, np.arange(6, dtype=np.float32).reshape(2, 3)):
+        np.testing.assert_array_equal(g.run(xs, y)[0], (np.array(xs) + 1) * 2)
     assert g.inputs == [("x", (2, 3), np.float32), ("arg1", (3,), np.float32)]
     assert list(g.params) == ["w"] and g.outputs[0][1:] == ((2, 3), np.float32)
 
 
-def test_parse_and_verify_errors_are_located(stub: str, tmp_path: Path) -> None:
+def test_parse_and_verify_errors_are_located(tmp_path: Path) -> None:
     bad = tmp_path / "bad.mlir"
     bad.write_text(ADD.replace("rlx.mul", "rlx.mull"))
     with pytest.raises(ValueError, match=r"bad\.mlir:4:\d+: error: .*rlx\.mull"):
@@ -165,38 +181,158 @@ def test_parse_and_verify_errors_are_located(stub: str, tmp_path: Path) -> None:
         rlx.compile(42)
 
 
-def test_sources_verbose_report_and_stages(
-    stub: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # pretend the precision pass is missing, to see "accepted, not yet applied"
-    full = pipeline.pass_registry
-    monkeypatch.setattr(
-        pipeline, "pass_registry", lambda: {k: v for k, v in full().items() if k != "precision"}
-    )
+def test_verbose_logs_passes_reports_and_stages(capsys: pytest.CaptureFixture[str]) -> None:
     b = rlx.Graph()
     x = b.input("x", (2, 3))
     b.output(b.relu(b.add(x, b.param("unused_not", (3,)))))
-    g1 = rlx.compile(
-        b, rlx.CompileOptions(verbose=True, policy="auto-mixed", disable_mpsgraph=True)
-    )
+    opts = rlx.CompileOptions(verbose=True, policy="auto-mixed", disable_mpsgraph=True)
+    g1 = rlx.compile(b, opts)
     err = capsys.readouterr().err
     assert "[rlx] pass dce:" in err and " ops, " in err and " ms" in err
+    assert "[rlx] pass precision:" in err and "[rlx] pass plan-memory:" in err
     assert "[rlx] arena: " in err and " unplanned), alignment 64" in err
-    assert "policy = 'auto-mixed': accepted, not yet applied" in err
     assert "disable_mpsgraph = True: no effect" in err and "CPU" in err
-    assert "accepted, not yet applied" in g1.pipeline_report()
+    assert "rlx dispatch report" in err and "fusion report:" in err
+    assert "policy = 'auto-mixed': applied (by pass 'precision')" in g1.pipeline_report()
+    assert "not yet applied" not in g1.pipeline_report()
     g2 = rlx.compile(b.module)  # a ModuleOp is cloned, not consumed
     assert g2.cache_hit is False and capsys.readouterr().err == ""
     assert rlx.compile(b.module).cache_hit
     for stage in ("input", "rlx", "linalg", "loops", "llvm", "llvm-ir", "asm"):
         assert isinstance(g2.ir(stage), str) and g2.ir(stage)
-    assert "rlx.add" in g2.ir("input")
+    assert "rlx.add" in g2.ir("input") and "llvm.func" in g2.ir("llvm")
     with pytest.raises(ValueError, match="unknown IR stage 'mlir'"):
         g2.ir("mlir")
     assert g2.arena_bytes >= 0 and g2.unplanned_bytes >= 0
 
 
-def test_dead_params_are_accepted(stub: str) -> None:
+def test_reports_api_and_env(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = rlx.compile(EXAMPLES / "mlp.mlir")
+    assert capsys.readouterr().err == ""
+    d, f = g.dispatch_report(), g.fusion_report()
+    assert d.startswith('rlx dispatch report — backend "cpu", policy prefer-native')
+    assert "compile-ready: yes" in d and "softmax" in d
+    assert f.startswith("fusion report:") and "fused_matmul_bias_act=2" in f
+    common = rlx.compile(EXAMPLES / "mlp.mlir", rlx.CompileOptions(kernel_dispatch="common"))
+    assert (
+        "common-ir lowering" in common.dispatch_report() and "softmax" in common.dispatch_report()
+    )
+    # printed on stderr when asked, also on a cache hit (the passes did not run then)
+    for env, words in (
+        ("RLX_DISPATCH_REPORT", "rlx dispatch report"),
+        ("RLX_FUSION_REPORT", "fusion report:"),
+    ):
+        monkeypatch.setenv(env, "1")
+        rlx.compile(EXAMPLES / "mlp.mlir")
+        err = capsys.readouterr().err
+        assert err.count(words) == 1, err
+        monkeypatch.delenv(env)
+    none = rlx.compile(EXAMPLES / "mlp.mlir", rlx.CompileOptions(fusion_target="none"))
+    assert "did not run" in none.fusion_report()
+
+
+def test_cache_hit_from_disk_keeps_reports_and_prepare() -> None:
+    o = rlx.CompileOptions(cache_param_invariant=True)
+    g1 = rlx.compile(HOIST, o)
+    cache.CACHE.clear_memory()
+    g2 = rlx.compile(HOIST, o)
+    assert g2.cache_hit and cache.CACHE.stats.disk_hits == 1
+    assert g2.fusion_report() == g1.fusion_report() and g2.dispatch_report()
+    assert g2.prepare_signature == g1.prepare_signature
+    p = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "scale": np.float32(0.5)}
+    x = np.ones((2, 4), np.float32)
+    for g in (g1, g2):
+        g.set_params(p)
+    np.testing.assert_array_equal(g1.run(x)[0], g2.run(x)[0])
+
+
+HOIST = """func.func @main(%x: tensor<2x4xf32> {rlx.name = "x"}) -> tensor<2x3xf32> {
+  %w = rlx.param "w" : tensor<3x4xf32>
+  %s = rlx.param "scale" : tensor<f32>
+  %t = rlx.transpose %w {permutation = array<i64: 1, 0>} : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  %ws = rlx.mul %t, %s : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  %y = rlx.matmul %x, %ws : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}
+"""
+
+
+def test_cache_param_invariant_runs_prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLX_CACHE_PARAM_INVARIANT", "1")
+    g = rlx.compile(HOIST)
+    assert "func.func @prepare() -> tensor<4x3xf32> attributes {rlx.prepare_for" in g.ir("rlx")
+    assert g.inputs == [("x", (2, 4), np.float32)]  # prepared values are not inputs
+    assert set(g.params) == {"w", "scale"}
+    rng = np.random.default_rng(0)
+    p = {"w": rng.standard_normal((3, 4)).astype(np.float32), "scale": np.float32(2.0)}
+    g.set_params(p)
+    assert g.prepare_runs == 0  # lazily, at the first run
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    for _ in range(10):
+        (y,) = g.run(x)
+    assert g.prepare_runs == 1
+    np.testing.assert_allclose(y, reference_run(HOIST, [x], p)[0], rtol=1e-5, atol=1e-6)
+    p["scale"] = np.float32(-3.0)
+    g.set_param("scale", p["scale"])
+    (y,) = g.run(x)
+    assert g.prepare_runs == 2
+    np.testing.assert_allclose(y, reference_run(HOIST, [x], p)[0], rtol=1e-5, atol=1e-6)
+    g.run(x)
+    assert g.prepare_runs == 2
+    with pytest.raises(ValueError, match="unknown input '__rlx_prep_0'"):
+        g.run(x, __rlx_prep_0=np.zeros((4, 3), np.float32))
+    # after set_param, concurrent first runs share one prepare
+    g.set_param("scale", np.float32(1.0))
+    p["scale"] = np.float32(1.0)
+    want = reference_run(HOIST, [x], p)[0]
+    results: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: results.append(g.run(x)[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert g.prepare_runs == 3 and len(results) == 4
+    for r in results:
+        np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-6)
+    plain = rlx.compile(HOIST, rlx.CompileOptions(cache_param_invariant=False))
+    assert "@prepare" not in plain.ir("rlx") and plain.prepare_signature is None
+
+
+def test_prepare_and_main_share_a_param() -> None:
+    src = HOIST.replace(
+        "func.return %y : tensor<2x3xf32>",
+        "%z = rlx.mul %y, %s : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>\n"
+        "  func.return %z : tensor<2x3xf32>",
+    )
+    g = rlx.compile(src, rlx.CompileOptions(cache_param_invariant=True))
+    assert [a.name for a in g.signature.of("param")] == ["scale"]
+    p = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "scale": np.float32(2.0)}
+    g.set_params(p)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(g.run(x)[0], reference_run(src, [x], p)[0], rtol=1e-6)
+    p["scale"] = np.float32(0.25)
+    g.set_param("scale", p["scale"])
+    np.testing.assert_allclose(g.run(x)[0], reference_run(src, [x], p)[0], rtol=1e-6)
+    assert g.prepare_runs == 2
+
+
+def test_prepare_hoists_weight_quantization() -> None:
+    """scaled_quant + cache_param_invariant: the weight-side transpose/quantize run once."""
+    o = rlx.CompileOptions(cache_param_invariant=True, scaled_quant="fp8-e4m3")
+    g = rlx.compile(HOIST, o)
+    assert g.prepare_signature is not None
+    assert "uint8" in [a.dtype for a in g.prepare_signature.of("output")]
+    p = {"w": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "scale": np.float32(0.5)}
+    g.set_params(p)
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    ys = [g.run(x)[0] for _ in range(3)]
+    assert g.prepare_runs == 1 and all(np.array_equal(y, ys[0]) for y in ys)
+    np.testing.assert_allclose(ys[0], reference_run(HOIST, [x], p)[0], atol=0.1)
+
+
+def test_dead_params_are_accepted() -> None:
     src = ADD.replace(
         '  %w = rlx.param "w"', '  %d = rlx.param "dead" : tensor<5xf32>\n  %w = rlx.param "w"'
     )

@@ -159,7 +159,9 @@ REGISTRY = {
     "bind-dims": lambda: _fake("bind-dims", dims=""),
     "bind-params": lambda: _fake("bind-params", path=""),
     "fusion": lambda: _fake("fusion", target="cpu", swiglu=True, max_steps=0, assert_clean=False),
-    "convert-rlx-to-linalg": lambda: _fake("convert-rlx-to-linalg", rng_seed=42),
+    "scan-unroll": lambda: _fake("scan-unroll", max_length=64),
+    "rng": lambda: _fake("rng", seed=42, backend="philox"),
+    "convert-rlx-to-linalg": lambda: _fake("convert-rlx-to-linalg"),
     "plan-memory": lambda: _fake("plan-memory", alignment=64),
 }
 
@@ -177,12 +179,12 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     plan = _plan(o, tmp_path)
     assert [p.name for p in plan.passes] == [
         "bind-params", "bind-dims", "canonicalize", "dce", "constant-folding", "fusion",
-        "convert-rlx-to-linalg", "plan-memory",
+        "scan-unroll", "rng", "convert-rlx-to-linalg", "plan-memory",
     ]  # fmt: skip
     by = {p.name: p.instance for p in plan.passes}
     assert by["plan-memory"].alignment == 128  # type: ignore[attr-defined]
     assert by["bind-dims"].dims == "batch=2,seq=16"  # type: ignore[attr-defined]
-    assert by["convert-rlx-to-linalg"].rng_seed == 5  # type: ignore[attr-defined]
+    assert (by["rng"].seed, by["rng"].backend) == (5, "philox")  # type: ignore[attr-defined]
     f = by["fusion"]
     assert (f.target, f.swiglu, f.max_steps, f.assert_clean) == ("cpu", False, 4, True)  # type: ignore[attr-defined]
     saved = np.load(by["bind-params"].path)  # type: ignore[attr-defined]
@@ -191,31 +193,41 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     assert "plan-memory{alignment=128}" in [p.spec for p in plan.passes]
 
 
-def test_plan_reports_unapplied_fields(tmp_path: Path) -> None:
+def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
+    """With the real registry: every non-default field is applied by a pass (or is logging /
+    a Metal-only knob), never "not yet applied"."""
     o = CompileOptions(policy="auto-mixed", rng={"backend": "zero"}, disable_mpsgraph=True,
-                       precision="f16", dce=False, fusion_target="none")  # fmt: skip
-    plan = _plan(o, tmp_path)
+                       precision="f16", dce=False, fusion_target="none", verbose=True,
+                       kernel_dispatch="common", supported_ops=["add"], scan_unroll_max_length=3,
+                       cache_param_invariant=True, dim_binding={"n": 2}, scaled_quant="mxfp8")  # fmt: skip
+    plan = pipeline.build_plan(o, tmp_path)
     status = {r.field: r for r in plan.report}
     assert set(status) >= set(CompileOptions.KNOBS)
-    assert status["policy"].status == "not yet applied"
-    assert "accepted, not yet applied" in status["policy"].line()
-    assert status["rng"].status == "not yet applied" and "rng_backend" in status["rng"].detail
+    for f in ("policy", "rng", "precision", "kernel_dispatch", "supported_ops", "dim_binding",
+              "scan_unroll_max_length", "cache_param_invariant", "scaled_quant"):  # fmt: skip
+        assert status[f].status == "applied", status[f].line()
+    assert status["policy"].line() == "policy = 'auto-mixed': applied (by pass 'precision')"
     assert (
         status["disable_mpsgraph"].status == "no effect"
         and "CPU" in status["disable_mpsgraph"].detail
     )
-    assert status["precision"].status == "not yet applied"
+    assert status["verbose"].status == "applied"
     assert status["dce"].status == "skipped" and status["fusion_target"].status == "skipped"
     assert status["arena_alignment"].status == "default"
     names = [p.name for p in plan.passes]
     assert "dce" not in names and "canonicalize" not in names and "fusion" not in names
-    assert names[-2:] == ["convert-rlx-to-linalg", "plan-memory"]
+    assert names == [
+        "scaled-quant", "bind-dims", "constant-folding", "hoist-param-invariant", "kernel-dispatch",
+        "legalize", "scan-unroll", "precision", "rng", "convert-rlx-to-linalg", "plan-memory",
+    ]  # fmt: skip
+    assert all("not yet" not in r.line() for r in plan.report)
 
 
-def test_plan_requires_the_lowering(tmp_path: Path) -> None:
-    reg = {k: v for k, v in REGISTRY.items() if k != "plan-memory"}
-    with pytest.raises(RuntimeError, match="plan-memory"):
-        _plan(CompileOptions(), tmp_path, reg)
+def test_plan_requires_every_pass(tmp_path: Path) -> None:
+    for missing in ("plan-memory", "rng", "fusion"):
+        reg = {k: v for k, v in REGISTRY.items() if k != missing}
+        with pytest.raises(RuntimeError, match=f"pass '{missing}' is not registered"):
+            _plan(CompileOptions(), tmp_path, reg)
 
 
 def test_fake_passes_are_applicable() -> None:
