@@ -4,12 +4,15 @@ A closed-world `xDSLOptMain`: exactly the dialects of `rlx.dialects.get_all_dial
 the upstream xDSL passes plus the rlx transform and lowering passes (rlx names win), the
 upstream targets. On top of xdsl-opt it adds MLIR-style behaviour: located diagnostics
 with source excerpts, `--verify-diagnostics` with `expected-*` directives, one
-`--PASS-NAME[=VALUE]` flag per pass, `--print-ir-after-all`, `--list-passes`.
+`--PASS-NAME[=VALUE]` flag per pass, `--print-ir-after-all`, `--list-passes`; and RLX's
+own outputs: `--emit=llvm-ir|asm` (after `--lower-to-llvm`), `--fusion-report`,
+`--dispatch-report`, `--assert-fusion-clean`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -48,6 +51,10 @@ from rlx.tools.pass_flags import (
 STDIN_NAME = "<stdin>"
 IR_DUMP_HEADER = "// -----// IR Dump After {name} //----- //"
 IR_DUMP_FAILED_HEADER = "// -----// IR Dump After {name} Failed //----- //"
+EMIT_CHOICES = ("mlir", "llvm-ir", "asm")
+"""`--emit` values: MLIR text (default), the LLVM module, host assembly (O3)."""
+LOWERING_BOUNDARY = frozenset({"convert-rlx-to-linalg", "lower-to-llvm"})
+"""Passes that leave the rlx dialect: graph reports describe the module just before them."""
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -121,6 +128,10 @@ class RlxOptMain(xDSLOptMain):
                 f"argument -t/--target: invalid choice: '{target_name}' "
                 f"(choose from {', '.join(self.available_targets)})"
             )
+        if self.args.emit != "mlir" and target_name != "mlir":
+            arg_parser.error(
+                f"--emit={self.args.emit} cannot be combined with -t/--target {self.args.target}"
+            )
         if self.args.frontend and self.args.frontend != "mlir":
             arg_parser.error(
                 f"argument -f/--frontend: invalid choice: '{self.args.frontend}' "
@@ -188,6 +199,29 @@ class RlxOptMain(xDSLOptMain):
             help="output format: " + ", ".join(sorted(self.available_targets)) + " (default: mlir)",
         )
         add("-f", "--frontend", help="input format (only 'mlir')")
+        add(
+            "--emit",
+            choices=EMIT_CHOICES,
+            default="mlir",
+            help="what to print: mlir (default), llvm-ir (the LLVM module) or asm (host "
+            "assembly, O3 for the host CPU); llvm-ir and asm need the llvm dialect "
+            "(add --lower-to-llvm)",
+        )
+        add(
+            "--fusion-report",
+            action="store_true",
+            help="print the fusion report (fused ops, near misses) to stderr",
+        )
+        add(
+            "--dispatch-report",
+            action="store_true",
+            help="print the kernel dispatch report (how each op kind runs) to stderr",
+        )
+        add(
+            "--assert-fusion-clean",
+            action="store_true",
+            help="fail if fusion leaves a near miss (fusion{assert-clean=true})",
+        )
         add(
             "--split-input-file",
             action="store_true",
@@ -313,7 +347,22 @@ class RlxOptMain(xDSLOptMain):
         except PassOptionError as e:
             sys.stderr.write(f"rlx-opt: error: {e}\n")
             raise SystemExit(1) from None
+        self.passes = [self._with_report_options(p) for p in self.passes]
         self.pipeline = PassPipeline(tuple(self.passes))
+
+    def _with_report_options(self, pass_: ModulePass) -> ModulePass:
+        """`fusion` with `report`/`assert_clean` set by --fusion-report/--assert-fusion-clean."""
+        if pass_.name != "fusion" or not dataclasses.is_dataclass(pass_):
+            return pass_
+        changes: dict[str, bool] = {}
+        if getattr(self.args, "fusion_report", False) and hasattr(pass_, "report"):
+            changes["report"] = True
+        if getattr(self.args, "assert_fusion_clean", False) and hasattr(pass_, "assert_clean"):
+            changes["assert_clean"] = True
+        return dataclasses.replace(pass_, **changes) if changes else pass_
+
+    def _has_fusion_pass(self) -> bool:
+        return any(p.name == "fusion" for p in self.passes)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         """Run the pipeline on `prog` (xDSL API); diagnostics go to stderr.
@@ -446,9 +495,9 @@ class RlxOptMain(xDSLOptMain):
             except ShrinkException:
                 raise
             except Exception as e:
-                raise InternalError(
-                    f"while printing the output with -t {self.args.target}", e
-                ) from e
+                emit = self.args.emit
+                what = f"--emit={emit}" if emit != "mlir" else f"-t {self.args.target}"
+                raise InternalError(f"while printing the output with {what}", e) from e
             self._timings.append(("output", time.perf_counter() - start))
             return text
         except _ChunkFailed:
@@ -512,8 +561,17 @@ class RlxOptMain(xDSLOptMain):
             raise _ChunkFailed
 
     def apply_passes_with_diagnostics(self, module: ModuleOp, engine: DiagnosticEngine) -> None:
-        """Run every pass; verify after each; dump IR if asked. Raises _ChunkFailed."""
+        """Run every pass; verify after each; dump IR if asked. Raises _ChunkFailed.
+
+        With --fusion-report/--dispatch-report/--assert-fusion-clean, the graph reports
+        compare the module before the pipeline with the module just before its first
+        lowering pass (or after the whole pipeline if it does not lower).
+        """
+        before = module.clone() if self._graph_reports_wanted() else None
         for pass_ in self.passes:
+            if before is not None and pass_.name in LOWERING_BOUNDARY:
+                self._graph_reports(before, module, engine)
+                before = None
             start = time.perf_counter()
             try:
                 pass_.apply(self.ctx, module)
@@ -532,6 +590,97 @@ class RlxOptMain(xDSLOptMain):
                 self._dump_ir(module, pass_.name, failed=True)
                 raise
             self._dump_ir(module, pass_.name, failed=False)
+        if before is not None:
+            self._graph_reports(before, module, engine)
+
+    def _graph_reports_wanted(self) -> bool:
+        args = self.args
+        no_fusion = not self._has_fusion_pass()
+        return bool(
+            getattr(args, "dispatch_report", False)
+            or (no_fusion and getattr(args, "fusion_report", False))
+            or (no_fusion and getattr(args, "assert_fusion_clean", False))
+        )
+
+    def _graph_reports(self, before: ModuleOp, after: ModuleOp, engine: DiagnosticEngine) -> None:
+        """Print the requested graph reports of `before` -> `after` to stderr.
+
+        The fusion report and check come from the `fusion` passes themselves when the
+        pipeline has one (see `_with_report_options`); without one they are computed
+        here. An unclean --assert-fusion-clean raises _ChunkFailed.
+        """
+        try:
+            if not self._has_fusion_pass() and (
+                self.args.fusion_report or self.args.assert_fusion_clean
+            ):
+                from rlx.transforms.fusion_report import analyze_fusion
+
+                report = analyze_fusion(before, after)
+                if self.args.fusion_report:
+                    sys.stderr.write(report.format() + "\n")
+                if self.args.assert_fusion_clean and report.missed:
+                    engine.emit(diagnostic_from_exception(report.contract_error()))
+                    raise _ChunkFailed
+            if self.args.dispatch_report:
+                sys.stderr.write(self._dispatch_report(before, after))
+            sys.stderr.flush()
+        except (_ChunkFailed, ShrinkException):
+            raise
+        except DiagnosticException as e:
+            engine.emit(diagnostic_from_exception(e))
+            raise _ChunkFailed from None
+        except Exception as e:
+            raise InternalError("while computing the graph reports", e) from e
+
+    def _dispatch_report(self, before: ModuleOp, after: ModuleOp) -> str:
+        """`dispatch_report(before, after).format()`, configured like the pipeline's
+        `kernel-dispatch` (policy, forced kinds, supported ops) and `legalize` passes."""
+        from rlx.transforms.dispatch_report import dispatch_report
+
+        policy = "prefer-native"
+        force_common: tuple[str, ...] = ()
+        force_native: tuple[str, ...] = ()
+        supported: tuple[str, ...] = ()
+        for pass_ in self.passes:
+            if pass_.name == "kernel-dispatch":
+                policy = str(getattr(pass_, "policy", policy))
+                force_common = tuple(getattr(pass_, "force_common_kinds", ()))
+                force_native = tuple(getattr(pass_, "force_native_kinds", ()))
+                supported = tuple(getattr(pass_, "supported_ops", ())) or supported
+            elif pass_.name == "legalize":
+                supported = tuple(getattr(pass_, "supported_ops", ())) or supported
+        report = dispatch_report(
+            before,
+            after,
+            supported_ops=supported,
+            policy=policy,
+            force_common_kinds=force_common,
+            force_native_kinds=force_native,
+        )
+        return report.format()
+
+    # ----------------------------------------------------------------------------------
+    # Output
+    # ----------------------------------------------------------------------------------
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The output text: MLIR (through the -t target), LLVM IR, or host assembly."""
+        emit = self.args.emit
+        if emit == "mlir":
+            return super().output_resulting_program(prog)
+        offender = next(
+            (op for op in prog.walk() if op is not prog and not op.name.startswith("llvm.")), None
+        )
+        if offender is not None:
+            raise DiagnosticException(
+                f"--emit={emit} needs the llvm dialect: add --lower-to-llvm "
+                f"(the module still has '{offender.name}')"
+            )
+        from rlx.runtime.jit import JitModule, to_llvm_ir
+
+        ir = to_llvm_ir(prog)
+        text = ir if emit == "llvm-ir" else JitModule(ir, opt_level=3).asm
+        return text if text.endswith("\n") else text + "\n"
 
     def _dump_ir(self, module: ModuleOp, pass_name: str, failed: bool) -> None:
         """--print-ir-after-all: header line and the module, to stderr (as mlir-opt)."""

@@ -43,6 +43,11 @@ def _factory(target: str) -> Callable[[], type[ModulePass]]:
     return lambda: getattr(import_module(module), cls)
 
 
+def lazy_passes(table: dict[str, str]) -> dict[str, Callable[[], type[ModulePass]]]:
+    """{name: "module:Class"} -> {name: factory importing the class on first use}."""
+    return {name: _factory(target) for name, target in table.items()}
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every rlx transform pass, keyed by its command-line name."""
-    return {name: _factory(target) for name, target in _PASSES.items()}
+    return lazy_passes(_PASSES)

@@ -1,0 +1,16 @@
+// REQUIRES: avx2
+// RUN: rlx-opt %s --lower-to-llvm --emit=asm | filecheck %s
+
+// Host assembly (LLVM O3 for this CPU): the reassoc fastmath on the row sum lets LLVM
+// vectorize the reduction: vector partial sums in ymm registers, then a horizontal add.
+
+func.func @main(%x: tensor<8x64xf32>) -> tensor<8xf32> {
+  %sq = rlx.mul %x, %x : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %s = rlx.reduce %sq {kind = "sum", axes = array<i64: -1>} : (tensor<8x64xf32>) -> tensor<8xf32>
+  func.return %s : tensor<8xf32>
+}
+
+// CHECK:     main:
+// CHECK:       vmulps {{.*}}%ymm{{[0-9]+}}
+// CHECK:       vaddps {{.*}}%ymm{{[0-9]+}}, %ymm{{[0-9]+}}
+// CHECK:       vextractf128 $1, %ymm{{[0-9]+}}, %xmm{{[0-9]+}}

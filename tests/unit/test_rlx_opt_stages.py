@@ -1,0 +1,488 @@
+"""In-process tests of rlx-opt's pipeline-stage flags: `--lower-to-llvm`,
+`--emit=mlir|llvm-ir|asm`, `--fusion-report`, `--dispatch-report`, `--assert-fusion-clean`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlx.tools.rlx_opt import main
+
+BROADCAST_ADD = """\
+func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %y = rlx.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %z = rlx.relu %y : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %z : tensor<4x8xf32>
+}
+"""
+
+REDUCTION = """\
+func.func @main(%x: tensor<8x64xf32>) -> tensor<8xf32> {
+  %sq = rlx.mul %x, %x : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %s = rlx.reduce %sq {kind = "sum", axes = array<i64: -1>} : (tensor<8x64xf32>) -> tensor<8xf32>
+  func.return %s : tensor<8xf32>
+}
+"""
+
+# One fusable matmul + bias + gelu, and one matmul whose user is not an add (a near miss).
+MLP = """\
+func.func @main(%x: tensor<2x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %w2: tensor<16x4xf32>) -> tensor<2x4xf32> {
+  %mm = rlx.matmul %x, %w : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %a = rlx.add %mm, %b : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  %h = rlx.gelu %a : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %d = rlx.matmul %h, %w2 : (tensor<2x16xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
+  %o = rlx.tanh %d : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %o : tensor<2x4xf32>
+}
+"""
+
+CLEAN = """\
+func.func @main(%x: tensor<2x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<2x16xf32> {
+  %mm = rlx.matmul %x, %w : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %a = rlx.add %mm, %b : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  %s = rlx.silu %a : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  func.return %s : tensor<2x16xf32>
+}
+"""
+
+LOOPS_TO_LLVM = (
+    "convert-linalg-to-loops,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_report_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reports must come from the flags under test, not from the environment."""
+    for var in ("RLX_FUSION_REPORT", "RLX_DISPATCH_REPORT", "RLX_VERBOSE", "RLX_DEBUG"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def write(tmp_path: Path, text: str, name: str = "in.mlir") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `rlx-opt args...`, run in-process."""
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def has_avx2() -> bool:
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("avx2", False))
+    except Exception:
+        return False
+
+
+# --------------------------------------------------------------------------------------
+# lower-to-llvm
+# --------------------------------------------------------------------------------------
+
+
+def test_lower_to_llvm_is_registered_and_composed() -> None:
+    from rlx.lowering import get_all_lowering_passes
+    from rlx.lowering.lower_to_llvm import LowerToLLVMPass
+
+    cls = get_all_lowering_passes()["lower-to-llvm"]()
+    assert cls is LowerToLLVMPass
+    stages = LowerToLLVMPass(alignment=128).pipeline()
+    assert [p.name for p in stages] == [
+        "convert-rlx-to-linalg",
+        "plan-memory",
+        *LOOPS_TO_LLVM.split(","),
+    ]
+    assert vars(stages[1])["alignment"] == 128
+    assert LowerToLLVMPass().alignment == 64
+
+
+def test_lower_to_llvm_equals_the_passes_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(tmp_path, REDUCTION)
+    code, combined, err = run(capsys, src, "--lower-to-llvm")
+    assert code == 0, err
+    code, separate, err = run(
+        capsys, src, "-p", f"convert-rlx-to-linalg,plan-memory,{LOOPS_TO_LLVM}"
+    )
+    assert code == 0, err
+    assert combined == separate
+    assert "llvm.func @main(" in combined
+    assert "func.func" not in combined and "linalg." not in combined
+    assert "llvm.noalias" in combined
+    assert "#llvm.fastmath<reassoc,contract>" in combined
+
+
+def test_lower_to_llvm_alignment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write(
+        tmp_path,
+        """\
+func.func @main(%x: tensor<10xf32>) -> tensor<10xf32> {
+  %a = rlx.exp %x : (tensor<10xf32>) -> tensor<10xf32>
+  %b = rlx.exp %a : (tensor<10xf32>) -> tensor<10xf32>
+  %c = rlx.add %a, %b : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+  func.return %c : tensor<10xf32>
+}
+""",
+    )
+    _, default, _ = run(capsys, src, "--lower-to-llvm")
+    _, flag, _ = run(capsys, src, "--lower-to-llvm=256")
+    _, option, _ = run(capsys, src, "-p", "lower-to-llvm{alignment=256}")
+    assert "llvm.dereferenceable = 128 : i64}" in default
+    assert "llvm.mlir.constant(64) : i64" in default
+    assert flag == option
+    assert "llvm.dereferenceable = 512 : i64}" in flag
+    assert "llvm.mlir.constant(256) : i64" in flag
+    code, out, err = run(capsys, src, "--lower-to-llvm=3")
+    assert code == 1 and out == ""
+    assert "plan-memory: alignment must be a power of two, got 3" in err
+
+
+def test_lower_to_llvm_is_one_pass_in_ir_dumps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(
+        capsys, write(tmp_path, BROADCAST_ADD), "--lower-to-llvm", "--print-ir-after-all"
+    )
+    assert code == 0
+    headers = [line for line in err.splitlines() if "IR Dump After" in line]
+    assert headers == ["// -----// IR Dump After lower-to-llvm //----- //"]
+
+
+def test_lower_to_llvm_after_convert_rlx_to_linalg(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(tmp_path, BROADCAST_ADD)
+    code, out, err = run(capsys, src, "--convert-rlx-to-linalg", "--lower-to-llvm")
+    # A module already at memref level: convert-rlx-to-linalg has nothing left to do.
+    assert code == 0, err
+    assert "llvm.func @main(" in out
+
+
+# --------------------------------------------------------------------------------------
+# --emit
+# --------------------------------------------------------------------------------------
+
+
+def test_emit_mlir_is_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write(tmp_path, BROADCAST_ADD)
+    _, default, _ = run(capsys, src, "--lower-to-llvm")
+    _, explicit, _ = run(capsys, src, "--lower-to-llvm", "--emit=mlir")
+    _, spaced, _ = run(capsys, src, "--lower-to-llvm", "--emit", "mlir")
+    assert default == explicit == spaced
+    assert default.startswith("builtin.module {")
+
+
+def test_emit_llvm_ir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, write(tmp_path, BROADCAST_ADD), "--lower-to-llvm", "--emit=llvm-ir"
+    )
+    assert code == 0, err
+    assert out.startswith("; ModuleID = 'rlx'")
+    assert "define void @main(ptr noalias dereferenceable(128) %" in out
+    assert "define internal void @rlx_k" in out
+    assert "getelementptr inbounds float, ptr" in out
+    assert "fadd contract float" in out
+    assert "builtin.module" not in out
+    import llvmlite.binding as llvm
+
+    llvm.parse_assembly(out).verify()  # valid LLVM IR
+
+
+def test_emit_llvm_ir_is_to_llvm_ir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from xdsl.context import Context
+
+    from rlx.dialects import get_all_dialects
+    from rlx.lowering.lower_to_llvm import LowerToLLVMPass
+    from rlx.runtime.jit import to_llvm_ir
+    from rlx.tools.locating_parser import LocatingParser
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    module = LocatingParser(ctx, REDUCTION, "in.mlir").parse_located_module(True)
+    LowerToLLVMPass().apply(ctx, module)
+    _, out, _ = run(capsys, write(tmp_path, REDUCTION), "--lower-to-llvm", "--emit=llvm-ir")
+    expected = to_llvm_ir(module)
+    assert out == (expected if expected.endswith("\n") else expected + "\n")
+
+
+def test_emit_asm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, write(tmp_path, REDUCTION), "--lower-to-llvm", "--emit=asm")
+    assert code == 0, err
+    assert "main:" in out
+    assert "define void" not in out
+    if has_avx2():  # O3 for the host: vectorized with 256-bit registers
+        assert "vmulps" in out and "vaddps" in out and "%ymm" in out
+
+
+def test_emit_to_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "out.ll"
+    code, out, _ = run(
+        capsys, write(tmp_path, BROADCAST_ADD), "--lower-to-llvm", "--emit=llvm-ir", "-o", dest
+    )
+    assert code == 0 and out == ""
+    assert "define void @main(ptr noalias" in dest.read_text()
+
+
+def test_emit_per_chunk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write(tmp_path, BROADCAST_ADD + "// -----\n" + REDUCTION)
+    code, out, err = run(capsys, src, "--split-input-file", "--lower-to-llvm", "--emit=llvm-ir")
+    assert code == 0, err
+    assert out.count("define void @main(") == 2
+
+
+@pytest.mark.parametrize("emit", ["llvm-ir", "asm"])
+@pytest.mark.parametrize(
+    "pipeline", [[], ["--convert-rlx-to-linalg"], ["-p", "convert-rlx-to-linalg,plan-memory"]]
+)
+def test_emit_needs_llvm_dialect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], emit: str, pipeline: list[str]
+) -> None:
+    code, out, err = run(capsys, write(tmp_path, BROADCAST_ADD), *pipeline, f"--emit={emit}")
+    assert code == 1
+    assert out == ""
+    assert f"--emit={emit} needs the llvm dialect: add --lower-to-llvm" in err
+    assert "(the module still has 'func.func')" in err
+    assert "internal error" not in err
+
+
+def test_emit_half_lowered_module_names_the_offender(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(
+        capsys,
+        write(tmp_path, BROADCAST_ADD),
+        "-p",
+        "convert-rlx-to-linalg,plan-memory,convert-linalg-to-loops",
+        "--emit=llvm-ir",
+    )
+    assert code == 1
+    assert "needs the llvm dialect" in err
+
+
+def test_emit_invalid_choice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, write(tmp_path, BROADCAST_ADD), "--emit=bitcode")
+    assert code == 1 and out == ""
+    assert "argument --emit: invalid choice: 'bitcode'" in err
+
+
+def test_emit_with_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, write(tmp_path, BROADCAST_ADD), "--lower-to-llvm", "--emit=asm", "-t", "llvm"
+    )
+    assert code == 1
+    assert "--emit=asm cannot be combined with -t/--target llvm" in err
+
+
+def test_emit_internal_error_names_emit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlx.runtime.jit as jit
+
+    def broken(module: object) -> str:
+        raise RuntimeError("emitter exploded")
+
+    monkeypatch.setattr(jit, "to_llvm_ir", broken)
+    code, _, err = run(capsys, write(tmp_path, BROADCAST_ADD), "--lower-to-llvm", "--emit=llvm-ir")
+    assert code == 2
+    assert "internal error (while printing the output with --emit=llvm-ir)" in err
+    assert "emitter exploded" in err
+
+
+# --------------------------------------------------------------------------------------
+# --fusion-report, --assert-fusion-clean
+# --------------------------------------------------------------------------------------
+
+FUSED_SUMMARY = (
+    "nodes=9→7 matmul=2→1 fused_mm_act=1 fused_swiglu=0 elementwise_region=0 attention=0 missed=1"
+)
+UNFUSED_SUMMARY = (
+    "nodes=9→9 matmul=2→2 fused_mm_act=0 fused_swiglu=0 elementwise_region=0 attention=0 missed=2"
+)
+
+
+@pytest.mark.parametrize("lower", [[], ["--lower-to-llvm"]])
+def test_fusion_report_from_the_fusion_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lower: list[str]
+) -> None:
+    code, out, err = run(capsys, write(tmp_path, MLP), "--fusion", "--fusion-report", *lower)
+    assert code == 0, err
+    assert err.count("fusion report:") == 1
+    assert FUSED_SUMMARY in err
+    assert "matmul's single user is not an add" in err
+    assert "fusion report" not in out
+
+
+def test_fusion_report_flag_sets_the_pass_option(tmp_path: Path) -> None:
+    from rlx.tools.opt_main import RlxOptMain
+
+    src = str(write(tmp_path, MLP))
+    tool = RlxOptMain(args=[src, "--fusion", "--fusion-report", "--assert-fusion-clean"])
+    (fusion,) = tool.passes
+    assert vars(fusion)["report"] is True and vars(fusion)["assert_clean"] is True
+    tool = RlxOptMain(args=[src, "-p", "fusion{swiglu=false},dce", "--fusion-report"])
+    assert vars(tool.passes[0])["report"] is True
+    assert vars(tool.passes[0])["swiglu"] is False
+    assert vars(tool.passes[0])["assert_clean"] is False
+
+
+def test_fusion_report_without_fusion_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, write(tmp_path, MLP), "--fusion-report", "--lower-to-llvm")
+    assert code == 0, err
+    assert UNFUSED_SUMMARY in err
+    assert "matmul + bias left unfused" in err
+    assert "llvm.func @main(" in out
+
+
+def test_fusion_report_env_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLX_FUSION_REPORT", "1")
+    src = write(tmp_path, MLP)
+    code, _, err = run(capsys, src, "--fusion", "--lower-to-llvm")
+    assert code == 0 and err.count("fusion report:") == 1 and FUSED_SUMMARY in err
+    code, _, err = run(capsys, src, "--fusion", "--fusion-report")
+    assert code == 0 and err.count("fusion report:") == 1
+
+
+def test_no_report_without_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, write(tmp_path, MLP), "--fusion", "--lower-to-llvm")
+    assert code == 0 and err == ""
+
+
+def test_assert_fusion_clean_with_fusion_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(tmp_path, MLP)
+    code, out, err = run(capsys, src, "--fusion", "--assert-fusion-clean", "--lower-to-llvm")
+    assert code == 1 and out == ""
+    assert f"{src}:5:3: error: fusion contract violated: 1 missed patterns" in err
+    assert FUSED_SUMMARY in err
+    # Same failure as the pass option.
+    code2, _, err2 = run(capsys, src, "-p", "fusion{assert-clean=true}")
+    assert code2 == 1
+    assert err2.splitlines()[0] == err.splitlines()[0]
+
+
+def test_assert_fusion_clean_without_fusion_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(tmp_path, MLP)
+    code, out, err = run(capsys, src, "--assert-fusion-clean", "--lower-to-llvm")
+    assert code == 1 and out == ""
+    assert f"{src}:1:" not in err
+    assert "error: fusion contract violated: 2 missed patterns" in err
+    assert UNFUSED_SUMMARY in err
+    assert f"{src}:2:3: error:" in err  # located at the first missed op
+
+
+def test_assert_fusion_clean_passes_clean_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(tmp_path, CLEAN)
+    code, out, err = run(capsys, src, "--fusion", "--assert-fusion-clean", "--lower-to-llvm")
+    assert code == 0, err
+    assert err == "" and "llvm.func @main(" in out
+    # Unfused, the same graph has a near miss.
+    code, _, err = run(capsys, src, "--assert-fusion-clean")
+    assert code == 1 and "matmul + bias left unfused" in err
+
+
+# --------------------------------------------------------------------------------------
+# --dispatch-report
+# --------------------------------------------------------------------------------------
+
+
+def test_dispatch_report_before_lowering(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys,
+        write(tmp_path, MLP),
+        "--kernel-dispatch=common",
+        "--dispatch-report",
+        "--lower-to-llvm",
+    )
+    assert code == 0, err
+    assert 'rlx dispatch report — backend "cpu", policy common, supported_ops claim=0' in err
+    assert "    - gelu ×1 op logical" in err
+    assert "    - matmul ×2 ops" in err
+    assert "rewritten" not in err  # the snapshot is taken before the lowering
+    assert "compile-ready: yes" in err
+    assert "dispatch report" not in out
+
+
+CLAIM = "matmul,add,tanh,mul,div,erf"
+"""gelu is not claimed: kernel-dispatch decomposes it into claimed kinds."""
+
+
+def test_dispatch_report_uses_the_pipeline_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(
+        capsys,
+        write(tmp_path, MLP),
+        "-p",
+        f"kernel-dispatch{{supported-ops={CLAIM}}},legalize{{supported-ops={CLAIM}}}",
+        "--dispatch-report",
+    )
+    assert code == 0, err
+    assert "policy prefer-native, supported_ops claim=6" in err
+    assert "common-ir:\n    - gelu ×1 op logical" in err
+
+
+def test_dispatch_report_without_dispatch_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, write(tmp_path, MLP), "--dispatch-report")
+    assert code == 0
+    assert "policy prefer-native, supported_ops claim=0" in err
+    assert (
+        "native:\n    - add ×1 op\n    - gelu ×1 op logical\n    - matmul ×2 ops\n    - tanh ×1 op"
+        in err
+    )
+
+
+def test_reports_not_printed_when_a_pass_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, write(tmp_path, MLP), "--lower-to-llvm=3", "--dispatch-report")
+    assert code == 1
+    # The graph part succeeded: its report is printed before the failing lowering.
+    assert "rlx dispatch report" in err and "alignment must be a power of two" in err
+
+
+def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for flag in (
+        "--emit",
+        "--fusion-report",
+        "--dispatch-report",
+        "--assert-fusion-clean",
+        "--lower-to-llvm",
+    ):
+        assert flag in out
+
+
+def test_opt_main_import_stays_light() -> None:
+    """The driver imports the JIT and the report modules only when asked."""
+    code = (
+        "import sys\n"
+        "import rlx.tools.opt_main\n"
+        "heavy = [m for m in ('llvmlite', 'rlx.runtime.jit', 'rlx.transforms.fusion_report',"
+        " 'rlx.lowering.lower_to_llvm') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
