@@ -1,0 +1,20 @@
+"""ONNX frontend: `import_model(path_or_ModelProto, *, bake_initializers=False)`.
+
+Returns `(module, params)`; see `rlx.frontends.onnx.importer.import_model` and
+docs/onnx-coverage.md for the supported ops.
+"""
+
+# Importing the op families registers their converters.
+from rlx.frontends.onnx import (  # noqa: E402,F401,I001
+    ops_attention,
+    ops_elementwise,
+    ops_index,
+    ops_nn,
+    ops_quant,
+    ops_reduce,
+    ops_tensor,
+)
+from rlx.frontends.onnx.importer import import_model
+from rlx.frontends.onnx.registry import OnnxImportError, supported_ops
+
+__all__ = ["import_model", "OnnxImportError", "supported_ops"]

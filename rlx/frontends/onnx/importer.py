@@ -1,0 +1,367 @@
+"""ONNX → rlx importer core: graph inputs, initializers, constants and node dispatch.
+
+Values are tracked by ONNX name. A value is either an emitted SSA value or a *known*
+constant (a NumPy array: Constant nodes, initializers, folded shape computations); known
+values are materialized lazily as `rlx.param` (initializers, unless baked) or
+`rlx.constant` when an op uses them as data, and read directly when an op needs a
+compile-time operand (Reshape's shape, Slice's starts, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.builder import Graph
+from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.dtypes import element_type, numpy_dtype
+from rlx.frontends.onnx.registry import CONVERTERS, OnnxImportError
+
+MIN_OPSET = 7
+OP_MIN_OPSET = {
+    "Softmax": 13, "LogSoftmax": 13, "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13,
+    "Resize": 13, "Gather": 11, "Concat": 11, "Flatten": 11, "Range": 11,
+    "QuantizeLinear": 10, "DequantizeLinear": 10, "BatchNormalization": 9, "Dropout": 10,
+}  # fmt: skip
+"""Ops whose semantics changed: older versions are rejected (opsets >= 13 are the target)."""
+_NO_FOLD = frozenset(
+    "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial".split()
+)
+_FOLD_LIMIT = 1 << 20
+"""Nodes whose inputs are all compile-time constants are evaluated at import time (up to
+this many input elements), except float initializers kept as params and random ops."""
+
+
+def onnx_elem(onnx_type: int) -> Attribute:
+    """rlx element type of an ONNX TensorProto data type (OnnxImportError if none)."""
+    try:
+        return element_type(helper.tensor_dtype_to_np_dtype(onnx_type))
+    except Exception:
+        name = onnx.TensorProto.DataType.Name(onnx_type)
+        raise OnnxImportError(f"ONNX element type {name} has no rlx element type") from None
+
+
+class Node:
+    """One ONNX node being converted: typed access to its inputs and attributes."""
+
+    def __init__(self, ctx: Importer, proto: onnx.NodeProto) -> None:
+        self.ctx = ctx
+        self.proto = proto
+        self.op_type = proto.op_type
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+
+    def __str__(self) -> str:
+        name = self.proto.name or (self.proto.output[0] if self.proto.output else "?")
+        return f"node '{name}' ({self.op_type})"
+
+    def error(self, what: str) -> OnnxImportError:
+        """An OnnxImportError naming this node: `node 'n' (Op): what`."""
+        return OnnxImportError(f"{self}: {what}")
+
+    # ---------------------------------------------------------------- attributes / inputs
+    def attr(self, name: str, default: Any = None) -> Any:
+        v = self.attrs.get(name, default)
+        return v.decode() if isinstance(v, bytes) else v
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.proto.input)
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.proto.output)
+
+    def has(self, i: int) -> bool:
+        """Whether optional input `i` is given."""
+        return i < len(self.proto.input) and self.proto.input[i] != ""
+
+    def wants(self, i: int) -> bool:
+        """Whether output `i` is used (named)."""
+        return i < len(self.proto.output) and self.proto.output[i] != ""
+
+    def input(self, i: int) -> SSAValue:
+        if not self.has(i):
+            raise self.error(f"input #{i} is required")
+        return self.ctx.value(self.proto.input[i])
+
+    def opt(self, i: int) -> SSAValue | None:
+        return self.input(i) if self.has(i) else None
+
+    def const(self, i: int, what: str = "") -> np.ndarray | None:
+        """The compile-time value of input `i` (None if absent); raises if not constant."""
+        if not self.has(i):
+            return None
+        name = self.proto.input[i]
+        if name not in self.ctx.known:
+            raise self.error(
+                f"input #{i} {what}('{name}') must be a constant (initializer or Constant)"
+            )
+        return self.ctx.known[name]
+
+    def inputs(self) -> list[SSAValue]:
+        return [self.ctx.value(n) for n in self.proto.input if n]
+
+    # ---------------------------------------------------------------- emission helpers
+    def emit(self, op: str, *operands: SSAValue, **attrs: Any) -> SSAValue:
+        try:
+            r = self.ctx.g.op(op, *operands, **attrs)
+        except ValueError as e:
+            raise self.error(str(e)) from None
+        assert isinstance(r, SSAValue)
+        return r
+
+    def typed(self, op: str, x: SSAValue, shape: Sequence[int], dtype: Any = None) -> SSAValue:
+        """reshape / broadcast_to / cast with an explicit result shape or dtype."""
+        try:
+            if op == "cast":
+                return self.ctx.g.cast(x, dtype)
+            if op == "reshape":
+                return self.ctx.g.reshape(x, list(shape))
+            return self.ctx.g.broadcast_to(x, list(shape))
+        except ValueError as e:
+            raise self.error(str(e)) from None
+
+    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        return x if tuple(shape) == shape_of(x.type) else self.typed("reshape", x, shape)
+
+    def cast(self, x: SSAValue, dtype: Any) -> SSAValue:
+        return x if elem(x) == element_type(dtype) else self.typed("cast", x, (), dtype)
+
+    def constant(self, value: Any, like: SSAValue | Attribute | Any = None) -> SSAValue:
+        """An rlx.constant (dtype of `like`: a value, an element type or a NumPy dtype)."""
+        if isinstance(like, SSAValue):
+            like = elem(like)
+        elif isinstance(like, str):
+            like = element_type(like)
+        dt = numpy_dtype(like) if isinstance(like, Attribute) else like
+        return self.ctx.materialize(np.asarray(value, dtype=dt))
+
+
+def elem(v: SSAValue) -> Attribute:
+    assert isinstance(v.type, TensorType)
+    return v.type.element_type
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    return shape_of(v.type)
+
+
+def is_static(s: Sequence[int]) -> bool:
+    return DYN not in s
+
+
+class Importer:
+    """Translates one onnx.GraphProto into an rlx `Graph`."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        bake_initializers: bool,
+        constants: Mapping[str, Any],
+        dims: Mapping[str, int],
+    ) -> None:
+        self.model = model
+        self.bake = bake_initializers
+        self.frozen = dict(constants)
+        self.dims = dict(dims)
+        self.g = Graph()
+        self.values: dict[str, SSAValue] = {}
+        self.known: dict[str, np.ndarray] = {}
+        self.initializers: set[str] = set()
+        self.params: dict[str, np.ndarray] = {}
+        self.arg_attrs: list[dict[str, Attribute]] = []
+        opset = {o.domain: o.version for o in model.opset_import}
+        self.opset = opset.get("", opset.get("ai.onnx", 0))
+
+    def value(self, name: str) -> SSAValue:
+        """The SSA value of ONNX value `name` (materializing known constants)."""
+        if name in self.values:
+            return self.values[name]
+        if name not in self.known:
+            raise OnnxImportError(f"value '{name}' is used before it is defined")
+        arr = self.known[name]
+        if name in self.initializers and not self.bake:
+            v = self.g.param(name, arr.shape, element_type(arr.dtype))
+            self.params[name] = arr
+        else:
+            v = self.materialize(arr)
+        _hint(v, name)
+        self.values[name] = v
+        return v
+
+    def materialize(self, arr: np.ndarray) -> SSAValue:
+        try:
+            return self.g.constant(arr, dtype=element_type(arr.dtype))
+        except ValueError as e:
+            raise OnnxImportError(f"constant of dtype {arr.dtype}: {e}") from None
+
+    # ---------------------------------------------------------------- graph
+    def run(self) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+        if self.opset < MIN_OPSET:
+            raise OnnxImportError(
+                f"model uses opset {self.opset}; the importer needs opset >= {MIN_OPSET}"
+            )
+        graph = self.model.graph
+        for t in graph.initializer:
+            arr = numpy_helper.to_array(t)
+            onnx_elem(t.data_type)
+            self.known[t.name] = arr
+            self.initializers.add(t.name)
+        unknown = sorted(set(self.frozen) - {vi.name for vi in graph.input})
+        if unknown:
+            raise OnnxImportError(f"constants given for unknown graph input(s) {unknown}")
+        for vi in graph.input:
+            if vi.name in self.frozen:
+                dt = numpy_dtype(onnx_elem(vi.type.tensor_type.elem_type))
+                self.known[vi.name] = np.asarray(self.frozen[vi.name], dtype=dt)
+            elif vi.name not in self.initializers:
+                self._add_input(vi)
+        for proto in graph.node:
+            self._convert(proto)
+        outs = [self.value(o.name) for o in graph.output]
+        if not outs:
+            raise OnnxImportError("the ONNX graph has no outputs")
+        self.g.output(*outs)
+        try:
+            module = self.g.module
+        except Exception as e:
+            raise OnnxImportError(f"the imported graph does not verify: {e}") from None
+        f = module.body.block.first_op
+        f.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in self.arg_attrs])  # type: ignore[union-attr]
+        return module, self.params
+
+    def _add_input(self, vi: onnx.ValueInfoProto) -> None:
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise OnnxImportError(f"graph input '{vi.name}' is not a tensor")
+        et = onnx_elem(tt.elem_type)
+        if not tt.HasField("shape"):
+            raise OnnxImportError(f"graph input '{vi.name}' has no shape (unknown rank)")
+        dims: list[int] = []
+        names: list[Attribute] = []
+        for axis, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") or d.dim_param in self.dims:
+                size = d.dim_value if d.HasField("dim_value") else self.dims[d.dim_param]
+                dims.append(size)
+                names.append(IntegerAttr(size, 64))
+            else:
+                dims.append(DYN)
+                names.append(StringAttr(d.dim_param or f"{vi.name}_{axis}"))
+        v = self.g.input(vi.name, dims, et)
+        attrs: dict[str, Attribute] = {"rlx.name": StringAttr(vi.name)}
+        if DYN in dims:
+            attrs["rlx.dims"] = ArrayAttr(names)
+        self.arg_attrs.append(attrs)
+        self.values[vi.name] = v
+
+    def _convert(self, proto: onnx.NodeProto) -> None:
+        node = Node(self, proto)
+        if proto.domain not in ("", "ai.onnx"):
+            raise node.error(f"op domain '{proto.domain}' is not supported")
+        entry = CONVERTERS.get(proto.op_type)
+        if entry is None:
+            raise node.error(f"op type '{proto.op_type}' is not supported")
+        fn, allowed = entry
+        if self.opset < OP_MIN_OPSET.get(proto.op_type, 0):
+            raise node.error(
+                f"opset {self.opset} semantics are not supported (needs opset >= {OP_MIN_OPSET[proto.op_type]})"
+            )
+        if allowed is not None:
+            extra = sorted(set(node.attrs) - allowed)
+            if extra:
+                raise node.error(f"attribute(s) {', '.join(extra)} not supported")
+        if self._fold(node):
+            return
+        outs = list(fn(node))
+        for name, v in zip(proto.output, outs, strict=False):
+            if not name or v is None:
+                continue
+            if isinstance(v, np.ndarray):
+                self.known[name] = v
+            else:
+                _hint(v, name)
+                self.values[name] = v
+        for i, name in enumerate(proto.output):
+            if name and name not in self.values and name not in self.known:
+                raise node.error(f"output #{i} ('{name}') is not supported")
+
+    def _fold(self, node: Node) -> bool:
+        """Evaluate a node on compile-time constants with ONNX's reference evaluator."""
+        names = [n for n in node.proto.input if n]
+        if node.op_type in _NO_FOLD or not names or any(n not in self.known for n in names):
+            return False
+        if sum(self.known[n].size for n in names) > _FOLD_LIMIT:
+            return False
+        if any(
+            n in self.initializers and not self.bake and self.known[n].dtype.kind == "f"
+            for n in names
+        ):
+            return False  # keep float weights as params
+        from onnx.reference import ReferenceEvaluator
+
+        ins = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in names]
+        outs = [
+            helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
+            for n in node.proto.output
+            if n
+        ]
+        g = helper.make_graph([node.proto], "fold", ins, outs)
+        m = helper.make_model(g, opset_imports=list(self.model.opset_import))
+        try:
+            res = ReferenceEvaluator(m).run(None, {n: self.known[n] for n in names})
+        except Exception:
+            return False
+        for o, r in zip([o.name for o in outs], res, strict=True):
+            self.known[o] = np.asarray(r)
+        return True
+
+
+def _hint(v: SSAValue, name: str) -> None:
+    hint = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if hint and hint[0].isalpha() and v.name_hint is None:
+        try:
+            v.name_hint = hint
+        except Exception:  # pragma: no cover - xDSL rejects some hints
+            pass
+
+
+def import_model(
+    model: str | Path | onnx.ModelProto,
+    *,
+    bake_initializers: bool = False,
+    constants: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """Import an ONNX model (path or ModelProto) as an rlx module.
+
+    Returns `(module, params)`: graph inputs become `@main` arguments (`rlx.name` = the
+    ONNX name; dynamic dims are `?` with `rlx.dims` naming them for `bind-dims`);
+    initializers become `rlx.param` ops named after the ONNX tensors, whose values are in
+    `params` (or `rlx.constant`s with `bake_initializers=True`, `params` then empty).
+    `constants` freezes graph inputs to given values (e.g. a Reshape's shape or a
+    Reduce's axes fed as inputs): they become compile-time constants, not arguments.
+    `dims` fixes named dynamic dims (`dim_param`) at import time, so shape computations
+    on them (Shape -> Gather -> Reshape) fold to constants.
+    Raises OnnxImportError (a ValueError) naming the node, op type and what is missing.
+    """
+    if not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model))
+    return Importer(model, bake_initializers, constants or {}, dims or {}).run()
+
+
+__all__ = ["import_model", "OnnxImportError", "Node", "elem", "shape", "is_static", "tensor"]

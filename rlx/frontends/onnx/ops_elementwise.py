@@ -1,0 +1,345 @@
+"""Elementwise ONNX ops: arithmetic, activations, comparisons, logic, Cast, Clip, Where."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+import ml_dtypes
+import numpy as np
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.dialects.rlx.base import is_float
+from rlx.dtypes import numpy_dtype
+from rlx.frontends.onnx.importer import Node, elem, onnx_elem, shape
+from rlx.frontends.onnx.registry import converter
+
+_UNARY = {
+    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+    "Sqrt": "sqrt", "Neg": "neg", "Abs": "abs", "Erf": "erf", "Floor": "floor",
+    "Ceil": "ceil", "Round": "round", "Sin": "sin", "Cos": "cos",
+}  # fmt: skip
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Max": "max", "Min": "min"}
+_COMPARE = {
+    "Equal": "eq", "Less": "lt", "Greater": "gt", "LessOrEqual": "le", "GreaterOrEqual": "ge",
+}  # fmt: skip
+
+
+@converter(*_UNARY, attrs=())
+def unary(n: Node) -> list[SSAValue]:
+    return [n.emit(_UNARY[n.op_type], n.input(0))]
+
+
+@converter(*_BINARY, attrs=())
+def binary(n: Node) -> list[SSAValue]:
+    return [reduce(lambda a, b: n.emit(_BINARY[n.op_type], a, b), n.inputs())]
+
+
+@converter("Sum", attrs=())
+def sum_(n: Node) -> list[SSAValue]:
+    return [reduce(lambda a, b: n.emit("add", a, b), n.inputs())]
+
+
+@converter("Mean", attrs=())
+def mean(n: Node) -> list[SSAValue]:
+    xs = n.inputs()
+    s = reduce(lambda a, b: n.emit("add", a, b), xs)
+    return [n.emit("div", s, n.constant(len(xs), s))]
+
+
+@converter("Pow", attrs=())
+def pow_(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("pow", x, n.cast(n.input(1), elem(x)))]
+
+
+@converter("Mod", attrs=("fmod",))
+def mod(n: Node) -> list[SSAValue]:
+    a, b = n.input(0), n.input(1)
+    if is_float(elem(a)):
+        if not n.attr("fmod", 0):
+            raise n.error("floating-point Mod needs fmod=1 (the ONNX spec requires it)")
+        q = n.emit("div", a, b)
+        zero = n.constant(0, a)  # C fmod: truncated quotient
+        q = n.emit(
+            "where",
+            n.emit("compare", q, zero, predicate="lt"),
+            n.emit("ceil", q),
+            n.emit("floor", q),
+        )
+        return [n.emit("sub", a, n.emit("mul", q, b))]
+    r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
+    if n.attr("fmod", 0):
+        return [r]
+    zero = n.constant(0, a)
+    fix = n.emit(
+        "where",
+        n.emit(
+            "compare",
+            n.emit("compare", r, zero, predicate="lt"),
+            n.emit("compare", b, zero, predicate="lt"),
+            predicate="ne",
+        ),
+        n.emit("compare", r, zero, predicate="ne"),
+        n.constant(False, "bool"),
+    )
+    return [n.emit("where", fix, n.emit("add", r, b), r)]
+
+
+@converter(*_COMPARE, attrs=())
+def compare(n: Node) -> list[SSAValue]:
+    return [n.emit("compare", n.input(0), n.input(1), predicate=_COMPARE[n.op_type])]
+
+
+@converter("Not", attrs=())
+def not_(n: Node) -> list[SSAValue]:
+    return [n.emit("compare", n.input(0), n.constant(False, "bool"), predicate="eq")]
+
+
+@converter("And", "Or", "Xor", attrs=())
+def logic(n: Node) -> list[SSAValue]:
+    a, b = n.input(0), n.input(1)
+    if n.op_type == "Xor":
+        return [n.emit("compare", a, b, predicate="ne")]
+    if n.op_type == "And":
+        return [n.emit("where", a, b, n.constant(False, "bool"))]
+    return [n.emit("where", a, n.constant(True, "bool"), b)]
+
+
+@converter("IsNaN", attrs=())
+def isnan(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("compare", x, x, predicate="ne")]
+
+
+@converter("IsInf", attrs=("detect_negative", "detect_positive"))
+def isinf(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    pos = n.emit("compare", x, n.constant(np.inf, x), predicate="eq")
+    neg = n.emit("compare", x, n.constant(-np.inf, x), predicate="eq")
+    p, m = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    if p and m:
+        return [n.emit("where", pos, n.constant(True, "bool"), neg)]
+    if p:
+        return [pos]
+    return [neg if m else n.typed("broadcast_to", n.constant(False, "bool"), shape(x))]
+
+
+@converter("Where", attrs=())
+def where(n: Node) -> list[SSAValue]:
+    return [n.emit("where", n.input(0), n.input(1), n.input(2))]
+
+
+def _cast(n: Node, x: SSAValue, to: Attribute) -> SSAValue:
+    """Cast; to an 8-bit float with saturate=1 (the default), clamp to the finite range."""
+    if n.attr("round_mode", "up") != "up":
+        raise n.error(f"round_mode={n.attr('round_mode')} is not supported")
+    dt = numpy_dtype(to)
+    if "float8" in dt.name and is_float(elem(x)) and n.attr("saturate", 1):
+        big = float(ml_dtypes.finfo(dt).max)
+        x = n.emit("min", n.emit("max", x, n.constant(-big, x)), n.constant(big, x))
+    return n.cast(x, to)
+
+
+@converter("Cast", attrs=("to", "saturate", "round_mode"))
+def cast(n: Node) -> list[SSAValue]:
+    return [_cast(n, n.input(0), onnx_elem(n.attr("to")))]
+
+
+@converter("CastLike", attrs=("saturate", "round_mode"))
+def cast_like(n: Node) -> list[SSAValue | np.ndarray]:
+    known = n.ctx.known.get(n.proto.input[0])
+    to = numpy_dtype(elem(n.input(1)))
+    ok = to.kind in "fb" or to.name == "bfloat16"
+    if known is not None and known.dtype.kind in "fb" and ok and "float8" not in to.name:
+        return [known.astype(to)]  # a constant (e.g. -inf) cast like a run-time value
+    return [_cast(n, n.input(0), elem(n.input(1)))]
+
+
+@converter("Identity", attrs=())
+def identity(n: Node) -> list[SSAValue]:
+    return [n.input(0)]
+
+
+@converter("Dropout", attrs=("seed", "ratio"))
+def dropout(n: Node) -> list[SSAValue | None]:
+    training = n.const(2, "training_mode ")
+    ratio = n.const(1, "ratio ")
+    if training is not None and bool(training) and (ratio is None or float(ratio) != 0.0):
+        raise n.error("training_mode=True is not supported (unless ratio = 0)")
+    x = n.input(0)
+    mask = None
+    if n.wants(1):
+        mask = n.typed("broadcast_to", n.constant(True, "bool"), shape(x))
+    return [x, mask]
+
+
+@converter("Clip", attrs=())
+def clip(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    if n.has(1):
+        x = n.emit("max", x, n.input(1))
+    if n.has(2):
+        x = n.emit("min", x, n.input(2))
+    return [x]
+
+
+def _relu_like(n: Node, x: SSAValue, neg: SSAValue) -> SSAValue:
+    """`x if x > 0 else neg`."""
+    return n.emit("where", n.emit("compare", x, n.constant(0, x), predicate="gt"), x, neg)
+
+
+@converter("LeakyRelu", attrs=("alpha",))
+def leaky_relu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [_relu_like(n, x, n.emit("mul", x, n.constant(n.attr("alpha", 0.01), x)))]
+
+
+@converter("PRelu", attrs=())
+def prelu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [_relu_like(n, x, n.emit("mul", x, n.input(1)))]
+
+
+@converter("ThresholdedRelu", attrs=("alpha",))
+def thresholded_relu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    gt = n.emit("compare", x, n.constant(n.attr("alpha", 1.0), x), predicate="gt")
+    return [n.emit("where", gt, x, n.constant(0, x))]
+
+
+def _expm1(n: Node, x: SSAValue) -> SSAValue:
+    return n.emit("sub", n.emit("exp", x), n.constant(1, x))
+
+
+@converter("Elu", attrs=("alpha",))
+def elu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [_relu_like(n, x, n.emit("mul", _expm1(n, x), n.constant(n.attr("alpha", 1.0), x)))]
+
+
+@converter("Selu", attrs=("alpha", "gamma"))
+def selu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    alpha, gamma = (
+        n.attr("alpha", 1.67326319217681884765625),
+        n.attr("gamma", 1.05070102214813232421875),
+    )
+    y = _relu_like(n, x, n.emit("mul", _expm1(n, x), n.constant(alpha, x)))
+    return [n.emit("mul", y, n.constant(gamma, x))]
+
+
+@converter("Celu", attrs=("alpha",))
+def celu(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    a = n.constant(n.attr("alpha", 1.0), x)
+    neg = n.emit("mul", a, _expm1(n, n.emit("div", x, a)))
+    return [n.emit("add", n.emit("relu", x), n.emit("min", n.constant(0, x), neg))]
+
+
+def _hard_sigmoid(n: Node, x: SSAValue, alpha: float, beta: float) -> SSAValue:
+    y = n.emit("add", n.emit("mul", x, n.constant(alpha, x)), n.constant(beta, x))
+    return n.emit("min", n.emit("max", y, n.constant(0, x)), n.constant(1, x))
+
+
+@converter("HardSigmoid", attrs=("alpha", "beta"))
+def hard_sigmoid(n: Node) -> list[SSAValue]:
+    return [_hard_sigmoid(n, n.input(0), n.attr("alpha", 0.2), n.attr("beta", 0.5))]
+
+
+@converter("HardSwish", attrs=())
+def hard_swish(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("mul", x, _hard_sigmoid(n, x, 1 / 6, 0.5))]
+
+
+def _softplus(n: Node, x: SSAValue) -> SSAValue:
+    return n.emit("log", n.emit("add", n.emit("exp", x), n.constant(1, x)))
+
+
+@converter("Softplus", attrs=())
+def softplus(n: Node) -> list[SSAValue]:
+    return [_softplus(n, n.input(0))]
+
+
+@converter("Softsign", attrs=())
+def softsign(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("div", x, n.emit("add", n.emit("abs", x), n.constant(1, x)))]
+
+
+@converter("Mish", attrs=())
+def mish(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("mul", x, n.emit("tanh", _softplus(n, x)))]
+
+
+@converter("Gelu", attrs=("approximate",))
+def gelu(n: Node) -> list[SSAValue]:
+    approx = n.attr("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise n.error(f"approximate='{approx}' is not supported")
+    return [n.emit("gelu" if approx == "none" else "gelu_tanh", n.input(0))]
+
+
+@converter("Reciprocal", attrs=())
+def reciprocal(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("div", n.constant(1, x), x)]
+
+
+@converter("Tan", attrs=())
+def tan(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    return [n.emit("div", n.emit("sin", x), n.emit("cos", x))]
+
+
+@converter("Sinh", "Cosh", attrs=())
+def sinh_cosh(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    e, em = n.emit("exp", x), n.emit("exp", n.emit("neg", x))
+    s = n.emit("sub" if n.op_type == "Sinh" else "add", e, em)
+    return [n.emit("mul", s, n.constant(0.5, x))]
+
+
+@converter("Asinh", "Acosh", attrs=())
+def asinh_acosh(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    one = n.constant(1 if n.op_type == "Asinh" else -1, x)
+    r = n.emit("sqrt", n.emit("add", n.emit("mul", x, x), one))
+    return [n.emit("log", n.emit("add", x, r))]
+
+
+@converter("Atanh", attrs=())
+def atanh(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    one = n.constant(1, x)
+    q = n.emit("div", n.emit("add", one, x), n.emit("sub", one, x))
+    return [n.emit("mul", n.emit("log", q), n.constant(0.5, x))]
+
+
+@converter("Sign", attrs=())
+def sign(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    zero = n.constant(0, x)
+    pos = n.emit("where", n.emit("compare", x, zero, predicate="gt"), n.constant(1, x), zero)
+    return [n.emit("where", n.emit("compare", x, zero, predicate="lt"), n.constant(-1, x), pos)]
+
+
+@converter("Shrink", attrs=("bias", "lambd"))
+def shrink(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    lambd, bias = n.attr("lambd", 0.5), n.attr("bias", 0.0)
+    lo = n.emit("compare", x, n.constant(-lambd, x), predicate="lt")
+    hi = n.emit("compare", x, n.constant(lambd, x), predicate="gt")
+    zero = n.constant(0, x)
+    y = n.emit("where", hi, n.emit("sub", x, n.constant(bias, x)), zero)
+    return [n.emit("where", lo, n.emit("add", x, n.constant(bias, x)), y)]
+
+
+@converter("Swish", attrs=("alpha",))
+def swish(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    alpha = n.attr("alpha", 1.0)
+    if alpha == 1.0:
+        return [n.emit("silu", x)]
+    return [n.emit("mul", x, n.emit("sigmoid", n.emit("mul", x, n.constant(alpha, x))))]

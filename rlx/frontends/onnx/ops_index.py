@@ -1,0 +1,109 @@
+"""Index-driven ONNX ops built from one-hot masks and flat gathers: GatherElements,
+OneHot, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.registry import converter
+
+
+def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
+    """`arange(dim)` laid along `axis` of a rank-`rank` i64 tensor."""
+    return n.constant(np.arange(dim).reshape([dim if i == axis else 1 for i in range(rank)]), "i64")
+
+
+def _wrap(n: Node, idx: SSAValue, dim: int) -> SSAValue:
+    """Negative indices count from the end."""
+    idx = n.cast(idx, "i64")
+    neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
+    return n.emit("where", neg, n.emit("add", idx, n.constant(dim, "i64")), idx)
+
+
+@converter("GatherElements", attrs=("axis",))
+def gather_elements(n: Node) -> list[SSAValue]:
+    x, idx = n.input(0), n.input(1)
+    xs, js = shape(x), shape(idx)
+    if not (is_static(xs) and is_static(js)):
+        raise n.error("GatherElements needs static shapes")
+    rank = len(xs)
+    axis = n.attr("axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
+    base = sum(
+        np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
+        for i in range(rank)
+        if i != axis
+    )
+    flat = n.emit("mul", _wrap(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
+    flat = n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
+    return [n.emit("gather", n.reshape(x, [int(np.prod(xs))]), flat, axis=0)]
+
+
+@converter("OneHot", attrs=("axis",))
+def one_hot(n: Node) -> list[SSAValue]:
+    idx = n.input(0)
+    depth = int(np.asarray(n.const(1, "depth ")).reshape(()))
+    values = n.input(2)
+    rank = len(shape(idx)) + 1
+    axis = n.attr("axis", -1)
+    axis = axis + rank if axis < 0 else axis
+    s = list(shape(idx))
+    s.insert(axis, 1)
+    hit = n.emit(
+        "compare", n.reshape(_wrap(n, idx, depth), s), _iota(n, depth, axis, rank), predicate="eq"
+    )
+    off = n.reshape(n.emit("slice", values, starts=[0], limits=[1]), [])
+    on = n.reshape(n.emit("slice", values, starts=[1], limits=[2]), [])
+    return [n.emit("where", hit, on, off)]
+
+
+def _nll(n: Node, logp: SSAValue, target: SSAValue, weight: SSAValue | None) -> SSAValue:
+    """NLL loss of log-probabilities `[N, C, ...]` and class indices `[N, ...]`."""
+    s = shape(logp)
+    rank, c = len(s), s[1]
+    t = n.cast(target, "i64")
+    ts = list(shape(t))
+    ts.insert(1, 1)
+    t1 = n.reshape(t, ts)
+    hit = n.emit("compare", t1, _iota(n, c, 1, rank), predicate="eq")
+    zero = n.constant(0, logp)
+    picked = n.emit("reduce", n.emit("where", hit, logp, zero), kind="sum", axes=[1])
+    loss = n.emit("neg", picked)
+    w = n.typed("broadcast_to", n.constant(1, logp), shape(t)) if weight is None else None
+    if weight is not None:
+        wc = n.reshape(weight, [c] + [1] * (rank - 2))
+        w = n.emit("reduce", n.emit("where", hit, wc, zero), kind="sum", axes=[1])
+    ii = n.attr("ignore_index")
+    if ii is not None:
+        keep = n.emit("compare", t, n.constant(ii, "i64"), predicate="ne")
+        w = n.emit("where", keep, w, n.constant(0, logp))
+    if weight is not None or ii is not None:
+        loss = n.emit("mul", loss, w)
+    red = n.attr("reduction", "mean")
+    if red == "none":
+        return loss
+    total = n.emit("reduce", loss, kind="sum")
+    if red == "sum":
+        return total
+    if red != "mean":
+        raise n.error(f"reduction='{red}' is not supported")
+    return n.emit("div", total, n.emit("reduce", w, kind="sum"))
+
+
+@converter("NegativeLogLikelihoodLoss", attrs=("ignore_index", "reduction"))
+def nll_loss(n: Node) -> list[SSAValue]:
+    return [_nll(n, n.input(0), n.input(1), n.opt(2))]
+
+
+@converter("SoftmaxCrossEntropyLoss", attrs=("ignore_index", "reduction"))
+def softmax_ce(n: Node) -> list[SSAValue | None]:
+    x = n.input(0)
+    m = n.emit("reduce", x, kind="max", axes=[1], keepdims=True)
+    d = n.emit("sub", x, m)
+    lse = n.emit("log", n.emit("reduce", n.emit("exp", d), kind="sum", axes=[1], keepdims=True))
+    logp = n.emit("sub", d, lse)
+    loss = _nll(n, logp, n.input(1), n.opt(2))
+    return [loss, logp if n.wants(1) else None]

@@ -1,0 +1,313 @@
+"""Shape and data-movement ONNX ops: Reshape, Transpose, Slice, Concat, Gather, Pad, ...
+
+Shape computations are resolved at import time: `Shape` of a static shape and the
+Constant / ConstantOfShape / Range nodes produce known constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+import numpy as np
+from onnx import numpy_helper
+from xdsl.ir import SSAValue
+
+from rlx.dialects.rlx.base import DYN
+from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.registry import converter
+
+Out = list[SSAValue | np.ndarray | None]
+
+
+def _axes(n: Node, axes: Sequence[int], rank: int) -> list[int]:
+    out = [int(a) + rank if int(a) < 0 else int(a) for a in axes]
+    if any(not 0 <= a < rank for a in out) or len(set(out)) != len(out):
+        raise n.error(f"axes {list(axes)} are invalid for rank {rank}")
+    return out
+
+
+def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
+    s = shape(x)
+    if not is_static(s):
+        raise n.error(f"{what} needs a static input shape, got {list(s)}")
+    return s
+
+
+@converter("Reshape", attrs=("allowzero",))
+def reshape(n: Node) -> Out:
+    x = n.input(0)
+    target = [int(d) for d in n.const(1, "shape ")]
+    src = shape(x)
+    allowzero = n.attr("allowzero", 0)
+    out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise n.error("more than one -1 in the shape")
+    if -1 in out:
+        known = prod(d for d in out if d != -1)
+        out[out.index(-1)] = (
+            prod(src) // known if is_static(src) and DYN not in out and known else DYN
+        )
+    return [n.reshape(x, out)]
+
+
+@converter("Flatten", attrs=("axis",))
+def flatten(n: Node) -> Out:
+    x = n.input(0)
+    s = shape(x)
+    axis = n.attr("axis", 1)
+    axis = axis + len(s) if axis < 0 else axis
+
+    def p(ds: Sequence[int]) -> int:
+        return DYN if DYN in ds else prod(ds)
+
+    return [n.reshape(x, [p(s[:axis]), p(s[axis:])])]
+
+
+def _axes_input(n: Node) -> np.ndarray | None:
+    """Axes from input #1 (opset >= 13) or the `axes` attribute (older opsets)."""
+    if "axes" in n.attrs:
+        return np.array(n.attr("axes"), np.int64)
+    return n.const(1, "axes ")
+
+
+@converter("Squeeze", attrs=("axes",))
+def squeeze(n: Node) -> Out:
+    x = n.input(0)
+    s = shape(x)
+    axes = _axes_input(n)
+    if axes is None:
+        drop = [i for i, d in enumerate(s) if d == 1]
+        if DYN in s:
+            raise n.error("Squeeze without axes needs a static input shape")
+    else:
+        drop = _axes(n, axes.tolist(), len(s))
+    return [n.reshape(x, [d for i, d in enumerate(s) if i not in drop])]
+
+
+@converter("Unsqueeze", attrs=("axes",))
+def unsqueeze(n: Node) -> Out:
+    x = n.input(0)
+    s = list(shape(x))
+    ax = _axes_input(n)
+    if ax is None:
+        raise n.error("axes are required")
+    axes = sorted(_axes(n, ax.reshape(-1).tolist(), len(s) + ax.size))
+    for a in axes:
+        s.insert(a, 1)
+    return [n.reshape(x, s)]
+
+
+def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """NumPy broadcasting of two shapes (dynamic-aware, `?` when unknown)."""
+    r = max(len(a), len(b))
+    a = [1] * (r - len(a)) + list(a)
+    b = [1] * (r - len(b)) + list(b)
+    return [
+        y if x == 1 else x if y == 1 else x if x != DYN else y for x, y in zip(a, b, strict=True)
+    ]
+
+
+@converter("Expand", attrs=())
+def expand(n: Node) -> Out:
+    x = n.input(0)
+    out = broadcast_shape(shape(x), [int(d) for d in n.const(1, "shape ")])
+    return [x if out == list(shape(x)) else n.typed("broadcast_to", x, out)]
+
+
+@converter("Transpose", attrs=("perm",))
+def transpose(n: Node) -> Out:
+    x = n.input(0)
+    perm = n.attr("perm") or list(reversed(range(len(shape(x)))))
+    return [n.emit("transpose", x, permutation=list(perm))]
+
+
+@converter("Concat", attrs=("axis",))
+def concat(n: Node) -> Out:
+    return [n.emit("concat", *n.inputs(), axis=n.attr("axis"))]
+
+
+@converter("Gather", attrs=("axis",))
+def gather(n: Node) -> Out:
+    return [n.emit("gather", n.input(0), n.input(1), axis=n.attr("axis", 0))]
+
+
+def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int) -> SSAValue:
+    """`x[start:end:step]` along `axis` with ONNX clamping (negative steps via gather)."""
+    s = list(shape(x))
+    dim = s[axis]
+    if step == 0:
+        raise n.error("slice step must not be 0")
+    if dim == DYN:
+        if step < 0 or start < 0 or end < 0:
+            raise n.error(f"slicing the dynamic axis {axis} needs non-negative starts/ends")
+        if start == 0 and end >= 2**31 - 1 and step == 1:
+            return x
+        raise n.error(f"slicing the dynamic axis {axis} needs a static size")
+    start, end, _ = slice(start, end, step).indices(dim)
+    if step < 0:
+        idx = np.arange(start, end, step, dtype=np.int64)
+        return n.emit("gather", x, n.constant(idx, "i64"), axis=axis)
+    starts, limits, strides = [0] * len(s), list(s), [1] * len(s)
+    starts[axis], limits[axis], strides[axis] = start, max(start, end), step
+    if start == 0 and end >= dim and step == 1:
+        return x
+    return n.emit("slice", x, starts=starts, limits=limits, strides=strides)
+
+
+@converter("Slice", attrs=())
+def slice_(n: Node) -> Out:
+    x = n.input(0)
+    rank = len(shape(x))
+    starts, ends = n.const(1, "starts ").tolist(), n.const(2, "ends ").tolist()
+    axes = n.const(3, "axes ")
+    axes = _axes(n, axes.tolist() if axes is not None else range(len(starts)), rank)
+    steps = n.const(4, "steps ")
+    steps = steps.tolist() if steps is not None else [1] * len(starts)
+    for a, st, en, sp in zip(axes, starts, ends, steps, strict=True):
+        x = slice_axis(n, x, a, int(st), int(en), int(sp))
+    return [x]
+
+
+@converter("Split", attrs=("axis", "num_outputs", "split"))
+def split(n: Node) -> Out:
+    x = n.input(0)
+    axis = _axes(n, [n.attr("axis", 0)], len(shape(x)))[0]
+    dim = shape(x)[axis]
+    if dim == DYN:
+        raise n.error("Split of a dynamic axis is not supported")
+    sizes = n.attr("split") if "split" in n.attrs else n.const(1, "split ")
+    k = n.n_outputs
+    if sizes is None:
+        k = n.attr("num_outputs", k)
+        chunk = -(-dim // k)
+        sizes = [min(chunk, dim - i * chunk) for i in range(k)]
+    outs: Out = []
+    start = 0
+    for sz in [int(v) for v in sizes]:
+        outs.append(slice_axis(n, x, axis, start, start + sz, 1))
+        start += sz
+    return outs
+
+
+@converter("Shape", attrs=("start", "end"))
+def shape_(n: Node) -> Out:
+    s = shape(n.input(0))
+    sel = s[slice(n.attr("start", 0), n.attr("end", None))]
+    if DYN in sel:
+        raise n.error(f"Shape of a dynamic shape {list(s)} cannot be folded to a constant")
+    return [np.array(sel, np.int64)]
+
+
+@converter("Size", attrs=())
+def size(n: Node) -> Out:
+    return [np.array(prod(_static(n, n.input(0), "Size")), np.int64)]
+
+
+@converter("Constant", attrs=(
+    "value", "value_float", "value_floats", "value_int", "value_ints",
+))  # fmt: skip
+def constant(n: Node) -> Out:
+    (name, v), *_ = n.attrs.items()
+    if name == "value":
+        return [numpy_helper.to_array(v)]
+    dt = np.float32 if "float" in name else np.int64
+    return [np.array(v, dt)]
+
+
+@converter("ConstantOfShape", attrs=("value",))
+def constant_of_shape(n: Node) -> Out:
+    dims = [int(d) for d in n.const(0, "shape ")]
+    v = n.attr("value")
+    fill = numpy_helper.to_array(v).reshape(()) if v is not None else np.float32(0)
+    return [np.full(dims, fill, dtype=fill.dtype)]
+
+
+@converter("Range", attrs=())
+def range_(n: Node) -> Out:
+    start, limit, delta = (n.const(i, "") for i in range(3))
+    return [np.arange(start, limit, delta).astype(start.dtype)]
+
+
+@converter("Tile", attrs=())
+def tile(n: Node) -> Out:
+    x = n.input(0)
+    s = _static(n, x, "Tile")
+    reps = [int(r) for r in n.const(1, "repeats ")]
+    inter = [d for d in s for d in (1, d)]
+    big = [v for r, d in zip(reps, s, strict=True) for v in (r, d)]
+    y = n.typed("broadcast_to", n.reshape(x, inter), big)
+    return [n.reshape(y, [r * d for r, d in zip(reps, s, strict=True)])]
+
+
+@converter("DepthToSpace", "SpaceToDepth", attrs=("blocksize", "mode"))
+def depth_space(n: Node) -> Out:
+    x = n.input(0)
+    b_, c, h, w = _static(n, x, n.op_type)
+    bs = n.attr("blocksize")
+    if n.op_type == "SpaceToDepth":
+        y = n.reshape(x, [b_, c, h // bs, bs, w // bs, bs])
+        perm = [0, 3, 5, 1, 2, 4] if n.attr("mode", "DCR") == "DCR" else [0, 1, 3, 5, 2, 4]
+        y = n.emit("transpose", y, permutation=perm)
+        return [n.reshape(y, [b_, c * bs * bs, h // bs, w // bs])]
+    cc = c // (bs * bs)
+    if n.attr("mode", "DCR") == "DCR":
+        y, perm = n.reshape(x, [b_, bs, bs, cc, h, w]), [0, 3, 4, 1, 5, 2]
+    else:
+        y, perm = n.reshape(x, [b_, cc, bs, bs, h, w]), [0, 1, 4, 2, 5, 3]
+    y = n.emit("transpose", y, permutation=perm)
+    return [n.reshape(y, [b_, cc, h * bs, w * bs])]
+
+
+def _pad_index(mode: str, before: int, after: int, dim: int) -> np.ndarray:
+    i = np.arange(-before, dim + after)
+    if mode == "edge":
+        return np.clip(i, 0, dim - 1)
+    if mode == "wrap":
+        return np.mod(i, dim)
+    period = 2 * (dim - 1) if dim > 1 else 1
+    i = np.mod(i, period)
+    return np.where(i >= dim, period - i, i)  # reflect
+
+
+@converter("Pad", attrs=("mode",))
+def pad(n: Node) -> Out:
+    x = n.input(0)
+    s = _static(n, x, "Pad")
+    rank = len(s)
+    pads = [int(p) for p in n.const(1, "pads ")]
+    axes = n.const(3, "axes ")
+    axes = _axes(n, axes.tolist() if axes is not None else range(rank), rank)
+    mode = n.attr("mode", "constant")
+    cval = n.const(2, "constant_value ")
+    k = len(axes)
+    for a, before, after in zip(axes, pads[:k], pads[k:], strict=True):
+        if before < 0 or after < 0:
+            x = slice_axis(n, x, a, max(-before, 0), shape(x)[a] - max(-after, 0), 1)
+            before, after = max(before, 0), max(after, 0)
+        if before == after == 0:
+            continue
+        dim = shape(x)[a]
+        if mode != "constant":
+            idx = _pad_index(mode, before, after, dim)
+            x = n.emit("gather", x, n.constant(idx, "i64"), axis=a)
+            continue
+        parts = []
+        for width in (before, after):
+            bs = list(shape(x))
+            bs[a] = width
+            fill = cval.reshape(()) if cval is not None and cval.size else 0
+            parts.append(n.typed("broadcast_to", n.constant(fill, x), bs) if width else None)
+        x = n.emit("concat", *[p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
+    return [x]
+
+
+@converter("Trilu", attrs=("upper",))
+def trilu(n: Node) -> Out:
+    x = n.input(0)
+    s = _static(n, x, "Trilu")
+    k = n.const(1, "k ")
+    k = int(k) if k is not None else 0
+    rows, cols = np.arange(s[-2])[:, None], np.arange(s[-1])[None, :]
+    mask = cols - rows >= k if n.attr("upper", 1) else cols - rows <= k
+    return [n.emit("where", n.constant(mask, "bool"), x, n.constant(0, x))]

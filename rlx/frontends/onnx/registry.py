@@ -1,0 +1,40 @@
+"""The table of ONNX op converters (filled by the `ops_*` modules) and the import error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlx.frontends.onnx.importer import Node
+
+
+class OnnxImportError(ValueError):
+    """An ONNX model (or one of its nodes) that the importer cannot translate."""
+
+
+Converter = Callable[["Node"], Sequence[Any]]
+"""`fn(node) -> one value (SSAValue, np.ndarray constant, or None) per node output`."""
+
+CONVERTERS: dict[str, tuple[Converter, frozenset[str] | None]] = {}
+
+
+def converter(
+    *op_types: str, attrs: Iterable[str] | None = None
+) -> Callable[[Converter], Converter]:
+    """Register `fn` for `op_types`; `attrs` lists the accepted ONNX attributes (None: any)."""
+    allowed = None if attrs is None else frozenset(attrs)
+
+    def deco(fn: Converter) -> Converter:
+        for t in op_types:
+            CONVERTERS[t] = (fn, allowed)
+        return fn
+
+    return deco
+
+
+def supported_ops() -> frozenset[str]:
+    """ONNX op types (default domain) the importer has a converter for."""
+    import rlx.frontends.onnx  # noqa: F401  (registers the converters)
+
+    return frozenset(CONVERTERS)
