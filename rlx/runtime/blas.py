@@ -5,12 +5,11 @@
 addresses as the JIT symbols `rlx_blas_sgemm`/`rlx_blas_dgemm` (llvmlite `add_symbol`);
 the matmul lowering then calls them (`rlx.lowering.rlx_to_linalg.matmul.blas_gemm`).
 
-Opt-in (`RLX_BLAS=1`): MCJIT cannot load code that references a symbol nobody published
-(every external of the module, `malloc` included, is then left unresolved and the first
-call crashes), and object code restored from the on-disk compile cache by a fresh process
-is loaded without running the lowering. Until the loaders (`JitModule`, `ObjectModule`)
-call `register()` themselves, a process that enables BLAS must call `register()` before
-loading cached code, and should use its own `RLX_CACHE_DIR`.
+On by default when SciPy is installed; `RLX_BLAS=0` turns it off (the loop-nest matmul is
+used). MCJIT cannot load code that references a symbol nobody published (every external of
+the module, `malloc` included, is then left unresolved), so both loaders (`JitModule` and
+the compile cache's `ObjectModule`) call `register()` first, and the compile-cache key
+records whether BLAS was available, so cached code is never loaded where it is not.
 """
 
 from __future__ import annotations
@@ -28,8 +27,8 @@ _ADDRESSES: dict[str, int] | None = None
 
 
 def enabled() -> bool:
-    """True when `RLX_BLAS` is set to 1/true/yes/on."""
-    return os.environ.get("RLX_BLAS", "0").strip().lower() in ("1", "true", "yes", "on")
+    """False when `RLX_BLAS` is 0/false/no/off; on by default."""
+    return os.environ.get("RLX_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _capsule_pointer(capsule: object) -> int:

@@ -109,7 +109,11 @@ def host_cpu() -> str:
 
 def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -> str:
     h = hashlib.sha256()
-    for part in (module_text, options_key(opts), entry, backend, code_fingerprint(), host_cpu()):
+    from rlx.runtime import blas
+
+    # Code compiled where BLAS was available calls it: never load it where it is not.
+    blas_key = f"blas={blas.available('f32')},{blas.available('f64')}"
+    for part in (module_text, options_key(opts), entry, backend, code_fingerprint(), host_cpu(), blas_key):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -265,6 +269,9 @@ class ObjectModule:
     (`address`, `llvm_ir`, `asm`) without re-running LLVM. Keep it alive while calling."""
 
     def __init__(self, obj: bytes, llvm_ir: str) -> None:
+        from rlx.runtime import blas
+
+        blas.register()  # cached code may call the BLAS symbols: publish them first
         llvm, lock, tm = _llvm()
         with lock:
             empty = llvm.parse_assembly("")

@@ -733,6 +733,9 @@ class JitModule:
         features: str | None = None,
         unroll: bool = False,
     ) -> None:
+        from rlx.runtime import blas
+
+        blas.register()  # generated matmuls may call the BLAS symbols: publish them first
         with _LOCK:
             _initialise()
             self.cpu = cpu if cpu is not None else llvm_binding.get_host_cpu_name()

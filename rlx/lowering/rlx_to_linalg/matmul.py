@@ -5,13 +5,30 @@ so the inner loop streams a row of b and of the output with unit stride and LLVM
 vectorize it; batch dims follow NumPy broadcasting (a size-1 batch dim maps to 0). The sum
 uses reassoc+contract. f16/bf16 accumulate in an f32 scratch buffer; epilogues (bias,
 activation, swiglu gating, narrowing) are one more elementwise generic.
+
+Fast path (`blas_gemm`): an f32/f64 matmul of contiguous buffers with at least
+`BLAS_MIN_MNK` multiply-adds calls the platform BLAS (`rlx.runtime.blas`: SciPy's
+sgemm/dgemm, Fortran ABI, row-major via C^T = B^T A^T) once per batch, or once for all
+batches when b has no batch dims. It is taken only when `rlx.runtime.blas.register()`
+published the symbol (opt-in, `RLX_BLAS=1`; see there why); otherwise the loop nest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    IndexType,
+    MemRefType,
+    NoneAttr,
+    i8,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from rlx.dialects.rlx.base import attr_bool, attr_str
@@ -31,6 +48,10 @@ from rlx.lowering.rlx_to_linalg.kernel import (
     is_float_t,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.kernels import Kernels
+
+BLAS_MIN_MNK = 32 * 32 * 32
+"""Smallest M*N*K (per GEMM) sent to BLAS; below it the loop nest is cheaper."""
 
 
 def mm_maps(
@@ -71,10 +92,114 @@ def matmul_into(kb: KernelBuilder, a: SSAValue, b: SSAValue, acc: SSAValue) -> N
     )
 
 
+def _blas_dtype(*vals: SSAValue) -> str | None:
+    """Element type "f32"/"f64" when every buffer has that element type and an identity layout."""
+    kinds = set()
+    for v in vals:
+        t = v.type
+        if not isinstance(t, MemRefType) or not isinstance(t.layout, NoneAttr):
+            return None
+        e = t.element_type
+        kinds.add(
+            "f32" if isinstance(e, Float32Type) else "f64" if isinstance(e, Float64Type) else ""
+        )
+    return kinds.pop() if len(kinds) == 1 and "" not in kinds else None
+
+
+def _declare(
+    kb: KernelBuilder, name: str, ins: Sequence[Attribute], outs: Sequence[Attribute]
+) -> bool:
+    """Declare external function `name` in the kernel's module (False if no module)."""
+    owner = getattr(kb._globals, "__self__", None)  # the Kernels registry building this kernel
+    if not isinstance(owner, Kernels):
+        return False
+    for o in owner.module.ops:
+        if isinstance(o, func.FuncOp) and o.sym_name.data == name:
+            return True
+    owner.module.body.block.add_op(func.FuncOp.external(name, list(ins), list(outs)))
+    owner.symbols.add(name)
+    return True
+
+
+def _ptr(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
+    return kb.v(memref.ExtractAlignedPointerAsIndexOp.get(mem))
+
+
+def _strides(shp: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shp):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def blas_gemm(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> bool:
+    """Emit out = a @ b as BLAS GEMM call(s); False (nothing emitted) when the operands do
+    not qualify: not all f32 or all f64, strided, too small, or BLAS not enabled/found."""
+    from rlx.runtime.blas import SYMBOLS, available
+
+    dtype = _blas_dtype(a, b, out)
+    sa, sb, so = list(shape(a)), list(shape(b)), list(shape(out))
+    if dtype is None or len(sa) < 2 or len(sb) < 2:
+        return False
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    if m * n * k < BLAS_MIN_MNK or max(m * prod(so[:-2]), n, k) >= 2**31:
+        return False
+    if not available(dtype):
+        return False
+    idx = IndexType()
+    if not _declare(kb, SYMBOLS[dtype], [idx] * 13, []):
+        return False
+    et = elem(out)
+    bo = so[:-2]
+    nb = len(bo)
+    pa, pb = [1] * (nb - len(sa) + 2) + sa[:-2], [1] * (nb - len(sb) + 2) + sb[:-2]
+    collapse = all(d == 1 for d in pb) and pa == bo  # one GEMM over all rows of a
+    gm = m * prod(bo) if collapse else m
+    ints = {name: kb.scratch([1], i32) for name in ("m", "n", "k", "lda", "ldb", "ldc")}
+    scal = {name: kb.scratch([1], et) for name in ("alpha", "beta")}
+    trans = _ptr(kb, kb.table([ord("N")], i8))
+    esize = 4 if dtype == "f32" else 8
+
+    for name, v in (("m", n), ("n", gm), ("k", k), ("lda", n), ("ldb", k), ("ldc", n)):
+        kb.store(kb.const(v, i32), ints[name], [0])
+    kb.store(kb.const(1.0, et), scal["alpha"], [0])
+    kb.store(kb.const(0.0, et), scal["beta"], [0])
+    p = {nm: _ptr(kb, v) for nm, v in (*ints.items(), *scal.items())}
+    base = [_ptr(kb, a), _ptr(kb, b), _ptr(kb, out)]
+
+    def call(ptrs: Sequence[SSAValue]) -> None:
+        pa_, pb_, po_ = ptrs
+        args = [trans, trans, p["m"], p["n"], p["k"], p["alpha"], pb_, p["lda"],
+                pa_, p["ldb"], p["beta"], po_, p["ldc"]]  # fmt: skip
+        kb.add(func.CallOp(SYMBOLS[dtype], args, []))
+
+    if collapse or nb == 0:
+        call(base)
+        return True
+    strides = [
+        [s if d != 1 else 0 for s, d in zip(_strides(padded), padded, strict=True)]
+        for padded in (pa, pb, bo)
+    ]
+    mats = [m * k, k * n, m * n]
+    with kb.nest(bo) as ivs:
+        ptrs = []
+        for ptr0, st, mat in zip(base, strides, mats, strict=True):
+            off: SSAValue | int = 0
+            for iv, s in zip(ivs, st, strict=True):
+                if s:
+                    off = kb.iadd(off, kb.imul(iv, s * mat * esize))
+            ptrs.append(kb.iadd(ptr0, off))
+        call(ptrs)
+    return True
+
+
 def emit_matmul(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     out = outs[0]
+    if blas_gemm(kb, ins[0], ins[1], out):
+        return
     acc = accumulator(kb, out)
     matmul_into(kb, ins[0], ins[1], acc)
     if acc is not out:
@@ -90,7 +215,8 @@ def emit_fused_matmul_bias_act(
     x, w, bias = ins
     out = outs[0]
     acc = accumulator(kb, out)
-    matmul_into(kb, x, w, acc)
+    if not (acc is out and blas_gemm(kb, x, w, out)):
+        matmul_into(kb, x, w, acc)
     n = len(shape(out))
     bmap = bcast_map(shape(bias), shape(out))
     if acc is out:
@@ -127,12 +253,13 @@ def emit_fused_swiglu(
     x, wg, wu = ins
     ag = accumulator(kb, out)
     au = kb.scratch(shape(out), elem(ag))
-    kb.fill(ag, 0.0)
-    kb.fill(au, 0.0)
-    a_map, g_map, o_map, iters = mm_maps(shape(x), shape(wg), shape(out))
-    u_map = mm_maps(shape(x), shape(wu), shape(out))[1]
-    kb.generic([x, wg, wu], [ag, au], [a_map, g_map, u_map, o_map, o_map], iters,
-               lambda xv, g, u, agv, auv: [mac(kb, agv, xv, g), mac(kb, auv, xv, u)])  # fmt: skip
+    if not (ag is out and blas_gemm(kb, x, wg, ag) and blas_gemm(kb, x, wu, au)):
+        kb.fill(ag, 0.0)
+        kb.fill(au, 0.0)
+        a_map, g_map, o_map, iters = mm_maps(shape(x), shape(wg), shape(out))
+        u_map = mm_maps(shape(x), shape(wu), shape(out))[1]
+        kb.generic([x, wg, wu], [ag, au], [a_map, g_map, u_map, o_map, o_map], iters,
+                   lambda xv, g, u, agv, auv: [mac(kb, agv, xv, g), mac(kb, auv, xv, u)])  # fmt: skip
     ins2 = [ag, au] if ag is not out else [au]
 
     def epi(*a: SSAValue) -> list[SSAValue]:

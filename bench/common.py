@@ -1,0 +1,235 @@
+"""Workloads and timing shared by bench/ops.py and bench/peers.py.
+
+`BENCH_THREADS=N` (the scripts' `--threads N`) caps BLAS, onnxruntime and torch at N
+threads; it must be set before this module is imported. Each `Workload` builds the same computation as an rlx.Graph and as NumPy (f32), with its
+inputs, params and FLOP count. `RLX_BLAS=1` is set (before anything compiles) so the
+matmuls take the BLAS path, and the compile cache goes to a private directory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+THREADS = int(os.environ.get("BENCH_THREADS", "0") or 0)
+"""Threads of every peer and of BLAS (0: their defaults); set by --threads."""
+if THREADS:
+    for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_v] = str(THREADS)
+os.environ.setdefault("RLX_BLAS", "1")
+os.environ.setdefault("RLX_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlx-bench-cache"))
+
+import numpy as np  # noqa: E402
+from scipy.special import erf  # noqa: E402
+
+import rlx  # noqa: E402
+from rlx.runtime import blas  # noqa: E402
+
+blas.register()
+
+Arrays = dict[str, np.ndarray]
+
+
+@dataclass
+class Workload:
+    """One benchmark case: `build(g)` adds inputs/params/outputs to an rlx.Graph;
+    `numpy(inputs, params)` computes the same output."""
+
+    name: str
+    build: Callable[[rlx.Graph], None]
+    numpy: Callable[[Arrays, Arrays], np.ndarray]
+    inputs: Arrays
+    params: Arrays = field(default_factory=dict)
+    flops: float = 0.0
+    tags: dict[str, object] = field(default_factory=dict)
+
+
+def rng_arrays(seed: int, **shapes: tuple[int, ...]) -> Arrays:
+    r = np.random.default_rng(seed)
+    return {k: (r.standard_normal(s) * (1 / math.sqrt(s[0]) if len(s) == 2 and k.startswith("w") else 1)).astype(np.float32) for k, s in shapes.items()}  # fmt: skip
+
+
+def np_gelu(x: np.ndarray) -> np.ndarray:
+    return (0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2))))).astype(np.float32)
+
+
+def np_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    xc = x - mu
+    return xc / np.sqrt((xc * xc).mean(-1, keepdims=True) + np.float32(eps)) * g + b
+
+
+def workloads(quick: bool) -> list[Workload]:
+    """Elementwise chain, softmax, layer_norm, matmul, 2-layer MLP, BERT-like encoder layer."""
+    s = 2 if quick else 1
+    out: list[Workload] = []
+
+    n = 4096 // s
+    ew = rng_arrays(1, x=(n, n), a=(n,), b=(n,))
+
+    def b_ew(g: rlx.Graph) -> None:
+        x = g.input("x", (n, n))
+        g.output(g.gelu(g.add(g.mul(x, g.param("a", (n,))), g.param("b", (n,)))))
+
+    out.append(Workload(f"gelu(x*a+b) {n}x{n}", b_ew, lambda i, p: np_gelu(i["x"] * p["a"] + p["b"]),
+                        {"x": ew["x"]}, {"a": ew["a"], "b": ew["b"]}))  # fmt: skip
+
+    ns = 2048 // s
+
+    def b_sm(g: rlx.Graph) -> None:
+        g.output(g.softmax(g.input("x", (ns, ns)), axis=-1))
+
+    out.append(
+        Workload(
+            f"softmax {ns}x{ns}", b_sm, lambda i, p: np_softmax(i["x"]), rng_arrays(2, x=(ns, ns))
+        )
+    )
+
+    r, h = 8192 // s, 768
+    ln = rng_arrays(3, x=(r, h), g=(h,), b=(h,))
+
+    def b_ln(g: rlx.Graph) -> None:
+        x = g.input("x", (r, h))
+        g.output(g.layer_norm(x, g.param("g", (h,)), g.param("b", (h,)), epsilon=1e-5))
+
+    out.append(Workload(f"layer_norm {r}x{h}", b_ln, lambda i, p: np_layer_norm(i["x"], p["g"], p["b"]),
+                        {"x": ln["x"]}, {"g": ln["g"], "b": ln["b"]}))  # fmt: skip
+
+    m = 1024 // s
+    mm = rng_arrays(4, x=(m, m), w=(m, m))
+
+    def b_mm(g: rlx.Graph) -> None:
+        g.output(g.matmul(g.input("x", (m, m)), g.param("w", (m, m))))
+
+    out.append(Workload(f"matmul {m}^3", b_mm, lambda i, p: i["x"] @ p["w"], {"x": mm["x"]}, {"w": mm["w"]},
+                        2.0 * m**3, {"matmul": True}))  # fmt: skip
+
+    t, d, f = 256, 768, 3072
+    mlp = rng_arrays(5, x=(t, d), w1=(d, f), b1=(f,), w2=(f, d), b2=(d,))
+
+    def b_mlp(g: rlx.Graph) -> None:
+        x = g.input("x", (t, d))
+        hdn = g.gelu(g.add(g.matmul(x, g.param("w1", (d, f))), g.param("b1", (f,))))
+        g.output(g.add(g.matmul(hdn, g.param("w2", (f, d))), g.param("b2", (d,))))
+
+    def np_mlp(i: Arrays, p: Arrays) -> np.ndarray:
+        return np_gelu(i["x"] @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    out.append(Workload(f"mlp {t}x{d}-{f}-{d}", b_mlp, np_mlp, {"x": mlp["x"]},
+                        {k: v for k, v in mlp.items() if k != "x"}, 4.0 * t * d * f))  # fmt: skip
+
+    out.append(encoder_layer())
+    return out
+
+
+ENC = {"seq": 128, "hidden": 384, "heads": 12, "ffn": 1536}
+
+
+def encoder_layer() -> Workload:
+    """Post-LN BERT layer: QKV, softmax(QK^T/sqrt(d))V, out proj + residual + LN, GELU FFN
+    + residual + LN (seq 128, hidden 384, 12 heads, FFN 1536)."""
+    sq, h, nh, ff = ENC["seq"], ENC["hidden"], ENC["heads"], ENC["ffn"]
+    hd = h // nh
+    shapes = {"x": (sq, h), "wq": (h, h), "bq": (h,), "wk": (h, h), "bk": (h,), "wv": (h, h),
+              "bv": (h,), "wo": (h, h), "bo": (h,), "g1": (h,), "be1": (h,), "w1": (h, ff),
+              "b1": (ff,), "w2": (ff, h), "b2": (h,), "g2": (h,), "be2": (h,)}  # fmt: skip
+    arr = rng_arrays(6, **shapes)
+    scale = np.float32(1 / math.sqrt(hd))
+
+    def build(g: rlx.Graph) -> None:
+        x = g.input("x", (sq, h))
+        p = {k: g.param(k, v) for k, v in shapes.items() if k != "x"}
+
+        def dense(t: rlx.Value, w: str, b: str) -> rlx.Value:
+            return g.add(g.matmul(t, p[w]), p[b])
+
+        def heads(t: rlx.Value) -> rlx.Value:
+            return g.transpose(g.reshape(t, (sq, nh, hd)), permutation=[1, 0, 2])
+
+        q, k, v = (
+            heads(dense(x, "wq", "bq")),
+            heads(dense(x, "wk", "bk")),
+            heads(dense(x, "wv", "bv")),
+        )
+        kt = g.transpose(k, permutation=[0, 2, 1])
+        sc = g.mul(g.matmul(q, kt), g.constant(np.array(scale, np.float32)))
+        ctx = g.matmul(g.softmax(sc, axis=-1), v)
+        ctx = g.reshape(g.transpose(ctx, permutation=[1, 0, 2]), (sq, h))
+        h1 = g.layer_norm(g.add(dense(ctx, "wo", "bo"), x), p["g1"], p["be1"], epsilon=1e-12)
+        f = dense(g.gelu(dense(h1, "w1", "b1")), "w2", "b2")
+        g.output(g.layer_norm(g.add(f, h1), p["g2"], p["be2"], epsilon=1e-12))
+
+    def ref(i: Arrays, p: Arrays) -> np.ndarray:
+        x = i["x"]
+
+        def heads(t: np.ndarray) -> np.ndarray:
+            return t.reshape(sq, nh, hd).transpose(1, 0, 2)
+
+        q, k, v = (heads(x @ p[w] + p[b]) for w, b in (("wq", "bq"), ("wk", "bk"), ("wv", "bv")))
+        ctx = (np_softmax(q @ k.transpose(0, 2, 1) * scale) @ v).transpose(1, 0, 2).reshape(sq, h)
+        h1 = np_layer_norm(ctx @ p["wo"] + p["bo"] + x, p["g1"], p["be1"], 1e-12)
+        f = np_gelu(h1 @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+        return np_layer_norm(f + h1, p["g2"], p["be2"], 1e-12)
+
+    flops = 2.0 * sq * h * h * 4 + 2.0 * 2 * sq * sq * h + 2.0 * 2 * sq * h * ff
+    return Workload(f"encoder layer s{sq} h{h} nh{nh} ff{ff}", build, ref, {"x": arr["x"]},
+                    {k: v for k, v in arr.items() if k != "x"}, flops, {"encoder": True})  # fmt: skip
+
+
+def median_s(fn: Callable[[], object], reps: int, budget_s: float = 10.0) -> float:
+    """Median wall time of `fn()` over `reps` runs (after one warm-up; fewer if over budget)."""
+    fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if time.perf_counter() - start > budget_s and len(times) >= 3:
+            break
+    return statistics.median(times)
+
+
+def compile_rlx(w: Workload) -> tuple[rlx.CompiledGraph, float]:
+    """rlx.compile the workload with its params set; (graph, compile seconds)."""
+    g = rlx.Graph()
+    w.build(g)
+    t0 = time.perf_counter()
+    c = rlx.compile(g)
+    dt = time.perf_counter() - t0
+    c.set_params(w.params)
+    return c, dt
+
+
+def run_rlx(c: rlx.CompiledGraph, w: Workload) -> Callable[[], np.ndarray]:
+    ins = list(w.inputs.values())
+    return lambda: c.run(*ins)[0]
+
+
+def max_err(a: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.max(np.abs(np.asarray(a, np.float64) - ref.astype(np.float64))))
+
+
+def machine() -> dict[str, object]:
+    """Date, commit, load and CPU of this run."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    except OSError:
+        commit = "?"
+    return {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit,
+            "load": os.getloadavg(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+            "numpy": np.__version__, "threads": THREADS or "default", "rlx_blas": bool(blas.available("f32"))}  # fmt: skip

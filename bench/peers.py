@@ -1,0 +1,289 @@
+"""RLX against its peers on the same workloads, in one process.
+
+    .venv/bin/python bench/peers.py [--quick] [--reps N] [--json PATH]
+
+Peers: NumPy (always), onnxruntime (graphs built with onnx.helper) and PyTorch (CPU, eager,
+no_grad) when installed (`pip install -e .[bench]`). Prints, per workload, the median run
+time of each, the ratio RLX / best peer (< 1: RLX faster) and each one's max |error|
+against NumPy; writes everything to bench/peers.json (gitignored). Also times the cold
+compile and a cache hit of the encoder layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if "--threads" in sys.argv[:-1]:  # before numpy/BLAS are loaded (bench/common.py)
+    os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+
+from common import (
+    ENC,
+    THREADS,
+    Workload,
+    compile_rlx,
+    machine,
+    max_err,
+    median_s,
+    run_rlx,
+    workloads,
+)
+
+import numpy as np  # isort: skip
+
+Runner = Callable[[], np.ndarray]
+
+
+# ----------------------------------------------------------------------------- onnxruntime
+def _onnx_model(w: Workload) -> object | None:
+    """The workload as an ONNX graph (opset 17), or None if not expressible here."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[object] = []
+    inits = [numpy_helper.from_array(v, k) for k, v in w.params.items()]
+    n = [0]
+
+    def node(op: str, ins: list[str], **attrs: object) -> str:
+        n[0] += 1
+        out = f"t{n[0]}"
+        nodes.append(helper.make_node(op, ins, [out], **attrs))
+        return out
+
+    def const(v: float) -> str:
+        name = f"c{len(inits)}"
+        inits.append(numpy_helper.from_array(np.array(v, np.float32), name))
+        return name
+
+    def gelu(x: str) -> str:  # 0.5 x (1 + erf(x / sqrt 2))
+        e = node("Erf", [node("Mul", [x, const(1 / math.sqrt(2))])])
+        return node("Mul", [node("Mul", [x, const(0.5)]), node("Add", [e, const(1.0)])])
+
+    def ln(x: str, g: str, b: str, eps: float) -> str:
+        return node("LayerNormalization", [x, g, b], axis=-1, epsilon=eps)
+
+    name = w.name.split()[0]
+    if name.startswith("gelu"):
+        y = gelu(node("Add", [node("Mul", ["x", "a"]), "b"]))
+    elif name == "softmax":
+        y = node("Softmax", ["x"], axis=-1)
+    elif name == "layer_norm":
+        y = ln("x", "g", "b", 1e-5)
+    elif name == "matmul":
+        y = node("MatMul", ["x", "w"])
+    elif name == "mlp":
+        y = node(
+            "Add",
+            [node("MatMul", [gelu(node("Add", [node("MatMul", ["x", "w1"]), "b1"])), "w2"]), "b2"],
+        )
+    elif name == "encoder":
+        sq, h, nh = ENC["seq"], ENC["hidden"], ENC["heads"]
+        hd = h // nh
+        inits.append(numpy_helper.from_array(np.array([sq, nh, hd], np.int64), "shp3"))
+        inits.append(numpy_helper.from_array(np.array([sq, h], np.int64), "shp2"))
+
+        def dense(t: str, wn: str, bn: str) -> str:
+            return node("Add", [node("MatMul", [t, wn]), bn])
+
+        def heads(t: str) -> str:
+            return node("Transpose", [node("Reshape", [t, "shp3"])], perm=[1, 0, 2])
+
+        q, k, v = (heads(dense("x", a, b)) for a, b in (("wq", "bq"), ("wk", "bk"), ("wv", "bv")))
+        sc = node(
+            "Mul",
+            [node("MatMul", [q, node("Transpose", [k], perm=[0, 2, 1])]), const(1 / math.sqrt(hd))],
+        )
+        ctx = node("MatMul", [node("Softmax", [sc], axis=-1), v])
+        ctx = node("Reshape", [node("Transpose", [ctx], perm=[1, 0, 2]), "shp2"])
+        h1 = ln(node("Add", [dense(ctx, "wo", "bo"), "x"]), "g1", "be1", 1e-12)
+        f = dense(gelu(dense(h1, "w1", "b1")), "w2", "b2")
+        y = ln(node("Add", [f, h1]), "g2", "be2", 1e-12)
+    else:
+        return None
+    x = w.inputs["x"]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)],
+        initializer=inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def ort_runner(w: Workload) -> Runner | None:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    model = _onnx_model(w)
+    if model is None:
+        return None
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if THREADS:
+        so.intra_op_num_threads = so.inter_op_num_threads = THREADS
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])  # type: ignore[attr-defined]
+    feed = {"x": w.inputs["x"]}
+    return lambda: sess.run(None, feed)[0]
+
+
+# ----------------------------------------------------------------------------- torch
+def torch_runner(w: Workload) -> Runner | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    import torch.nn.functional as F
+
+    if THREADS:
+        torch.set_num_threads(THREADS)
+
+    t = {k: torch.from_numpy(v) for k, v in {**w.inputs, **w.params}.items()}
+    name = w.name.split()[0]
+    if name.startswith("gelu"):
+        fn = lambda: F.gelu(t["x"] * t["a"] + t["b"])  # noqa: E731
+    elif name == "softmax":
+        fn = lambda: torch.softmax(t["x"], -1)  # noqa: E731
+    elif name == "layer_norm":
+        fn = lambda: F.layer_norm(t["x"], (t["x"].shape[-1],), t["g"], t["b"], 1e-5)  # noqa: E731
+    elif name == "matmul":
+        fn = lambda: t["x"] @ t["w"]  # noqa: E731
+    elif name == "mlp":
+        fn = lambda: F.gelu(t["x"] @ t["w1"] + t["b1"]) @ t["w2"] + t["b2"]  # noqa: E731
+    elif name == "encoder":
+        sq, h, nh = ENC["seq"], ENC["hidden"], ENC["heads"]
+        hd = h // nh
+
+        def fn() -> object:
+            x = t["x"]
+
+            def heads(a: object) -> object:
+                return a.reshape(sq, nh, hd).transpose(0, 1)  # type: ignore[attr-defined]
+
+            q, k, v = (
+                heads(x @ t[a] + t[b]) for a, b in (("wq", "bq"), ("wk", "bk"), ("wv", "bv"))
+            )
+            ctx = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(hd), -1) @ v
+            ctx = ctx.transpose(0, 1).reshape(sq, h)
+            h1 = F.layer_norm(ctx @ t["wo"] + t["bo"] + x, (h,), t["g1"], t["be1"], 1e-12)
+            f = F.gelu(h1 @ t["w1"] + t["b1"]) @ t["w2"] + t["b2"]
+            return F.layer_norm(f + h1, (h,), t["g2"], t["be2"], 1e-12)
+    else:
+        return None
+
+    def run() -> np.ndarray:
+        with torch.no_grad():
+            return fn().numpy()  # type: ignore[attr-defined]
+
+    return run
+
+
+# ----------------------------------------------------------------------------- main
+def compile_times(reps: int) -> dict[str, float]:
+    """Encoder layer compile (s): cache miss (empty cache dir and memory), disk hit (memory
+    cleared) and memory hit; medians over `reps`, in this already warmed-up process."""
+    import rlx
+    from rlx.runtime.cache import CACHE
+
+    w = next(x for x in workloads(True) if x.tags.get("encoder"))
+    old = os.environ.get("RLX_CACHE_DIR")
+    out: dict[str, list[float]] = {
+        "encoder_cold_s": [],
+        "encoder_disk_hit_s": [],
+        "encoder_memory_hit_s": [],
+    }
+
+    def once() -> float:
+        g = rlx.Graph()
+        w.build(g)
+        t0 = time.perf_counter()
+        rlx.compile(g)
+        return time.perf_counter() - t0
+
+    try:
+        for _ in range(reps):
+            d = tempfile.mkdtemp(prefix="rlx-bench-cold-")
+            os.environ["RLX_CACHE_DIR"] = d
+            CACHE.clear_memory()
+            out["encoder_cold_s"].append(once())
+            CACHE.clear_memory()
+            out["encoder_disk_hit_s"].append(once())
+            out["encoder_memory_hit_s"].append(once())
+            shutil.rmtree(d, ignore_errors=True)
+    finally:
+        if old is None:
+            os.environ.pop("RLX_CACHE_DIR", None)
+        else:
+            os.environ["RLX_CACHE_DIR"] = old
+    return {k: float(np.median(v)) for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument(
+        "--threads", type=int, default=0, help="cap BLAS/peers at N threads (0: default)"
+    )
+    ap.add_argument("--json", default=str(Path(__file__).with_name("peers.json")))
+    args = ap.parse_args()
+    reps = args.reps or (5 if args.quick else 20)
+    info = machine()
+    print(info)
+    rows: list[dict[str, object]] = []
+    peers = ("numpy", "onnxruntime", "torch")
+    print(
+        f"{'workload':36} {'rlx ms':>9} "
+        + " ".join(f"{p + ' ms':>14}" for p in peers)
+        + f" {'rlx/best':>8}  max err (rlx, ort, torch)"
+    )
+    for w in workloads(args.quick):
+        ref = w.numpy(w.inputs, w.params)
+        c, _ = compile_rlx(w)
+        runners: dict[str, Runner | None] = {
+            "rlx": run_rlx(c, w),
+            "numpy": lambda w=w: w.numpy(w.inputs, w.params),
+            "onnxruntime": ort_runner(w),
+            "torch": torch_runner(w),
+        }
+        ms: dict[str, float | None] = {}
+        err: dict[str, float | None] = {}
+        for k, fn in runners.items():
+            if fn is None:
+                ms[k] = err[k] = None
+                continue
+            err[k] = max_err(fn(), ref)
+            ms[k] = median_s(fn, reps) * 1e3
+        best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
+        ratio = ms["rlx"] / best  # type: ignore[operator]
+        row = {"workload": w.name, "ms": ms, "max_err": err, "ratio_to_best_peer": ratio}
+        if w.flops:
+            row["gflops"] = {k: w.flops / v * 1e-6 for k, v in ms.items() if v}
+        rows.append(row)
+        cells = " ".join(
+            f"{v:14.3f}" if v is not None else f"{'-':>14}" for v in (ms[p] for p in peers)
+        )
+        errs = ", ".join(
+            "-" if err[k] is None else f"{err[k]:.1e}" for k in ("rlx", "onnxruntime", "torch")
+        )
+        print(f"{w.name:36} {ms['rlx']:9.3f} {cells} {ratio:8.2f}  {errs}")
+    ct = compile_times(3)
+    print(
+        f"encoder layer compile: cold {ct['encoder_cold_s']:.2f} s, disk cache hit "
+        f"{ct['encoder_disk_hit_s'] * 1e3:.1f} ms, memory hit {ct['encoder_memory_hit_s'] * 1e3:.1f} ms"
+    )
+    Path(args.json).write_text(
+        json.dumps({"machine": info, "quick": args.quick, "rows": rows, "compile": ct}, indent=1)
+    )
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
