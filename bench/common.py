@@ -2,8 +2,8 @@
 
 `BENCH_THREADS=N` (the scripts' `--threads N`) caps BLAS, onnxruntime and torch at N
 threads; it must be set before this module is imported. Each `Workload` builds the same computation as an rlx.Graph and as NumPy (f32), with its
-inputs, params and FLOP count. `RLX_BLAS=1` is set (before anything compiles) so the
-matmuls take the BLAS path, and the compile cache goes to a private directory.
+inputs, params and FLOP count. The compile cache goes to a private
+directory.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ THREADS = int(os.environ.get("BENCH_THREADS", "0") or 0)
 if THREADS:
     for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[_v] = str(THREADS)
-os.environ.setdefault("RLX_BLAS", "1")
 os.environ.setdefault("RLX_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlx-bench-cache"))
 
 import numpy as np  # noqa: E402
