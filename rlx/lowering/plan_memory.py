@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
     i8,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -66,9 +66,8 @@ class Buffer:
         return self.start <= other.end and other.start <= self.end
 
 
-def _top_level(op: Operation, body: list[Operation]) -> Operation:
+def _top_level(op: Operation, block: Block) -> Operation:
     """The ancestor of `op` that sits directly in the function's entry block."""
-    block = body[0].parent_block()
     while op.parent_block() is not block:
         parent = op.parent_op()
         assert parent is not None
@@ -97,19 +96,37 @@ def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
+_BUCKET = 64
+"""Time-bucket width (top-level op positions) of the interval index in `assign_offsets`."""
+
+
 def assign_offsets(buffers: list[Buffer], alignment: int) -> int:
-    """Greedy first fit, largest first; returns the arena size in bytes."""
-    placed: list[Buffer] = []
+    """Greedy first fit, largest first; returns the arena size in bytes.
+
+    Placed buffers are indexed by the `_BUCKET`-wide time buckets their lifetime touches,
+    so finding the ones live at the same time as the next buffer costs about the number of
+    buffers live around it, not the number placed so far (the plain scan is quadratic:
+    seconds at 5k buffers)."""
+    buckets: dict[int, list[tuple[int, int, Buffer]]] = {}
     total = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.start)):
-        live = sorted((p for p in placed if p.overlaps(b)), key=lambda p: p.offset)
+    for i, b in enumerate(sorted(buffers, key=lambda b: (-b.size, b.start))):
+        seen: set[int] = set()
+        live: list[tuple[int, int, Buffer]] = []
+        for k in range(b.start // _BUCKET, b.end // _BUCKET + 1):
+            for entry in buckets.get(k, ()):
+                if entry[1] not in seen:
+                    seen.add(entry[1])
+                    if entry[2].overlaps(b):
+                        live.append(entry)
+        live.sort(key=lambda e: (e[0], e[1]))  # by offset, then placement order
         off = 0
-        for p in live:
+        for _, _, p in live:
             if off + b.size <= p.offset:
                 break
             off = max(off, align_up(p.offset + p.size, alignment))
         b.offset = off
-        placed.append(b)
+        for k in range(b.start // _BUCKET, b.end // _BUCKET + 1):
+            buckets.setdefault(k, []).append((off, i, b))
         total = max(total, off + b.size)
     return align_up(total, alignment) if total else 0
 
@@ -130,16 +147,23 @@ def plan_function(f: func.FuncOp, alignment: int) -> tuple[int, int]:
                 f"plan-memory: cannot plan the dynamically sized {t} in @{f.sym_name.data}"
             )
         deallocs: list[Operation] = []
-        users = [pos[_top_level(u, body)] for u in _uses(op.memref, deallocs)]
+        users = [pos[_top_level(u, block)] for u in _uses(op.memref, deallocs)]
         start, end = (min(users), max(users)) if users else (pos[op], pos[op])
         buffers.append(Buffer(op, nbytes(t), start, end, deallocs=deallocs))
     arena_bytes = assign_offsets(buffers, alignment)
     arena_t = MemRefType(i8, [arena_bytes])
     arena = block.insert_arg(arena_t, len(block.args))
     arena.name_hint = "arena"
+    index = IndexType()
     for b in buffers:
-        off = arith.ConstantOp(IntegerAttr(b.offset, IndexType()))
-        view = memref.ViewOp(arena, off, [], b.alloc.memref.type)  # type: ignore[arg-type]
+        # `arith.ConstantOp(IntegerAttr(off, index))` and `memref.ViewOp(arena, off, [], t)`,
+        # built with `create`: xDSL's generated constructors cost ~1 ms each.
+        off = arith.ConstantOp.create(
+            result_types=[index], properties={"value": IntegerAttr(b.offset, index)}
+        )
+        view = memref.ViewOp.create(
+            operands=[arena, off.result], result_types=[b.alloc.memref.type]
+        )
         Rewriter.insert_op([off, view], InsertPoint.before(b.alloc))
         b.alloc.memref.replace_all_uses_with(view.result)
         for d in b.deallocs:

@@ -20,6 +20,7 @@ one kernel.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,8 +35,10 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
+    NoneAttr,
     StringAttr,
     TensorType,
 )
@@ -45,11 +48,38 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN
-from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, memref_of, shape
+from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, shape
+from rlx.lowering.rlx_to_linalg.kernel import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
 
 Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]
 PASS = "convert-rlx-to-linalg"
+
+_memref_memo = functools.lru_cache(maxsize=4096)(_memref_of)
+
+
+def memref_of(t: Attribute) -> MemRefType:
+    """`types.memref_of`, memoized: building a MemRefType verifies it (~0.5 ms a call)."""
+    try:
+        return _memref_memo(t)
+    except TypeError:  # an unhashable type parameter
+        return _memref_of(t)
+
+
+_ALLOC_PROPS = dict(memref.AllocOp.get(IntegerType(8), 64, [1]).properties)
+"""Properties of `memref.alloc {alignment = 64}` without dynamic sizes (shared, immutable)."""
+
+
+def _alloc_op(t: MemRefType) -> memref.AllocOp:
+    """`memref.alloc() {alignment = 64} : t`, as `AllocOp.get` builds it, without re-deriving
+    the op layout (xDSL's generated constructors cost ~1 ms each)."""
+    if not isinstance(t.layout, NoneAttr) or not isinstance(t.memory_space, NoneAttr):
+        return memref.AllocOp.get(t.element_type, 64, t.get_shape())  # as before: plain type
+    return memref.AllocOp.create(result_types=[t], properties=dict(_ALLOC_PROPS))
+
+
+def _dealloc_op(v: SSAValue) -> memref.DeallocOp:
+    return memref.DeallocOp.create(operands=[v])
 
 
 def lowerings() -> dict[str, Emitter]:
@@ -104,6 +134,7 @@ class FuncLowering:
         self.alloc_point: InsertPoint | None = None
         self.dest: dict[SSAValue, SSAValue] = {}
         self.params: dict[str, SSAValue] = {}
+        self._callee_props: dict[str, dict[str, Attribute]] = {}
 
     def run(self) -> None:
         f = self.f
@@ -142,7 +173,7 @@ class FuncLowering:
             if self.dest.get(v) is not o:
                 self.call(copy_kernel(self.kernels, memref_of(v.type)), [vmap[v], o])
         for a in self.allocs:
-            self.mb.add(memref.DeallocOp.get(a))
+            self.mb.add(_dealloc_op(a))
         self.mb.add(func.ReturnOp())
         self._install(new, params, len(ret.operands))
 
@@ -194,7 +225,7 @@ class FuncLowering:
         return True
 
     def alloc(self, t: MemRefType) -> SSAValue:
-        op = memref.AllocOp.get(t.element_type, 64, t.get_shape())
+        op = _alloc_op(t)
         Rewriter.insert_op(op, self.alloc_point or self.mb.ip)
         self.allocs.append(op.memref)
         return op.memref
@@ -204,7 +235,15 @@ class FuncLowering:
         return d if d is not None else self.alloc(memref_of(r.type))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
-        self.mb.add(func.CallOp(name, list(args), []))
+        """`func.call @name(args) : (...) -> ()` (the first per callee is built by
+        `func.CallOp`, the others copy its properties: same op, ~20x cheaper)."""
+        props = self._callee_props.get(name)
+        if props is None:
+            op = func.CallOp(name, list(args), [])
+            self._callee_props[name] = dict(op.properties)
+        else:
+            op = func.CallOp.create(operands=list(args), properties=dict(props))
+        self.mb.add(op)
 
     def lower_ops(self, ops: Sequence[Operation], vmap: dict[SSAValue, SSAValue]) -> None:
         for op in ops:
