@@ -217,23 +217,11 @@ def find_prepare(module: ModuleOp, entry: str) -> func.FuncOp | None:
     return None
 
 
-def prepared_names(module: ModuleOp, entry: str) -> set[str]:
-    """`rlx.name`s of the entry's arguments with `rlx.kind = "prepared"` (before lowering)."""
-    out = set()
-    for d in _arg_dicts(find_entry(module, entry)):
-        kind, name = d.get("rlx.kind"), d.get("rlx.name")
-        if kind == StringAttr("prepared") and isinstance(name, StringAttr):
-            out.add(name.data)
-    return out
-
-
 def extract_signature(module: ModuleOp, entry: str, alignment: int,
-                      ref: dict[tuple[str, str | int], str] | None = None,
-                      prepared: set[str] = frozenset()) -> Signature:  # fmt: skip
+                      ref: dict[tuple[str, str | int], str] | None = None) -> Signature:  # fmt: skip
     """The ABI of the lowered `entry` (arg attrs `rlx.kind` / `rlx.name`, func attrs).
 
-    `ref` (from `rlx_dtypes` before lowering) restores signedness lost by the signless ABI;
-    inputs named in `prepared` (hoisted values, lowered as inputs) get kind "prepared".
+    `ref` (from `rlx_dtypes` before lowering) restores signedness lost by the signless ABI.
     """
     f = find_entry(module, entry)
     args: list[ArgSpec] = []
@@ -249,8 +237,6 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
                 f"lowered @{entry}: argument {i} lacks rlx.kind/rlx.name or is not a memref ({t})"
             )
         k = kind.data
-        if k in ("input", "prepared") and name.data in prepared:
-            k = "prepared"
         shape = tuple(t.get_shape())
         if any(s < 0 for s in shape):
             raise CompileError(
@@ -338,13 +324,12 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     prep_f = find_prepare(module, entry)
     prep_name = None if prep_f is None else prep_f.sym_name.data
     prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name)
-    prepared = prepared_names(module, entry)
     for p in plan.phase("lower"):
         _run_pass(p.name, p.instance, module, ctx, log, sources, verify=False)
     if capture:
         stages["linalg"] = str(module)
     align = opts.arena_alignment()
-    sig = extract_signature(module, entry, align, ref, prepared)
+    sig = extract_signature(module, entry, align, ref)
     prep = None if prep_name is None else extract_signature(module, prep_name, align, prep_ref)
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}

@@ -200,8 +200,14 @@ class FuncLowering:
         attrs = []
         for i, d in enumerate(old_attrs):
             name = d.data.get("rlx.name") if d is not None else None
+            # values hoisted into @prepare (`hoist-param-invariant`) stay "prepared"
+            kind = (
+                "prepared"
+                if d is not None and d.data.get("rlx.kind") == StringAttr("prepared")
+                else "input"
+            )
             attrs.append(
-                _arg_dict(d, "input", name.data if isinstance(name, StringAttr) else f"arg{i}")
+                _arg_dict(d, kind, name.data if isinstance(name, StringAttr) else f"arg{i}")
             )
         attrs += [_arg_dict(None, "param", p) for p in params]
         attrs += [_arg_dict(None, "output", f"out{i}") for i in range(n_out)]
