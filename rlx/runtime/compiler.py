@@ -19,6 +19,7 @@ With `cache_param_invariant`, `hoist-param-invariant` splits the entry into `@pr
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -273,6 +274,23 @@ def _count(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
 
 
+MAX_ARGS = 1024
+"""ctypes calls take at most 1024 arguments (one pointer per input, param, output, arena)."""
+
+
+def _check_argument_count(module: ModuleOp, entry: str) -> None:
+    """Fail before code generation when the entry's ABI would exceed `MAX_ARGS`."""
+    f = find_entry(module, entry)
+    params = {op.attributes["name"] for op in f.walk() if op.name == "rlx.param"}
+    n = len(f.function_type.inputs.data) + len(params) + len(f.function_type.outputs.data) + 1
+    if n > MAX_ARGS:
+        raise CompileError(
+            f"@{entry} would take {n} buffer arguments (inputs, {len(params)} params, outputs, "
+            f"arena); the runtime supports at most {MAX_ARGS}: bind weights with param_bindings "
+            "or pack them into fewer params"
+        )
+
+
 def _run_pass(
     name: str,
     p: ModulePass,
@@ -313,10 +331,16 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         for r in plan.report:
             if r.status not in ("default", "applied"):
                 log(r.line())
-        for p in plan.phase("graph"):
+        graph = plan.phase("graph")
+        # Verifying is the costliest xDSL step on large graphs: once after the graph passes,
+        # or after every pass when verbose / RLX_VERIFY_EACH=1 (to name the culprit).
+        each = log.on or os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
+        for i, p in enumerate(graph):
             probe.before(p.stage, module)
-            _run_pass(p.name, p.instance, module, ctx, log, sources, verify=True)
+            last = i == len(graph) - 1
+            _run_pass(p.name, p.instance, module, ctx, log, sources, verify=each or last)
             probe.after(p.stage, module)
+    _check_argument_count(module, entry)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))
     stages["rlx"] = str(module)  # always: cheap, and what tests and users inspect most

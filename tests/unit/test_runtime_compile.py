@@ -342,3 +342,14 @@ def test_dead_params_are_accepted() -> None:
     with pytest.raises(ValueError, match="param 'dead'"):
         g.set_param("dead", np.zeros(4, np.float32))
     assert "dead" in rlx.compile(src, rlx.CompileOptions(dce=False)).params
+
+
+def test_too_many_buffer_arguments_fail_before_codegen() -> None:
+    g = rlx.Graph()
+    acc = g.input("x", (2,))
+    for i in range(1030):
+        acc = g.add(acc, g.param(f"p{i}", (2,)))
+    g.output(acc)
+    opts = rlx.CompileOptions(dce=False, constant_folding=False, fusion_target="none")
+    with pytest.raises(ValueError, match=r"1033 buffer arguments .* at most 1024"):
+        rlx.compile(g, opts)
