@@ -9,10 +9,14 @@ import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float8E3M4Type,
+    Float8E4M3B11FNUZType,
     Float8E4M3FNType,
     Float8E4M3FNUZType,
+    Float8E4M3Type,
     Float8E5M2FNUZType,
     Float8E5M2Type,
+    Float8E8M0FNUType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -44,9 +48,20 @@ _ALIASES = {
 
 NAMES = tuple(n for n, _, _ in _TABLE)
 
+_EXTRA_FLOATS = {
+    Float8E4M3Type: "float8_e4m3",
+    Float8E4M3B11FNUZType: "float8_e4m3b11fnuz",
+    Float8E3M4Type: "float8_e3m4",
+    Float8E8M0FNUType: "float8_e8m0fnu",
+}
+"""Element types xDSL knows that rlx ops do not take, but NumPy (ml_dtypes) can hold."""
+
 
 def element_type(dtype: Any) -> Attribute:
-    """xDSL element type from a short name ("f32", "bf16", "i1"...), a NumPy dtype or a type."""
+    """xDSL element type from a short name ("f32", "bf16", "i1"...), a NumPy dtype or a type.
+
+    NumPy integers map to signless integers (unsigned ones to `ui<N>`), bool to i1.
+    """
     if isinstance(dtype, Attribute):
         return dtype
     if isinstance(dtype, str):
@@ -54,20 +69,46 @@ def element_type(dtype: Any) -> Attribute:
         for n, t, _ in _TABLE:
             if n == key:
                 return t
-        raise ValueError(f"unknown element type '{dtype}'; expected one of {', '.join(NAMES)}")
-    npd = np.dtype(dtype)
+        try:
+            npd = np.dtype(dtype)
+        except TypeError:
+            raise ValueError(
+                f"unknown element type '{dtype}'; expected one of {', '.join(NAMES)}"
+            ) from None
+    else:
+        npd = np.dtype(dtype)
     for _, t, d in _TABLE:
         if d == npd:
             return t
+    if npd.kind in "iu":
+        return IntegerType(
+            npd.itemsize * 8, Signedness.UNSIGNED if npd.kind == "u" else Signedness.SIGNLESS
+        )
     raise ValueError(f"NumPy dtype {npd} has no rlx element type")
 
 
 def numpy_dtype(elem: Attribute | str) -> np.dtype:
-    """NumPy dtype of an rlx element type (or short name)."""
-    t = element_type(elem)
+    """NumPy dtype of an element type (or short name, or a shaped type's element type).
+
+    f64/f32/f16 are native, bf16 and the f8 types come from ml_dtypes; signless and signed
+    integers are signed, unsigned ones unsigned; i1 is bool; index is int64.
+    """
+    from xdsl.dialects.builtin import ContainerType, DenseArrayBase, IndexType
+
+    t = element_type(elem) if isinstance(elem, str) else elem
+    if isinstance(t, ContainerType) and not isinstance(t, DenseArrayBase):
+        t = t.get_element_type()
     for _, tt, d in _TABLE:
         if tt == t:
             return d
+    extra = _EXTRA_FLOATS.get(type(t))
+    if extra is not None:
+        return np.dtype(getattr(ml_dtypes, extra))
+    if isinstance(t, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64):
+        unsigned = t.signedness.data == Signedness.UNSIGNED
+        return np.dtype(f"{'u' if unsigned else 'i'}{t.width.data // 8}")
     raise ValueError(f"element type {t} has no NumPy dtype")
 
 

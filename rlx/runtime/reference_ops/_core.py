@@ -14,35 +14,22 @@ import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     BoolAttr,
     BytesAttr,
-    ContainerType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
-    Float8E3M4Type,
-    Float8E4M3B11FNUZType,
-    Float8E4M3FNType,
-    Float8E4M3FNUZType,
-    Float8E4M3Type,
-    Float8E5M2FNUZType,
-    Float8E5M2Type,
-    Float8E8M0FNUType,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     FloatAttr,
-    IndexType,
     IntegerAttr,
     IntegerType,
-    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
     UnregisteredOp,
 )
 from xdsl.ir import Attribute, Block, Operation
+
+from rlx import dtypes as _dtypes
 
 __all__ = [
     "InterpreterError",
@@ -73,59 +60,27 @@ class UnsupportedOpError(InterpreterError, NotImplementedError):
 
 # ----------------------------------------------------------------------------- dtypes
 
-_FLOAT_TYPES: dict[type[Attribute], np.dtype] = {
-    Float64Type: np.dtype(np.float64),
-    Float32Type: np.dtype(np.float32),
-    Float16Type: np.dtype(np.float16),
-    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
-    Float8E4M3FNType: np.dtype(ml_dtypes.float8_e4m3fn),
-    Float8E5M2Type: np.dtype(ml_dtypes.float8_e5m2),
-    Float8E4M3FNUZType: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    Float8E5M2FNUZType: np.dtype(ml_dtypes.float8_e5m2fnuz),
-    Float8E4M3Type: np.dtype(ml_dtypes.float8_e4m3),
-    Float8E4M3B11FNUZType: np.dtype(ml_dtypes.float8_e4m3b11fnuz),
-    Float8E3M4Type: np.dtype(ml_dtypes.float8_e3m4),
-    Float8E8M0FNUType: np.dtype(ml_dtypes.float8_e8m0fnu),
-}
-_ML_FLOATS: frozenset[np.dtype] = frozenset(d for d in _FLOAT_TYPES.values() if d.kind != "f")
-_DTYPE_TO_FLOAT_TYPE: dict[np.dtype, type[Attribute]] = {d: t for t, d in _FLOAT_TYPES.items()}
-
-
 def numpy_dtype(elem_type: Attribute) -> np.dtype:
-    """The NumPy dtype of an MLIR element type (a shaped type is taken by its element type).
-
-    f64/f32/f16 are native, bf16 and the f8 types come from ml_dtypes; signless and signed
-    integers are signed, unsigned ones unsigned; i1 is bool; index is int64.
-    """
-    if isinstance(elem_type, ContainerType) and not isinstance(elem_type, DenseArrayBase):
-        elem_type = elem_type.get_element_type()
-    dt = _FLOAT_TYPES.get(type(elem_type))
-    if dt is not None:
-        return dt
-    if isinstance(elem_type, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(elem_type, IntegerType):
-        width = elem_type.width.data
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            unsigned = elem_type.signedness.data == Signedness.UNSIGNED
-            return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
-    raise InterpreterError(f"unsupported element type {elem_type}")
+    """The NumPy dtype of an MLIR element type (`rlx.dtypes.numpy_dtype`, the one table)."""
+    try:
+        return _dtypes.numpy_dtype(elem_type)
+    except ValueError as e:
+        raise InterpreterError(f"unsupported element type {elem_type}") from e
 
 
 def element_type(dtype: Any) -> Attribute:
     """The MLIR element type of a NumPy dtype (inverse of `numpy_dtype`; ints are signless)."""
-    dt = np.dtype(dtype)
-    if dt in _DTYPE_TO_FLOAT_TYPE:
-        return _DTYPE_TO_FLOAT_TYPE[dt]()
-    if dt == np.bool_:
-        return IntegerType(1)
-    if dt.kind == "i":
-        return IntegerType(dt.itemsize * 8)
-    if dt.kind == "u":
-        return IntegerType(dt.itemsize * 8, Signedness.UNSIGNED)
-    raise InterpreterError(f"no MLIR element type for NumPy dtype {dt}")
+    try:
+        return _dtypes.element_type(np.dtype(dtype))
+    except ValueError as e:
+        raise InterpreterError(f"no MLIR element type for NumPy dtype {np.dtype(dtype)}") from e
+
+
+_ML_FLOATS: frozenset[np.dtype] = frozenset(
+    np.dtype(getattr(ml_dtypes, n))
+    for n in dir(ml_dtypes)
+    if n.startswith(("float8", "bfloat16", "float6", "float4")) and isinstance(getattr(ml_dtypes, n), type)
+)
 
 
 def is_float(dtype: Any) -> bool:
