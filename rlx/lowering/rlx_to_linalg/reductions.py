@@ -1,4 +1,5 @@
-"""Reductions: reduce, softmax (3 passes: max, sum of exp, normalize), cumsum (a loop nest
+"""Reductions: reduce, softmax (max; exp written once with the row sums; scale by 1/sum),
+cumsum (a loop nest
 with a carry row so the innermost loop stays unit-stride).
 
 The iteration space is the input's dims in their order, so a last-axis reduction has the
@@ -142,6 +143,19 @@ def emit_softmax(
     def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
         return kb.unary(mathd.ExpOp, kb.subf(v, mv))
 
+    if elem(outs[0]) == ct:
+        # exp once: write e = exp(x - max) while summing, then scale rows by 1 / sum.
+        def exp_and_sum(v: SSAValue, mv: SSAValue, _o: SSAValue, sv: SSAValue) -> list[SSAValue]:
+            e = exp_sub(v, mv)
+            return [e, kb.addf(sv, e, FM_RED)]
+
+        kb.generic([x, m], [outs[0], s], [idm, rmap, idm, rmap], iters, exp_and_sum)
+        one = kb.const(1.0, ct)
+        rid = identity(len(rows))
+        kb.generic([s], [s], [rid, rid], [PARALLEL] * len(rows), lambda sv, _s: [kb.divf(one, sv)])
+        kb.generic([s], outs, [rmap, idm], [PARALLEL] * n, lambda iv, o: [kb.mulf(o, iv)])
+        return
+    # narrow outputs (f16/bf16): keep the sum in the compute type, recompute exp on output
     kb.generic(
         [x, m],
         [s],
