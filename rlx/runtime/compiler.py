@@ -415,7 +415,8 @@ def compile(
             "reports": art.reports,
             "rlx": art.stages["rlx"],
         }
-        CACHE.put(key, art, meta, ir, lambda: emit_object(ir))
+        obj = getattr(art.jit, "object_code", None)
+        CACHE.put(key, art, meta, ir, lambda: obj if obj is not None else emit_object(ir))
     art.stages.setdefault("input", input_text)
     sig = art.signature
     log(

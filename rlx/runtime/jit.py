@@ -758,7 +758,13 @@ class JitModule:
                 pb = llvm_binding.create_pass_builder(tm, pto)
                 pb.getModulePassManager().run(mod, pb)
             engine = llvm_binding.create_mcjit_compiler(mod, tm)
+            objects: list[bytes] = []
+            # MCJIT hands over the object code it generates: the compile cache stores it,
+            # so a cold compile runs LLVM's code generator once, not twice.
+            engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
             engine.finalize_object()
+        self.object_code: bytes | None = objects[0] if len(objects) == 1 else None
+        """Host object code of the module as MCJIT generated it (loadable by the cache)."""
         self._module = mod
         self._engine = engine
         self._tm = tm
