@@ -28,7 +28,10 @@ def main() -> None:
     g = rlx.compile(SRC)
     a, b = np.ones(1, np.float32), np.full(1, 2, np.float32)
     assert g.run(a, b)[0][0] == 3.0
-    for label, call in (("positional", lambda: g.run(a, b)), ("named", lambda: g.run(arg0=a, arg1=b))):
+    for label, call in (
+        ("positional", lambda: g.run(a, b)),
+        ("named", lambda: g.run(arg0=a, arg1=b)),
+    ):
         best = min(timeit.timeit(call, number=n) / n for _ in range(3))
         print(f"run() overhead, {label} inputs: {best * 1e6:.2f} us")
 

@@ -113,7 +113,15 @@ def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -
 
     # Code compiled where BLAS was available calls it: never load it where it is not.
     blas_key = f"blas={blas.available('f32')},{blas.available('f64')}"
-    for part in (module_text, options_key(opts), entry, backend, code_fingerprint(), host_cpu(), blas_key):
+    for part in (
+        module_text,
+        options_key(opts),
+        entry,
+        backend,
+        code_fingerprint(),
+        host_cpu(),
+        blas_key,
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -60,6 +60,7 @@ class UnsupportedOpError(InterpreterError, NotImplementedError):
 
 # ----------------------------------------------------------------------------- dtypes
 
+
 def numpy_dtype(elem_type: Attribute) -> np.dtype:
     """The NumPy dtype of an MLIR element type (`rlx.dtypes.numpy_dtype`, the one table)."""
     try:
@@ -79,7 +80,8 @@ def element_type(dtype: Any) -> Attribute:
 _ML_FLOATS: frozenset[np.dtype] = frozenset(
     np.dtype(getattr(ml_dtypes, n))
     for n in dir(ml_dtypes)
-    if n.startswith(("float8", "bfloat16", "float6", "float4")) and isinstance(getattr(ml_dtypes, n), type)
+    if n.startswith(("float8", "bfloat16", "float6", "float4"))
+    and isinstance(getattr(ml_dtypes, n), type)
 )
 
 
