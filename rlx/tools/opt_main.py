@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -251,6 +252,12 @@ class RlxOptMain(xDSLOptMain):
             "--print-between-passes",
             action="store_true",
             help="same as --print-ir-after-all (xdsl-opt compatibility)",
+        )
+        add(
+            "--verbose",
+            action="store_true",
+            help="log each pass with op counts before/after and its time to stderr "
+            "(also with RLX_VERBOSE=1)",
         )
         add(
             "--time-passes",
@@ -572,6 +579,8 @@ class RlxOptMain(xDSLOptMain):
             if before is not None and pass_.name in LOWERING_BOUNDARY:
                 self._graph_reports(before, module, engine)
                 before = None
+            verbose = self._verbose()
+            ops_before = _count_ops(module) if verbose else 0
             start = time.perf_counter()
             try:
                 pass_.apply(self.ctx, module)
@@ -584,6 +593,11 @@ class RlxOptMain(xDSLOptMain):
             except Exception as e:
                 raise InternalError(f"while running pass '{pass_.name}'", e) from e
             self._timings.append((pass_.name, time.perf_counter() - start))
+            if verbose:
+                sys.stderr.write(
+                    f"[rlx] pass {pass_.name}: {ops_before} -> {_count_ops(module)} ops, "
+                    f"{(time.perf_counter() - start) * 1e3:.1f} ms\n"
+                )
             try:
                 self._verify(module, engine, after=f"pass '{pass_.name}'")
             except _ChunkFailed:
@@ -592,6 +606,16 @@ class RlxOptMain(xDSLOptMain):
             self._dump_ir(module, pass_.name, failed=False)
         if before is not None:
             self._graph_reports(before, module, engine)
+
+    def _verbose(self) -> bool:
+        env = os.environ.get("RLX_VERBOSE", "").strip().lower()
+        return bool(getattr(self.args, "verbose", False)) or env not in (
+            "",
+            "0",
+            "false",
+            "no",
+            "off",
+        )
 
     def _graph_reports_wanted(self) -> bool:
         args = self.args
@@ -762,3 +786,8 @@ def find_verification_failure(
     except DiagnosticException as e:
         return op, e
     return None
+
+
+def _count_ops(module: ModuleOp) -> int:
+    """Ops in the module below its top level (what --verbose reports per pass)."""
+    return sum(1 for _ in module.walk()) - 1
