@@ -291,6 +291,19 @@ def _check_argument_count(module: ModuleOp, entry: str) -> None:
         )
 
 
+def _check_static(module: ModuleOp) -> None:
+    """Code generation needs static shapes: name the dynamic dims still unbound."""
+    from rlx.transforms.bind_dims import unbound_dims
+
+    missing = unbound_dims(module)
+    if missing:
+        example = ", ".join(f'"{d}": ...' for d in missing)
+        raise CompileError(
+            f"unbound dynamic dims: {', '.join(missing)}; RLX compiles static shapes only: "
+            f"bind them with CompileOptions(dim_binding={{{example}}})"
+        )
+
+
 def _run_pass(
     name: str,
     p: ModulePass,
@@ -341,6 +354,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
             _run_pass(p.name, p.instance, module, ctx, log, sources, verify=each or last)
             probe.after(p.stage, module)
     _check_argument_count(module, entry)
+    _check_static(module)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))
     stages["rlx"] = str(module)  # always: cheap, and what tests and users inspect most

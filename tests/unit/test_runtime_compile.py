@@ -353,3 +353,16 @@ def test_too_many_buffer_arguments_fail_before_codegen() -> None:
     opts = rlx.CompileOptions(dce=False, constant_folding=False, fusion_target="none")
     with pytest.raises(ValueError, match=r"1033 buffer arguments .* at most 1024"):
         rlx.compile(g, opts)
+
+
+def test_unbound_dynamic_dims_are_named() -> None:
+    src = (
+        'func.func @main(%x: tensor<?x?xf32> {rlx.dims = ["batch", "seq"]}) -> tensor<?x?xf32> {\n'
+        "  %y = rlx.exp %x : (tensor<?x?xf32>) -> tensor<?x?xf32>\n"
+        "  func.return %y : tensor<?x?xf32>\n}\n"
+    )
+    with pytest.raises(ValueError, match=r"unbound dynamic dims: batch, seq; .*dim_binding"):
+        rlx.compile(src)
+    g = rlx.compile(src, rlx.CompileOptions(dim_binding={"batch": 2, "seq": 3}))
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(g.run(x)[0], np.exp(x), rtol=1e-6)
