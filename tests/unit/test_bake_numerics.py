@@ -202,7 +202,8 @@ def test_zero_and_ternary_compiled(tmp_path: Path) -> None:
 
 
 def test_packing_matches_gguf(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     q = gguf.GGMLQuantizationType
     w = _zt_weights()
     path, rep = rlx.bake.bake_with_report(ZT, w, "size", tmp_path / "size.rlx")

@@ -12,8 +12,6 @@ from test_rlx_to_linalg_harness import Compiled, rand, t
 from rlx.runtime import blas
 from rlx.runtime.reference import run
 
-pytest.importorskip("scipy")
-
 
 @pytest.fixture(autouse=True)
 def _blas_on(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from rlx.formats import ggml
-
-gguf = pytest.importorskip("gguf")
 from gguf import GGMLQuantizationType as QT  # noqa: E402
 from gguf import quants as gq  # noqa: E402
+
+from rlx.formats import ggml
 
 QTYPE = {"q8_0": QT.Q8_0, "tq2_0": QT.TQ2_0}
 

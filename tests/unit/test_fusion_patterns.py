@@ -9,8 +9,6 @@ from test_fusion_common import assert_same_numbers, fuse, op_names, randn
 
 from rlx.builder import Graph
 
-pytest.importorskip("rlx.runtime.reference")
-
 
 @pytest.fixture
 def rng() -> np.random.Generator:

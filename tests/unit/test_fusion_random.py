@@ -15,8 +15,6 @@ from xdsl.ir import SSAValue
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import shape_of
 
-pytest.importorskip("rlx.runtime.reference")
-
 ACTS = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", None)
 UNARY = ("neg", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "abs")
 BINARY = ("add", "sub", "mul", "max", "min")

@@ -275,7 +275,8 @@ def test_f16_computation() -> None:
 
 
 def test_bf16_exp() -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes
+
     bf16 = ml_dtypes.bfloat16
     src = _unary_src("f", "math.exp", 32, "bf16")
     jit = _jit(src)
@@ -628,7 +629,8 @@ func.func @mixed(%h: memref<8xf16>, %b: memref<8xbf16>, %m: memref<8xi1>, %o: me
 
 
 def test_f16_bf16_i1_buffers_and_constants() -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes
+
     bf16 = ml_dtypes.bfloat16
     jit = _jit(MIXED)
     h = _aligned((8,), np.float16, np.arange(8) - 3.5)

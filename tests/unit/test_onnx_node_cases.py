@@ -6,9 +6,6 @@ from __future__ import annotations
 import functools
 
 import pytest
-
-pytest.importorskip("onnx")
-
 from onnx_node_cases import Case, all_cases, documented_passing, run_case  # noqa: E402
 
 PASSING = documented_passing()

@@ -94,7 +94,8 @@ def test_bind_dims_numbers_and_errors() -> None:
 
 
 def test_bind_quant_params(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     wq = RNG.standard_normal((4, 64)).astype(np.float32)
     packed = ggml.quantize(wq, "q8_0")
     g = Graph()

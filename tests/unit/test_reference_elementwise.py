@@ -3,52 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import run1, run_many
 
 from rlx.runtime.reference import (
     InterpreterError,
-    multi_op_module,
-    parse_module,
-    run,
-    single_op_module,
 )
-
-try:
-    from rlx.dialects.rlx import Rlx  # noqa: F401
-
-    HAVE_RLX = True
-except ImportError:
-    HAVE_RLX = False
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16), BF16]
-
-
-def run1(name: str, operands: Sequence[np.ndarray], result=None, attrs: str = "") -> np.ndarray:
-    """Run one op (generic form) on arrays, also with the rlx dialect loaded if present."""
-    result = operands[0] if result is None else result
-    text = single_op_module(name, list(operands), [result], attrs)
-    (out,) = run(parse_module(text, with_rlx=False), list(operands))
-    if HAVE_RLX:
-        (again,) = run(parse_module(text), list(operands))
-        np.testing.assert_array_equal(out, again)
-    return out
-
-
-def run_many(
-    inputs: Sequence[np.ndarray], calls: Sequence[tuple[str, Sequence[int], object, str]]
-) -> list[np.ndarray]:
-    """Many ops in one function (one parse per dialect flavour)."""
-    text = multi_op_module(inputs, calls)  # type: ignore[arg-type]
-    out = run(parse_module(text, with_rlx=False), list(inputs))
-    if HAVE_RLX:
-        for a, b in zip(out, run(parse_module(text), list(inputs)), strict=True):
-            np.testing.assert_array_equal(a, b)
-    return out
 
 
 def eps(dt: np.dtype) -> float:

@@ -4,44 +4,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import ints, run1, run_many
 
 from rlx.runtime.reference import (
     InterpreterError,
-    multi_op_module,
-    parse_module,
-    run,
-    single_op_module,
 )
-
-try:
-    from rlx.dialects.rlx import Rlx  # noqa: F401
-
-    HAVE_RLX = True
-except ImportError:
-    HAVE_RLX = False
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(7)
-
-
-def run1(name: str, operands: Sequence[np.ndarray], result=None, attrs: str = "") -> np.ndarray:
-    """Run one op (generic form) on arrays, also with the rlx dialect loaded if present."""
-    result = operands[0] if result is None else result
-    text = single_op_module(name, list(operands), [result], attrs)
-    (out,) = run(parse_module(text, with_rlx=False), list(operands))
-    if HAVE_RLX:
-        (again,) = run(parse_module(text), list(operands))
-        np.testing.assert_array_equal(out, again)
-    return out
-
-
-def ints(*vals: int) -> str:
-    return "array<i64: " + ", ".join(map(str, vals)) + ">"
 
 
 def tol(dt) -> float:
@@ -103,11 +77,7 @@ MASKS = [
 def test_attention_masks(sq: int, sk: int, dt) -> None:
     q, k, v = _qkv(2, 2, sq, sk, 4, 3, dt)
     calls = [("rlx.attention", [0, 1, 2], ((2, 2, sq, 3), dt), attrs) for _, attrs in MASKS]
-    text = multi_op_module([q, k, v], calls)
-    outs = run(parse_module(text, with_rlx=False), [q, k, v])
-    if HAVE_RLX:
-        for a, b in zip(outs, run(parse_module(text), [q, k, v]), strict=True):
-            np.testing.assert_array_equal(a, b)
+    outs = run_many([q, k, v], calls)
     for (mask, _), got in zip(MASKS, outs, strict=True):
         window = 1 if mask == "sliding_window" else None
         want = attention_loops(q, k, v, mask=mask, window=window)

@@ -3,39 +3,14 @@ dequant-matmul and the RNG ops."""
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Sequence
-
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import run1
 
-from rlx.runtime.reference import InterpreterError, parse_module, run, single_op_module
-
-try:
-    from rlx.dialects.rlx import Rlx  # noqa: F401
-
-    HAVE_RLX = True
-except ImportError:
-    HAVE_RLX = False
+from rlx.runtime.reference import InterpreterError
 
 RNG = np.random.default_rng(5)
-HAVE_LOWP = importlib.util.find_spec("rlx.formats.lowp") is not None
-HAVE_GGML = importlib.util.find_spec("rlx.formats.ggml") is not None
-HAVE_PHILOX = importlib.util.find_spec("rlx.formats.philox") is not None
-
-
-def run1(
-    name: str, operands: Sequence[np.ndarray], result=None, attrs: str = "", **kw
-) -> np.ndarray:
-    """Run one op (generic form) on arrays, also with the rlx dialect loaded if present."""
-    result = operands[0] if result is None else result
-    text = single_op_module(name, list(operands), [result], attrs)
-    (out,) = run(parse_module(text, with_rlx=False), list(operands), **kw)
-    if HAVE_RLX:
-        (again,) = run(parse_module(text), list(operands), **kw)
-        np.testing.assert_array_equal(out, again)
-    return out
 
 
 def round_half_even(v: float) -> int:
@@ -114,7 +89,6 @@ def test_fake_quantize_per_channel() -> None:
 # ------------------------------------------------------------- scaled low precision
 
 
-@pytest.mark.skipif(not HAVE_LOWP, reason="rlx.formats.lowp not available")
 def test_scaled_quant_scale_quantize_and_matmul() -> None:
     a = RNG.standard_normal((3, 64)).astype(np.float32)
     b = RNG.standard_normal((4, 64)).astype(np.float32)
@@ -137,7 +111,6 @@ def test_scaled_quant_scale_quantize_and_matmul() -> None:
     np.testing.assert_allclose(got, a @ b.T + bias, atol=1.0)
 
 
-@pytest.mark.skipif(not HAVE_LOWP, reason="rlx.formats.lowp not available")
 def test_scaled_quant_scale_mx_layout() -> None:
     x = RNG.standard_normal((2, 40)).astype(np.float32) * 10
     got = run1("rlx.scaled_quant_scale", [x], ((2, 2), np.uint8),
@@ -152,10 +125,9 @@ def test_scaled_quant_scale_mx_layout() -> None:
 # --------------------------------------------------------------------- GGML weights
 
 
-@pytest.mark.skipif(not HAVE_GGML, reason="rlx.formats.ggml not available")
 @pytest.mark.parametrize("scheme", ["q8_0", "tq2_0"])
 def test_dequant_matmul(scheme: str) -> None:
-    gguf_quants = pytest.importorskip("gguf.quants")
+    import gguf.quants as gguf_quants
     from gguf import GGMLQuantizationType
 
     from rlx.formats import ggml
@@ -182,7 +154,6 @@ def test_rng_zero_backend() -> None:
         np.testing.assert_array_equal(got, np.zeros((3, 2)))
 
 
-@pytest.mark.skipif(not HAVE_PHILOX, reason="rlx.formats.philox not available")
 def test_rng_philox() -> None:
     from rlx.formats import philox
 

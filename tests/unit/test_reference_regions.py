@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import run_both
 
 from rlx.runtime.reference import (
     InterpreterError,
@@ -20,25 +21,8 @@ from rlx.runtime.reference import (
     single_op_module,
 )
 
-try:
-    from rlx.dialects.rlx import Rlx  # noqa: F401
-
-    HAVE_RLX = True
-except ImportError:
-    HAVE_RLX = False
-
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(3)
-
-
-def run_both(text: str, inputs: Sequence[np.ndarray], **kw) -> list[np.ndarray]:
-    """Run text parsed without and (if present) with the rlx dialect; they must agree."""
-    out = run(parse_module(text, with_rlx=False), list(inputs), **kw)
-    if HAVE_RLX:
-        again = run(parse_module(text), list(inputs), **kw)
-        for a, b in zip(out, again, strict=True):
-            np.testing.assert_array_equal(a, b)
-    return out
 
 
 # ----------------------------------------------------------------------------- scan

@@ -4,57 +4,21 @@ matmul and the norms, against independent NumPy computations."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import ints, run1, run_many
 
 from rlx.runtime.reference import (
     InterpreterError,
     dense_attr,
-    multi_op_module,
-    parse_module,
     run,
     single_op_module,
 )
 
-try:
-    from rlx.dialects.rlx import Rlx  # noqa: F401
-
-    HAVE_RLX = True
-except ImportError:
-    HAVE_RLX = False
-
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(11)
-
-
-def run1(
-    name: str, operands: Sequence[np.ndarray], result=None, attrs: str = "", **kw
-) -> np.ndarray:
-    """Run one op (generic form) on arrays, also with the rlx dialect loaded if present."""
-    result = operands[0] if result is None else result
-    text = single_op_module(name, list(operands), [result], attrs)
-    (out,) = run(parse_module(text, with_rlx=False), list(operands), **kw)
-    if HAVE_RLX:
-        (again,) = run(parse_module(text), list(operands), **kw)
-        np.testing.assert_array_equal(out, again)
-    return out
-
-
-def run_many(inputs: Sequence[np.ndarray], calls) -> list[np.ndarray]:
-    """Many ops in one function (one parse per dialect flavour)."""
-    text = multi_op_module(inputs, calls)
-    out = run(parse_module(text, with_rlx=False), list(inputs))
-    if HAVE_RLX:
-        for a, b in zip(out, run(parse_module(text), list(inputs)), strict=True):
-            np.testing.assert_array_equal(a, b)
-    return out
-
-
-def ints(*vals: int) -> str:
-    return "array<i64" + (": " + ", ".join(map(str, vals)) if vals else "") + ">"
 
 
 def tol(dt) -> float:

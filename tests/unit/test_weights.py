@@ -27,7 +27,8 @@ def test_npz_and_safetensors_roundtrip(tmp_path: Path) -> None:
 
 
 def test_gguf_dense_and_packed(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     rng = np.random.default_rng(1)
     dense = rng.standard_normal((3, 5)).astype(np.float32)
     wq = rng.standard_normal((4, 64)).astype(np.float32)
