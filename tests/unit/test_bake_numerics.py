@@ -5,14 +5,11 @@ and on the reference interpreter (`rlx.reference.run` on `rlx.bake.materialize(p
 the unbaked module with params). merge / fold / exact are bit-exact on both for the
 examples; graphs where exact rewrites a matmul into rlx.dequant_matmul are bit-exact on
 the reference interpreter (both ops accumulate in f64 and round once) and within 1e-5
-relative on the compiled path (its kernels sum in a different order). Compiled runs use
-fusion_target="none" and a subprocess (see `_run_compiled`).
+relative on the compiled path (its kernels sum in a different order).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,40 +46,18 @@ def _q8_roundtrip(w: np.ndarray) -> np.ndarray:
     return ggml.dequantize(ggml.quantize(w.T, "q8_0"), "q8_0", n, k).T
 
 
-_COMPILED = """
-import sys, numpy as np, rlx, rlx.bake
-src, wpath, xpath, out, *arts = sys.argv[1:]
-w = dict(np.load(wpath)); x = np.load(xpath)
-opts = rlx.CompileOptions(fusion_target="none")  # the fusion path crashes intermittently
-g = rlx.compile(src, opts); g.set_params(w)
-res = {"unbaked": g.run(x)[0]}
-for a in arts:
-    b = rlx.bake.load(a, opts)
-    assert b.params == {}, b.params
-    res[a] = b.run(x)[0]
-np.savez(out, **{k.replace("/", "|"): v for k, v in res.items()})
-"""
-
-
 def _run_compiled(
-    src: Path, weights: dict[str, np.ndarray], x: np.ndarray, arts: list[Path], tmp: Path
+    src: Path, weights: dict[str, np.ndarray], x: np.ndarray, arts: list[Path]
 ) -> dict[str, np.ndarray]:
-    """rlx.compile(src) + set_params and rlx.bake.load(artifact) outputs (same options,
-    fusion off), computed in a subprocess: the compiled runtime currently crashes
-    intermittently (SIGSEGV) on these graphs even without rlx-bake (mostly with fusion
-    on), and a crash must not take the test session down."""
-    np.savez(tmp / "w.npz", **weights)  # type: ignore[arg-type]
-    np.save(tmp / "x.npy", x)
-    argv = [str(src), str(tmp / "w.npz"), str(tmp / "x.npy"), str(tmp / "out.npz")]
-    proc = subprocess.run(
-        [sys.executable, "-c", _COMPILED, *argv, *map(str, arts)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if proc.returncode < 0:
-        pytest.xfail(f"compiled runtime crashed (signal {-proc.returncode}), not an rlx-bake error")
-    assert proc.returncode == 0, proc.stderr
-    with np.load(tmp / "out.npz") as z:
-        return {k.replace("|", "/"): z[k] for k in z.files}
+    """Outputs of `rlx.compile(src)` + set_params ("unbaked") and of `rlx.load(artifact)`."""
+    g = rlx.compile(src)
+    g.set_params(weights)
+    res = {"unbaked": g.run(x)[0]}
+    for a in arts:
+        b = rlx.load(a)
+        assert b.params == {}, b.params
+        res[str(a)] = b.run(x)[0]
+    return res
 
 
 @pytest.mark.parametrize("example", ["mlp.mlir", "transformer_block.mlir"])
@@ -110,7 +85,7 @@ def test_examples_every_profile(example: str, tmp_path: Path) -> None:
         np.testing.assert_array_equal(y2, yq)
         # ... and within the stated Q8_0 bound of the dense result (observed about 0.5%)
         assert np.abs(y2 - yr).max() <= 0.02 * np.abs(yr).max()
-    got = _run_compiled(src, weights, x, list(arts.values()), tmp_path)
+    got = _run_compiled(src, weights, x, list(arts.values()))
     y0 = got["unbaked"]
     for profile, path in arts.items():
         y1 = got[str(path)]
@@ -196,7 +171,7 @@ def test_zero_and_ternary_compiled(tmp_path: Path) -> None:
     src = tmp_path / "zt.mlir"
     src.write_text(ZT)
     exact = rlx.bake.bake(src, w, "exact", tmp_path / "exact.rlx")
-    got = _run_compiled(src, w, x, [exact], tmp_path)
+    got = _run_compiled(src, w, x, [exact])
     y0 = got["unbaked"]
     np.testing.assert_allclose(got[str(exact)], y0, rtol=1e-5, atol=1e-5 * np.abs(y0).max())
 
