@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
@@ -383,3 +384,17 @@ def decompose(
         return fn(op)
     except VerifyException:
         return None  # an intermediate type is not expressible (e.g. dynamic dims): keep op
+
+
+def rewrite_with_decomposition(
+    op: Operation, table: dict[str, Decomposition], rewriter: PatternRewriter
+) -> bool:
+    """Replace `op` by its expansion from `table` (new ops keep its location); False if none."""
+    expansion = decompose(op, table)
+    if expansion is None:
+        return False
+    ops, value = expansion
+    for new in ops:
+        new.location = op.location
+    rewriter.replace(op, ops, [value])
+    return True

@@ -21,8 +21,8 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.transforms.decompositions import (
     ALL_KINDS,
     LOGICAL_KERNELS,
-    decompose,
     kind_of,
+    rewrite_with_decomposition,
 )
 
 POLICIES = ("prefer-native", "common", "native")
@@ -118,14 +118,8 @@ class DecomposeCommonKernel(RewritePattern):
         kind = kind_of(op)
         if not op.name.startswith("rlx.") or not self.config.is_common(kind):
             return
-        expansion = decompose(op, LOGICAL_KERNELS)
-        if expansion is None:
-            return
-        ops, value = expansion
-        for new in ops:
-            new.location = op.location
-        rewriter.replace(op, ops, [value])
-        self.lowered.add(kind)
+        if rewrite_with_decomposition(op, LOGICAL_KERNELS, rewriter):
+            self.lowered.add(kind)
 
 
 @dataclass(frozen=True)

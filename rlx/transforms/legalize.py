@@ -25,8 +25,8 @@ from rlx.transforms.decompositions import (
     LOWERINGS,
     Decomposition,
     Expansion,
-    decompose,
     kind_of,
+    rewrite_with_decomposition,
 )
 from rlx.transforms.kernel_dispatch import parse_kinds
 
@@ -131,14 +131,9 @@ class RewriteIllegalOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if is_legal(op, self.supported):
             return
-        expansion = decompose(op, LEGALIZE_REWRITES)
-        if expansion is None:
-            return
-        ops, value = expansion
-        for new in ops:
-            new.location = op.location
-        rewriter.replace(op, ops, [value])
-        self.rewritten[kind_of(op)] += 1
+        kind = kind_of(op)
+        if rewrite_with_decomposition(op, LEGALIZE_REWRITES, rewriter):
+            self.rewritten[kind] += 1
 
 
 def failure_message(offenders: list[Operation]) -> str:
