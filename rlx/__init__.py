@@ -27,6 +27,8 @@ _EXPORTS: dict[str, str] = {
     "weights": "rlx.weights",
     "bake": "rlx.bake",
     "load": "rlx.bake:load",
+    "set_num_threads": "rlx.runtime.parallel:set_num_threads",
+    "get_num_threads": "rlx.runtime.parallel:get_num_threads",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
     from rlx.runtime.options import (
         ScaledQuantConfig as ScaledQuantConfig,
     )
+    from rlx.runtime.parallel import get_num_threads as get_num_threads
+    from rlx.runtime.parallel import set_num_threads as set_num_threads
 
 
 def __getattr__(name: str) -> Any:

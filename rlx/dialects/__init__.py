@@ -14,6 +14,12 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Rlx
 
+    def get_rlx_rt() -> Dialect:
+        from rlx.dialects.rlx_rt import RlxRt
+
+        return RlxRt
+
     dialects = dict(upstream())
     dialects["rlx"] = get_rlx
+    dialects["rlx_rt"] = get_rlx_rt
     return dialects

@@ -1,4 +1,5 @@
-"""``convert-func-to-llvm``: func.func/call/return -> llvm.func/call/return (bare pointers).
+"""``convert-func-to-llvm``: func.func/call/return -> llvm.func/call/return (bare pointers),
+and ``rlx_rt.parallel_call`` -> a task function + ``rlx_parallel_for`` (``convert_parallel_to_llvm``).
 
 Calling convention ("bare pointer", like MLIR's ``use-bare-ptr-memref-call-conv``): each
 statically shaped memref argument or result becomes one ``!llvm.ptr`` to the *base* of its
@@ -41,6 +42,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from rlx.lowering.convert_parallel_to_llvm import ParallelCallLowering
 from rlx.lowering.llvm_common import (
     check_fully_converted,
     convert_block_signature,
@@ -186,6 +188,7 @@ def func_to_llvm_patterns(
         FuncOpLowering(entry_align, noalias, private_noinline),
         ReturnOpLowering(),
         CallOpLowering(),
+        ParallelCallLowering(),
     ]
 
 
@@ -214,4 +217,4 @@ class ConvertFuncToLLVMPass(ModulePass):
             ),
             apply_recursively=False,
         ).rewrite_module(op)
-        check_fully_converted(op, ("func",), self.name)
+        check_fully_converted(op, ("func", "rlx_rt"), self.name)

@@ -142,4 +142,6 @@ class ConvertToLLVMPass(ModulePass):
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns), apply_recursively=False
         ).rewrite_module(op)
-        check_fully_converted(op, ("func", "cf", "arith", "math", "memref", "affine"), self.name)
+        check_fully_converted(
+            op, ("func", "rlx_rt", "cf", "arith", "math", "memref", "affine"), self.name
+        )

@@ -684,16 +684,19 @@ def ensure_runtime_symbols() -> None:
     """JIT the compiler-runtime helpers once per process and publish their addresses.
 
     ``JitModule`` calls this itself; code that loads object files compiled from our IR into
-    its own MCJIT engine must call it first (bf16 truncations call ``__truncsfbf2``).
+    its own MCJIT engine must call it first (bf16 truncations call ``__truncsfbf2``; parallel
+    kernels call ``rlx_parallel_for``, see ``rlx.runtime.parallel``).
     """
     global _SUPPORT_ENGINE
+    from rlx.runtime import parallel
+
     with _LOCK:
-        if _SUPPORT_ENGINE is not None:
-            return
-        _initialise()
-        cpu = llvm_binding.get_host_cpu_name()
-        features = llvm_binding.get_host_cpu_features().flatten()
-        _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
+        if _SUPPORT_ENGINE is None:
+            _initialise()
+            cpu = llvm_binding.get_host_cpu_name()
+            features = llvm_binding.get_host_cpu_features().flatten()
+            _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
+    parallel.register()  # `rlx_rt.parallel_call` lowers to calls of `rlx_parallel_for`
 
 
 def _compile_support_runtime(cpu: str, features: str) -> Any:

@@ -11,8 +11,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FunctionType,
     MemRefType,
     ModuleOp,
@@ -92,12 +94,20 @@ class Kernels:
         arg_types: Sequence[Attribute],
         build: Callable[[KernelBuilder, list[SSAValue]], None],
         label: str,
+        noalias: bool = False,
     ) -> str:
-        """Name of the kernel for `key`, building it with `build(kb, args)` on first use."""
+        """Name of the kernel for `key`, building it with `build(kb, args)` on first use.
+
+        `noalias` marks every argument `llvm.noalias`: true of every kernel call (outputs
+        never overlap inputs), and needed where the caller cannot tell LLVM so itself (a
+        kernel reached through `rlx_rt.parallel_call` gets its pointers from memory)."""
         if key in self.by_key:
             return self.by_key[key]
         name = self.fresh("rlx_k")
         fn = func.FuncOp(name, FunctionType.from_lists(list(arg_types), []), visibility="private")
+        if noalias:
+            unit = DictionaryAttr({"llvm.noalias": UnitAttr()})
+            fn.arg_attrs = ArrayAttr([unit] * len(arg_types))
         block = fn.body.block
         fn.attributes["rlx.kernel"] = StringAttr(label)
         kb = KernelBuilder(block, self.table)

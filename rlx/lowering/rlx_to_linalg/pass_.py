@@ -48,6 +48,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.rlx_to_linalg import parallel
 from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, shape
 from rlx.lowering.rlx_to_linalg.kernel import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
@@ -126,8 +128,11 @@ def _arg_dict(old: DictionaryAttr | None, kind: str, name: str) -> DictionaryAtt
 class FuncLowering:
     """Converts one function: signature, buffers, kernel calls."""
 
-    def __init__(self, f: func.FuncOp, kernels: Kernels, rng: tuple[int, str]) -> None:
+    def __init__(
+        self, f: func.FuncOp, kernels: Kernels, rng: tuple[int, str], parallel: bool = True
+    ) -> None:
         self.f = f
+        self.parallel = parallel
         self.kernels = kernels
         self.rng = rng
         self.allocs: list[SSAValue] = []
@@ -291,15 +296,31 @@ class FuncLowering:
         outs = [self.result_buffer(r) for r in op.results]
         n = len(ins)
         extra = self.rng if op.name.startswith("rlx.rng_") else None
+        chunking = parallel.plan(op) if self.parallel else None
+        kernel_op = op if chunking is None else parallel.chunk_op(op, chunking)
 
         def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
             kb.rng_seed, kb.rng_backend = self.rng
-            emit(kb, op, args[:n], args[n:])
+            emit(kb, kernel_op, args[:n], args[n:])
 
+        if chunking is None:
+            arg_types = [v.type for v in (*ins, *outs)]
+        else:
+            types = (*chunking.operand_types, *chunking.result_types)
+            arg_types = [memref_of(t) for t in types]
         name = self.kernels.kernel(
-            op_key(op, extra), [v.type for v in (*ins, *outs)], build, op.name
+            op_key(kernel_op, extra), arg_types, build, op.name, noalias=chunking is not None
         )
-        self.call(name, [*ins, *outs])
+        if chunking is None:
+            self.call(name, [*ins, *outs])
+        else:
+            parallel.discard(kernel_op)
+            self.mb.add(
+                ParallelCallOp(
+                    name, [*ins, *outs], chunking.tasks, list(chunking.strides),
+                    chunking.max_threads,
+                )
+            )  # fmt: skip
         for r, b in zip(op.results, outs, strict=True):
             vmap[r] = b
 
@@ -368,12 +389,16 @@ class ConvertRlxToLinalgPass(ModulePass):
 
     `rng-seed` (a u64) and `rng-backend` ("philox": rlx.formats.philox, bit-exact; "zero":
     all zeros) configure the `rlx.rng_*` ops; the module attributes `rlx.rng_seed` and
-    `rlx.rng_backend` recorded by the `rng` pass take precedence."""
+    `rlx.rng_backend` recorded by the `rng` pass take precedence. `parallel` (on by
+    default) lowers large row-parallel ops to `rlx_rt.parallel_call` over row chunks
+    (`rlx_to_linalg.parallel`)."""
 
     name = "convert-rlx-to-linalg"
 
     rng_seed: int = 42
     rng_backend: str = "philox"
+    parallel: bool = True
+    """Chunk large row-parallel ops into `rlx_rt.parallel_call` (threads, cache blocking)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         seed, backend = self.rng_seed, self.rng_backend
@@ -392,7 +417,7 @@ class ConvertRlxToLinalgPass(ModulePass):
         kernels = Kernels(op)
         for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             if _needs_conversion(f):
-                FuncLowering(f, kernels, (seed, backend)).run()
+                FuncLowering(f, kernels, (seed, backend), self.parallel).run()
         _mark_shared_kernels(op)
 
 
