@@ -39,16 +39,19 @@ Arrays = dict[str, np.ndarray]
 
 @dataclass
 class Workload:
-    """One benchmark case: `build(g)` adds inputs/params/outputs to an rlx.Graph;
-    `numpy(inputs, params)` computes the same output."""
+    """One benchmark case: `build(g)` adds inputs/params/outputs to an empty rlx.Graph (or
+    returns a whole Graph of its own, see `make_graph`); `numpy(inputs, params)` computes
+    the same output. `inputs` are in the graph's input order; `options` are the
+    CompileOptions RLX compiles it with (None: the defaults)."""
 
     name: str
-    build: Callable[[rlx.Graph], None]
+    build: Callable[[rlx.Graph], rlx.Graph | None]
     numpy: Callable[[Arrays, Arrays], np.ndarray]
     inputs: Arrays
     params: Arrays = field(default_factory=dict)
     flops: float = 0.0
     tags: dict[str, object] = field(default_factory=dict)
+    options: rlx.CompileOptions | None = None
 
 
 def rng_arrays(seed: int, **shapes: tuple[int, ...]) -> Arrays:
@@ -58,6 +61,15 @@ def rng_arrays(seed: int, **shapes: tuple[int, ...]) -> Arrays:
 
 def np_gelu(x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2))))).astype(np.float32)
+
+
+GELU_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+def np_gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32."""
+    inner = np.float32(GELU_TANH_C) * (x + np.float32(0.044715) * x * x * x)
+    return (np.float32(0.5) * x * (np.float32(1.0) + np.tanh(inner))).astype(np.float32)
 
 
 def np_softmax(x: np.ndarray) -> np.ndarray:
@@ -72,7 +84,9 @@ def np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5
 
 
 def workloads(quick: bool) -> list[Workload]:
-    """Elementwise chain, softmax, layer_norm, matmul, 2-layer MLP, BERT-like encoder layer."""
+    """Elementwise gelu_tanh(x*a+b), softmax, layer_norm, matmul, 2-layer MLP (erf GELU),
+    a BERT-like encoder layer and the MiniLM-shaped encoder (the last two: same size in
+    `quick`)."""
     s = 2 if quick else 1
     out: list[Workload] = []
 
@@ -81,9 +95,10 @@ def workloads(quick: bool) -> list[Workload]:
 
     def b_ew(g: rlx.Graph) -> None:
         x = g.input("x", (n, n))
-        g.output(g.gelu(g.add(g.mul(x, g.param("a", (n,))), g.param("b", (n,)))))
+        g.output(g.gelu_tanh(g.add(g.mul(x, g.param("a", (n,))), g.param("b", (n,)))))
 
-    out.append(Workload(f"gelu(x*a+b) {n}x{n}", b_ew, lambda i, p: np_gelu(i["x"] * p["a"] + p["b"]),
+    out.append(Workload(f"gelu_tanh(x*a+b) {n}x{n}", b_ew,
+                        lambda i, p: np_gelu_tanh(i["x"] * p["a"] + p["b"]),
                         {"x": ew["x"]}, {"a": ew["a"], "b": ew["b"]}))  # fmt: skip
 
     ns = 2048 // s
@@ -131,6 +146,7 @@ def workloads(quick: bool) -> list[Workload]:
                         {k: v for k, v in mlp.items() if k != "x"}, 4.0 * t * d * f))  # fmt: skip
 
     out.append(encoder_layer())
+    out.append(minilm_encoder())
     return out
 
 
@@ -188,6 +204,43 @@ def encoder_layer() -> Workload:
                     {k: v for k, v in arr.items() if k != "x"}, flops, {"encoder": True})  # fmt: skip
 
 
+MINILM = {"batch": 1, "seq": 128}
+
+
+def minilm_encoder() -> Workload:
+    """all-MiniLM-L6-v2 shape (6 layers, hidden 384, 12 heads, FFN 1536, vocab 30522),
+    batch 1, seq 128, random weights (`bert.random_state_dict(seed=0)`), the last quarter
+    of the tokens padding. RLX: `rlx.models.bert.build_encoder` compiled with
+    `cache_param_invariant=True` (as docs/models.md recommends: the weight transposes run
+    once per set_params); NumPy: bench/minilm.py with the weights transposed before timing.
+    `tags` carry the state dict and config for the other peers (bench/minilm.py)."""
+    from minilm import np_bert, transposed
+
+    from rlx.models import bert
+
+    cfg = bert.BertConfig.minilm_l6()
+    b, s = MINILM["batch"], MINILM["seq"]
+    sd = bert.random_state_dict(cfg, seed=0)
+    lin = transposed(sd)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, cfg.vocab_size, (b, s)).astype(np.int64)
+    mask = np.ones((b, s), np.int64)
+    mask[:, s * 3 // 4 :] = 0
+
+    def build(_: rlx.Graph) -> rlx.Graph:
+        return bert.build_encoder(cfg, b, s)
+
+    def ref(i: Arrays, p: Arrays) -> np.ndarray:
+        return np_bert(sd, lin, cfg, i["input_ids"], i["attention_mask"])
+
+    h, ff = cfg.hidden_size, cfg.intermediate_size
+    flops = cfg.num_hidden_layers * (2.0 * b * s * (4 * h * h + 2 * h * ff) + 4.0 * b * s * s * h)
+    return Workload(f"MiniLM-L6 encoder B{b} S{s}", build, ref,
+                    {"input_ids": ids, "attention_mask": mask}, bert.prepare_params(sd, cfg),
+                    flops, {"minilm": True, "cfg": cfg, "state_dict": sd},
+                    rlx.CompileOptions(cache_param_invariant=True))  # fmt: skip
+
+
 def median_s(fn: Callable[[], object], reps: int, budget_s: float = 10.0) -> float:
     """Median wall time of `fn()` over `reps` runs (after one warm-up; fewer if over budget)."""
     fn()
@@ -202,12 +255,17 @@ def median_s(fn: Callable[[], object], reps: int, budget_s: float = 10.0) -> flo
     return statistics.median(times)
 
 
+def make_graph(w: Workload) -> rlx.Graph:
+    """A fresh rlx.Graph of the workload."""
+    g = rlx.Graph()
+    return w.build(g) or g
+
+
 def compile_rlx(w: Workload) -> tuple[rlx.CompiledGraph, float]:
     """rlx.compile the workload with its params set; (graph, compile seconds)."""
-    g = rlx.Graph()
-    w.build(g)
+    g = make_graph(w)
     t0 = time.perf_counter()
-    c = rlx.compile(g)
+    c = rlx.compile(g, w.options or rlx.CompileOptions())
     dt = time.perf_counter() - t0
     c.set_params(w.params)
     return c, dt

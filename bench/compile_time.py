@@ -1,6 +1,7 @@
 """Compile time vs graph size: cold `rlx.compile` per stage, cache hits, and the slope.
 
     python bench/compile_time.py [--quick] [--sizes 1000,5000,20000] [--profile 5000]
+                                 [--no-time-passes]
 
 Graphs (built with `rlx.Graph`):
   * `layers-<n>`: repeated pre-norm transformer blocks (seq 16, hidden 64, 4 heads, FFN 256,
@@ -16,8 +17,13 @@ dropping the in-memory cache. The per-stage breakdown re-runs the pipeline of
 load (clone + verify), print (the cache key text), the graph passes (+ their verification),
 convert-rlx-to-linalg, plan-memory, the LOOPS_TO_LLVM passes, to_llvm_ir, LLVM (parse, O3,
 MCJIT) and emit_object (the cache's object code). The slope is a least-squares fit of cold
-seconds against thousands of ops, per graph family. `--quick` runs only the 1k and 5k sizes;
-`--profile N` prints the cProfile top functions of the stages for the N-op layers graph.
+seconds against thousands of ops, per graph family, with the slope of each step between
+consecutive sizes (equal steps: linear growth). Then `rlx-opt --time-passes` runs the same
+pass pipeline (the passes `rlx.compile` plans for the default CompileOptions, then
+LOOPS_TO_LLVM) on the encoder-1L graph's MLIR text and its report is printed (wall time;
+rlx-opt also verifies after every pass, `rlx.compile` does not). `--quick` runs only the
+1k and 5k sizes; `--profile N` prints the cProfile top functions of the stages for the
+N-op layers graph.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import cProfile
 import gc
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -270,12 +277,37 @@ def print_table(rows: list[Row]) -> None:
 
 
 def print_slopes(rows: list[Row]) -> None:
-    """Slope per family plus the ratio of the largest to smallest per-op cost."""
+    """Slope per family (least squares, and between consecutive sizes) and the cold
+    compile time per op at each size."""
     for fam in sorted({r.family for r in rows} - {"encoder"}):
         rs = sorted((r for r in rows if r.family == fam), key=lambda r: r.ops)
         b, a = slope(rs)
         per = ", ".join(f"{r.ops}: {r.cold / r.ops * 1e3:.2f}" for r in rs)
+        steps = ", ".join(
+            f"{r0.ops}->{r1.ops}: {(r1.cold - r0.cold) / (r1.ops - r0.ops) * 1e3:.2f}"
+            for r0, r1 in zip(rs, rs[1:], strict=False)
+        )
         print(f"{fam}: slope {b:.2f} s per 1k ops (intercept {a:.2f} s); ms/op: {per}")
+        if steps:
+            print(f"{fam}: step slopes (s per 1k ops): {steps}")
+
+
+def rlx_opt_time_passes(g: Graph, opts: CompileOptions) -> str:
+    """`rlx-opt --time-passes` on `g` with the pass pipeline `rlx.compile` plans for `opts`
+    (graph + lower phases, then LOOPS_TO_LLVM; output: LLVM IR to /dev/null); its report."""
+    with tempfile.TemporaryDirectory(prefix="rlx-bench-") as tmp:
+        src = Path(tmp) / "graph.mlir"
+        src.write_text(str(g.module))
+        plan = pipeline.build_plan(opts, Path(tmp))
+        specs = [p.spec for p in plan.passes] + [str(p.spec()) for p in pipeline.llvm_pipeline()]
+        exe = Path(sys.executable).with_name("rlx-opt")
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rlx.tools.rlx_opt"]
+        cmd += [str(src), "-p", ",".join(specs), "--time-passes", "--emit", "llvm-ir"]
+        r = subprocess.run(cmd + ["-o", os.devnull], capture_output=True, text=True)
+    head = f"$ rlx-opt graph.mlir -p {','.join(specs)} --time-passes --emit llvm-ir -o /dev/null"
+    if r.returncode:
+        return f"{head}\nfailed (exit {r.returncode}):\n{r.stderr[-2000:]}"
+    return f"{head}\n{r.stderr.rstrip()}"
 
 
 def profile(n_ops: int, opts: CompileOptions, top: int) -> None:
@@ -301,6 +333,11 @@ def main() -> None:
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     ap.add_argument("--no-llvm", action="store_true", help="breakdown without the LLVM stages")
     ap.add_argument("--stages-only", action="store_true", help="only the breakdown (no compile)")
+    ap.add_argument(
+        "--no-time-passes",
+        action="store_true",
+        help="skip the rlx-opt --time-passes report of the encoder-1L graph",
+    )
     a = ap.parse_args()
     global CLOCK
     CLOCK = time.process_time if a.clock == "cpu" else time.perf_counter
@@ -331,6 +368,10 @@ def main() -> None:
         rows.append(row)
     print_table(rows)
     print_slopes(rows)
+    if not a.no_time_passes:
+        print()
+        print("rlx-opt --time-passes, encoder-1L (seq 128, hidden 384, 12 heads, FFN 1536):")
+        print(rlx_opt_time_passes(encoder_graph(1), opts))
 
 
 if __name__ == "__main__":

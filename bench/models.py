@@ -21,7 +21,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before NumPy is imported
 
 import argparse  # noqa: E402
-import math  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -29,72 +28,17 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+from minilm import np_bert, transposed  # noqa: E402  (bench/minilm.py)
 
 import rlx  # noqa: E402
 from rlx.models import bert, llama  # noqa: E402
 
-try:
-    from scipy.special import erf as _erf
-except ImportError:  # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
 
-    def _erf(x: np.ndarray) -> np.ndarray:
-        s, a = np.sign(x), np.abs(x)
-        t = 1.0 / (1.0 + 0.3275911 * a)
-        y = t * (
-            0.254829592
-            + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-        )
-        return s * (1.0 - y * np.exp(-a * a))
-
-
-# ---------------------------------------------------------------- NumPy models (f32)
-def _ln(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    mu = x.mean(-1, keepdims=True)
-    xc = x - mu
-    return xc / np.sqrt((xc * xc).mean(-1, keepdims=True) + eps) * w + b
-
-
+# ---------------------------------------------------------------- NumPy Llama (f32)
+# (the NumPy MiniLM encoder is in bench/minilm.py, shared with bench/peers.py)
 def _softmax(s: np.ndarray) -> np.ndarray:
     e = np.exp(s - s.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
-
-
-def transposed(sd: dict) -> dict:
-    """`name -> W.T` (contiguous) for every 2-D `*.weight`, computed once before timing."""
-    return {k[: -len(".weight")]: np.ascontiguousarray(v.T) for k, v in sd.items() if v.ndim == 2}
-
-
-def np_bert(
-    sd: dict, lin: dict, cfg: bert.BertConfig, ids: np.ndarray, mask: np.ndarray
-) -> np.ndarray:
-    """Normalized mean-pooled embeddings; `lin = transposed(sd)`."""
-    b, s = ids.shape
-    nh, hd, eps = cfg.num_attention_heads, cfg.head_dim, cfg.layer_norm_eps
-    x = (sd["embeddings.word_embeddings.weight"][ids] + sd["embeddings.position_embeddings.weight"][:s]
-         + sd["embeddings.token_type_embeddings.weight"][0])  # fmt: skip
-    x = _ln(x, sd["embeddings.LayerNorm.weight"], sd["embeddings.LayerNorm.bias"], eps)
-    m = mask.astype(np.float32)
-    bias = ((1.0 - m) * np.finfo(np.float32).min)[:, None, None, :]
-    for i in range(cfg.num_hidden_layers):
-        p = f"encoder.layer.{i}."
-
-        def dense(name: str, t: np.ndarray, p: str = p) -> np.ndarray:
-            return t @ lin[p + name] + sd[p + name + ".bias"]
-
-        def split(t: np.ndarray) -> np.ndarray:
-            return t.reshape(b, s, nh, hd).transpose(0, 2, 1, 3)
-
-        q, k, v = (split(dense(f"attention.self.{n}", x)) for n in ("query", "key", "value"))
-        pr = _softmax(q @ k.transpose(0, 1, 3, 2) * np.float32(1 / math.sqrt(hd)) + bias)
-        a = (pr @ v).transpose(0, 2, 1, 3).reshape(b, s, -1)
-        x = _ln(dense("attention.output.dense", a) + x, sd[p + "attention.output.LayerNorm.weight"],
-                sd[p + "attention.output.LayerNorm.bias"], eps)  # fmt: skip
-        f = dense("intermediate.dense", x)
-        f = 0.5 * f * (1.0 + _erf(f * np.float32(1 / math.sqrt(2.0))))
-        x = _ln(dense("output.dense", f) + x, sd[p + "output.LayerNorm.weight"],
-                sd[p + "output.LayerNorm.bias"], eps)  # fmt: skip
-    pooled = (x * m[..., None]).sum(1) / np.maximum(m.sum(1, keepdims=True), 1e-9)
-    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
 def np_llama(

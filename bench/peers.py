@@ -1,12 +1,19 @@
 """RLX against its peers on the same workloads, in one process.
 
-    .venv/bin/python bench/peers.py [--quick] [--reps N] [--json PATH]
+    .venv/bin/python bench/peers.py [--quick] [--reps N] [--threads N] [--json PATH]
 
-Peers: NumPy (always), onnxruntime (graphs built with onnx.helper) and PyTorch (CPU, eager,
-no_grad) when installed (`pip install -e .[bench]`). Prints, per workload, the median run
-time of each, the ratio RLX / best peer (< 1: RLX faster) and each one's max |error|
-against NumPy; writes everything to bench/peers.json (gitignored). Also times the cold
-compile and a cache hit of the encoder layer.
+Workloads (bench/common.py): gelu_tanh(x*a+b) 4096x4096, softmax 2048x2048, layer_norm
+8192x768, matmul 1024^3, MLP 256x768 -> 3072 -> 768 (bias, erf GELU), one BERT encoder
+layer (seq 128, hidden 384, 12 heads, FFN 1536) and the all-MiniLM-L6-v2-shaped sentence
+encoder (6 layers, batch 1, seq 128, random weights; `--quick` halves only the first
+four sizes). Peers: NumPy (always), onnxruntime (graphs built with onnx.helper, opset 20,
+ORT_ENABLE_ALL; the MiniLM graph in bench/minilm.py) and PyTorch (CPU, eager, no_grad;
+MiniLM as an nn.Module with Hugging Face parameter names) when installed
+(`pip install -e .[bench]`). Prints, per workload, the median run time of each, the ratio
+RLX / best peer (< 1: RLX faster) and each one's max |error| against NumPy; writes
+everything to bench/peers.json (gitignored). Also times the encoder layer's compile: cold
+(empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime
+and torch at N threads (default: each library's own default).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from common import (
     Workload,
     compile_rlx,
     machine,
+    make_graph,
     max_err,
     median_s,
     run_rlx,
@@ -44,8 +52,14 @@ Runner = Callable[[], np.ndarray]
 
 # ----------------------------------------------------------------------------- onnxruntime
 def _onnx_model(w: Workload) -> object | None:
-    """The workload as an ONNX graph (opset 17), or None if not expressible here."""
+    """The workload as an ONNX graph (opset 20), or None if not expressible here."""
     from onnx import TensorProto, helper, numpy_helper
+
+    if w.tags.get("minilm"):
+        from minilm import onnx_model
+
+        ids = w.inputs["input_ids"]
+        return onnx_model(w.tags["state_dict"], w.tags["cfg"], *ids.shape)  # type: ignore[arg-type]
 
     nodes: list[object] = []
     inits = [numpy_helper.from_array(v, k) for k, v in w.params.items()]
@@ -70,8 +84,8 @@ def _onnx_model(w: Workload) -> object | None:
         return node("LayerNormalization", [x, g, b], axis=-1, epsilon=eps)
 
     name = w.name.split()[0]
-    if name.startswith("gelu"):
-        y = gelu(node("Add", [node("Mul", ["x", "a"]), "b"]))
+    if name.startswith("gelu_tanh"):  # the standard op (opset 20): ORT's tanh-approx kernel
+        y = node("Gelu", [node("Add", [node("Mul", ["x", "a"]), "b"])], approximate="tanh")
     elif name == "softmax":
         y = node("Softmax", ["x"], axis=-1)
     elif name == "layer_norm":
@@ -114,7 +128,7 @@ def _onnx_model(w: Workload) -> object | None:
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)],
         initializer=inits,
     )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 
 def ort_runner(w: Workload) -> Runner | None:
@@ -130,7 +144,7 @@ def ort_runner(w: Workload) -> Runner | None:
     if THREADS:
         so.intra_op_num_threads = so.inter_op_num_threads = THREADS
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])  # type: ignore[attr-defined]
-    feed = {"x": w.inputs["x"]}
+    feed = dict(w.inputs)
     return lambda: sess.run(None, feed)[0]
 
 
@@ -145,10 +159,22 @@ def torch_runner(w: Workload) -> Runner | None:
     if THREADS:
         torch.set_num_threads(THREADS)
 
+    if w.tags.get("minilm"):
+        from minilm import torch_module
+
+        mod = torch_module(w.tags["state_dict"], w.tags["cfg"])  # type: ignore[arg-type]
+        ids, mask = (torch.from_numpy(v) for v in w.inputs.values())
+
+        def run_minilm() -> np.ndarray:
+            with torch.no_grad():
+                return mod(ids, mask).numpy()
+
+        return run_minilm
+
     t = {k: torch.from_numpy(v) for k, v in {**w.inputs, **w.params}.items()}
     name = w.name.split()[0]
-    if name.startswith("gelu"):
-        fn = lambda: F.gelu(t["x"] * t["a"] + t["b"])  # noqa: E731
+    if name.startswith("gelu_tanh"):
+        fn = lambda: F.gelu(t["x"] * t["a"] + t["b"], approximate="tanh")  # noqa: E731
     elif name == "softmax":
         fn = lambda: torch.softmax(t["x"], -1)  # noqa: E731
     elif name == "layer_norm":
@@ -201,8 +227,7 @@ def compile_times(reps: int) -> dict[str, float]:
     }
 
     def once() -> float:
-        g = rlx.Graph()
-        w.build(g)
+        g = make_graph(w)
         t0 = time.perf_counter()
         rlx.compile(g)
         return time.perf_counter() - t0
