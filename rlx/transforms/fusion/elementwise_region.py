@@ -3,7 +3,8 @@ one rlx.elementwise_region with a scalar arith/math body."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -62,6 +63,8 @@ class FuseElementwiseRegion(RewritePattern):
 
     max_steps: int = 0
     max_inputs: int = 0
+    _block: Block | None = field(default=None, repr=False, compare=False)
+    _order: dict[Operation, int] = field(default_factory=dict, repr=False, compare=False)
 
     def match_and_rewrite(self, tail: Operation, rewriter: PatternRewriter) -> None:
         if not fusable(tail):
@@ -71,16 +74,26 @@ class FuseElementwiseRegion(RewritePattern):
         members = self._grow(tail)
         if len(members) < 2:
             return
-        block = tail.parent_block()
-        assert block is not None
-        order = {id(op): i for i, op in enumerate(block.ops)}
-        members.sort(key=lambda op: order[id(op)])
+        members.sort(key=self._position_key(members))
         region_op = self._build(members, tail)
         if region_op is None:
             return
+        self._order[region_op] = self._order[tail]
         rewriter.replace(tail, region_op)
         for op in reversed(members[:-1]):
             rewriter.erase(op)
+
+    def _position_key(self, members: list[Operation]) -> Callable[[Operation], int]:
+        """Sort key: position in the block. Positions are computed once per block and
+        reused while the block only loses ops or has ops replaced in place (a new region
+        op takes its tail's position); numbering the block per region would make the pass
+        quadratic in the block length."""
+        block = members[0].parent_block()
+        assert block is not None
+        if self._block is not block or any(op not in self._order for op in members):
+            self._block = block
+            self._order = {op: i for i, op in enumerate(block.ops)}
+        return self._order.__getitem__
 
     def _absorbed_by(self, op: Operation) -> Operation | None:
         """The consumer that may absorb `op` (fusable, sole user, same block), if any."""
