@@ -53,13 +53,44 @@ func.func @expansions(%x: f32) -> f32 {
 // CHECK:         llvm.fdiv
 // CHECK:         llvm.return
 // CHECK:       llvm.func internal @__rlx_erf_f32(
-// CHECK:         llvm.fpext %{{.*}} : f32 to f64
-// CHECK:         llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK:         llvm.call_intrinsic "llvm.fmuladd.f32"
+// CHECK:         llvm.call_intrinsic "llvm.copysign.f32"
 // CHECK-NEXT:    llvm.return
 
 // NOEXPAND-LABEL: func.func @expansions
 // NOEXPAND-NEXT:    llvm.call_intrinsic "llvm.exp.f32"(%{{.*}}) : (f32) -> f32
 // NOEXPAND-NOT:   @__rlx_exp_f32
+
+// -----
+
+// f32 erf is computed in f32 only (no f64: full SIMD width): two polynomials with fused
+// multiply-adds, |x| < 1 and 1 <= |x| (in |x| - 2.25), 1 from 3.9192059 on, odd.
+func.func @erf_f32(%x: f32) -> f32 {
+  %0 = math.erf %x : f32
+  func.return %0 : f32
+}
+
+// CHECK-LABEL: func.func @erf_f32
+// CHECK-NEXT:    %[[R:.*]] = llvm.call @__rlx_erf_f32(%{{.*}}) : (f32) -> f32
+// CHECK-NEXT:    func.return %[[R]] : f32
+// CHECK:       llvm.func internal @__rlx_erf_f32(%[[X:.*]]: f32) -> f32 attributes {passthrough = ["alwaysinline"]} {
+// CHECK-NOT:     f64
+// CHECK-NOT:     llvm.call @
+// CHECK:         %[[A:.*]] = llvm.call_intrinsic "llvm.fabs.f32"(%[[X]]) : (f32) -> f32
+// CHECK-NEXT:    %[[U:.*]] = llvm.fmul %[[A]], %[[A]] : f32
+// CHECK-NOT:     f64
+// CHECK-COUNT-7: llvm.call_intrinsic "llvm.fmuladd.f32"(%{{.*}}) : (f32, f32, f32) -> f32
+// CHECK-NOT:     f64
+// CHECK:         %[[T:.*]] = llvm.fsub %[[A]], %{{.*}} : f32
+// CHECK-NOT:     f64
+// CHECK-COUNT-15: llvm.call_intrinsic "llvm.fmuladd.f32"(%{{.*}}, %[[T]], %{{.*}}) : (f32, f32, f32) -> f32
+// CHECK-NOT:     f64
+// CHECK:         llvm.fcmp "olt" %[[A]], %{{.*}} : f32
+// CHECK:         llvm.fcmp "ogt" %[[A]], %{{.*}} : f32
+// CHECK-NOT:     f64
+// CHECK:         %[[R:.*]] = llvm.call_intrinsic "llvm.copysign.f32"(%{{.*}}, %[[X]]) : (f32, f32) -> f32
+// CHECK-NEXT:    llvm.return %[[R]] : f32
+// CHECK-NEXT:  }
 
 // -----
 
