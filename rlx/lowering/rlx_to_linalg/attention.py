@@ -1,23 +1,44 @@
 """Attention (one fused scf kernel per op) and rope (linalg.generic, rotate-half).
 
-Attention, per (b, h, i) query row, in the compute type (f32 for f32/f16/bf16):
+Attention semantics (docs/dialect.md), per (b, h, i) query row, in the compute type (f32
+for f32/f16/bf16):
   1. live keys j in [lo, hi): causal keeps j <= i + offset, sliding_window also
-     j >= i + offset - window (offset = Sk - Sq); masked keys are never visited;
-  2. s_j = (q_i . k_j) * scale [+ bias], then softcap * tanh(s_j / softcap), into a row
-     scratch, tracking the row max m (m := 0 when not finite, as the reference does);
-  3. e_j = exp(s_j - m) (a -inf score gives exactly 0), denominator d = sum e_j;
-  4. out_i = sum_j (e_j / d) v_j with the d-loop innermost (unit stride over v and out);
-     a row without live keys (d == 0) is all zeros.
+     j >= i + offset - window (offset = Sk - Sq); masked keys get probability exactly 0;
+  2. s_j = (q_i . k_j) * scale [+ bias], then softcap * tanh(s_j / softcap), tracking the
+     row max m over the live keys (m := 0 when not finite, as the reference does);
+  3. e_j = exp(s_j - m) (a -inf score gives 0), denominator d = sum e_j; a row whose
+     max is -inf has no live key and d := 0 (the f32 exp expansion clamps its argument,
+     so exp(-inf) is not exactly 0);
+  4. out_i = sum_j (e_j / d) v_j; a row without live keys (d == 0) is all zeros.
+
+BLAS path (f32/f64 with contiguous q, k, v, out, `rlx.runtime.blas` available, at least
+`MIN_ROWS` query rows and `BLAS_MIN_WORK` multiply-adds per (b, h)): per (b, h) and
+block of bq = min(Sq, `BLOCK_ROWS`, `BLOCK_BYTES` / row bytes) query rows, over the
+block's key range [klo, khi) (the union of its rows' live ranges: causal and
+sliding-window blocks skip the keys none of their rows sees):
+  a. S[bq, klo:khi] = scale * Q_blk K[klo:khi]^T: one GEMM, K read in place with the
+     transpose flag, scale as alpha;
+  b. per row: bias, softcap and the max over [lo, hi) (one pass, in place), exp and the
+     sum (one pass, in place), zeros for the block's keys outside [lo, hi);
+  c. O_blk = P V[klo:khi]: one GEMM, straight into the output;
+  d. each output row is scaled by 1/d (Dv multiplies per row instead of Sk), rows with
+     d == 0 are set to zeros.
+A block whose key range is empty (causal with Sq > Sk) skips the GEMMs and writes zeros.
+
+Otherwise (f16/bf16, BLAS off, decode-like or tiny problems) one scalar-loop kernel: per
+row, the dot products and the weighted sum of v with the d-loop innermost (unit stride
+over v and out); masked keys are never visited.
 The dot products and sums use reassoc+contract so LLVM can vectorize the inner loops.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import math as mathd
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from rlx.dialects.rlx.base import attr_float, attr_int, attr_str
 from rlx.lowering.rlx_to_linalg.kernel import (
@@ -31,6 +52,22 @@ from rlx.lowering.rlx_to_linalg.kernel import (
     identity,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.matmul import Dim, Gemm, _blas_dtype, _ptr, blas_ready
+
+BLOCK_ROWS = 128
+"""Query rows per block of the BLAS path. Fewer rows make OpenBLAS re-pack K and V for
+little work per call (at 16 rows a causal 1024x1024 head is 1.6x slower); more rows
+waste more of the causal diagonal block and outgrow L2."""
+
+BLOCK_BYTES = 4 << 20
+"""Cap on the [rows, Sk] score block (fewer rows for very long key sequences)."""
+
+MIN_ROWS = 32
+"""Fewest query rows (Sq) for the BLAS path: decode-like attention (a few rows against a
+long key sequence) is memory bound and the loop kernel streams K and V once."""
+
+BLAS_MIN_WORK = 32 * 32 * 32
+"""Smallest Sq * Sk * max(D, Dv) per (batch, head) for which the BLAS path is taken."""
 
 
 def _bidx(
@@ -43,58 +80,226 @@ def _bidx(
     ]
 
 
+class _Attn:
+    """The attributes and shapes of one rlx.attention op."""
+
+    def __init__(self, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        a = dict(op.attributes)
+        self.q, self.k, self.v = ins[:3]
+        self.bias = ins[3] if len(ins) > 3 else None
+        self.out = outs[0]
+        self.b, self.h, self.sq, self.d = shape(self.q)
+        self.sk, self.dv = shape(self.k)[2], shape(self.v)[3]
+        self.ct = compute_type(elem(self.q))
+        self.scale = attr_float(a, "scale", 1.0 / math.sqrt(self.d) if self.d else 1.0)
+        self.softcap = attr_float(a, "softcap")
+        self.kind = attr_str(a, "mask_kind", "bias" if self.bias is not None else "none")
+        self.window = attr_int(a, "window")
+        self.offset = self.sk - self.sq
+
+    def key_range(self, kb: KernelBuilder, i: SSAValue, last: SSAValue) -> tuple[Dim, Dim]:
+        """[lo, hi) of the keys live for some query row in [i, last]."""
+        lo: Dim = 0
+        hi: Dim = self.sk
+        if self.kind in ("causal", "sliding_window"):
+            hi = kb.imax(kb.imin(kb.iadd(last, self.offset + 1), kb.idx(self.sk)), kb.idx(0))
+        if self.kind == "sliding_window":
+            assert self.window is not None
+            lo = kb.imin(kb.imax(kb.iadd(i, self.offset - self.window), kb.idx(0)), kb.idx(hi))
+        return lo, hi
+
+    def score(
+        self, kb: KernelBuilder, s: SSAValue, bi: SSAValue, hi: SSAValue, i: SSAValue, j: SSAValue
+    ) -> SSAValue:
+        """Bias and softcap applied to the scaled score `s` of (bi, hi, i, j)."""
+        c = lambda x: kb.const(x, self.ct)  # noqa: E731
+        if self.bias is not None:
+            full = (self.b, self.h, self.sq, self.sk)
+            s = kb.addf(s, kb.load_c(self.bias, _bidx(shape(self.bias), full, [bi, hi, i, j], kb)))
+        if self.softcap is not None:
+            s = kb.mulf(c(self.softcap), kb.unary(mathd.TanhOp, kb.divf(s, c(self.softcap))))
+        return s
+
+
+def _if(
+    kb: KernelBuilder, cond: SSAValue, then: Callable[[], None], other: Callable[[], None]
+) -> None:
+    """`scf.if cond { then() } else { other() }` (no results)."""
+    blocks = []
+    for build in (then, other):
+        blk = Block()
+        with kb.at(blk):
+            build()
+            kb.add(scf.YieldOp())
+        blocks.append(blk)
+    kb.add(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1])))
+
+
+def _row_max(kb: KernelBuilder, at: _Attn, m: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(the max to subtract, 0 when `m` is not finite; whether `m` is -inf, i.e. the row
+    has no live key). The row's denominator is forced to 0 then: exp(-inf) need not be
+    exactly 0 (the f32 exp expansion clamps its argument)."""
+    c = lambda x: kb.const(x, at.ct)  # noqa: E731
+    finite = kb.cmpf("olt", kb.unary(mathd.AbsFOp, m), c(float("inf")))
+    return kb.select(finite, m, c(0.0)), kb.cmpf("oeq", m, c(float("-inf")))
+
+
+def _softmax_rows(
+    kb: KernelBuilder,
+    at: _Attn,
+    scores: SSAValue,
+    dens: SSAValue,
+    bi: SSAValue,
+    hi: SSAValue,
+    i0: SSAValue,
+    rows: Dim,
+    klo: Dim,
+    khi: Dim,
+) -> None:
+    """Step b of the BLAS path: scores[r, klo:khi] := exp(s - m) (zeros for the dead keys
+    of row r), dens[r] := the row's sum."""
+    c = lambda x: kb.const(x, at.ct)  # noqa: E731
+    with kb.loop(rows) as r:
+        i = kb.iadd(i0, r)
+        lo, hi_ = at.key_range(kb, i, i)
+        if at.bias is None and at.softcap is None:
+
+            def rowmax(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+                return [kb.maxf(carried[0], kb.load(scores, [r, j]))]
+
+        else:
+
+            def rowmax(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+                s = at.score(kb, kb.load(scores, [r, j]), bi, hi, i, j)
+                kb.store(s, scores, [r, j])
+                return [kb.maxf(carried[0], s)]
+
+        m, dead = _row_max(kb, at, kb.loop_carry(hi_, [c(float("-inf"))], rowmax, lb=lo)[0])
+
+        def expsum(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            e = kb.unary(mathd.ExpOp, kb.subf(kb.load(scores, [r, j]), m))
+            kb.store(e, scores, [r, j])
+            return [kb.addf(carried[0], e, FM_RED)]
+
+        den = kb.loop_carry(hi_, [c(0.0)], expsum, lb=lo)[0]
+        kb.store(kb.select(dead, c(0.0), den), dens, [r])
+        if at.kind in ("causal", "sliding_window"):
+            for lb, ub in ((klo, lo), (hi_, khi)):
+                if lb is ub or (isinstance(lb, int) and lb == ub):
+                    continue
+                with kb.loop(ub, lb=lb) as j:
+                    kb.store(c(0.0), scores, [r, j])
+
+
+def _emit_attention_blas(kb: KernelBuilder, at: _Attn) -> bool:
+    """The GEMM-based kernel (module docstring); False (nothing emitted) when it does not apply."""
+    dtype = _blas_dtype(at.q, at.k, at.v, at.out)
+    dims = (at.b, at.h, at.sq, at.sk, at.d, at.dv)
+    if dtype is None or min(dims) <= 0 or at.sq < MIN_ROWS:
+        return False
+    if at.sq * at.sk * max(at.d, at.dv) < BLAS_MIN_WORK:
+        return False
+    if max(at.sk, at.d, at.dv) >= 2**31 or not blas_ready(kb, dtype):
+        return False
+    gemm = Gemm(kb, dtype)
+    es = gemm.esize
+    sq, sk, d, dv = at.sq, at.sk, at.d, at.dv
+    bq = max(1, min(sq, BLOCK_ROWS, BLOCK_BYTES // (sk * es)))
+    nblk = -(-sq // bq)
+    scores = kb.scratch([bq, sk], at.ct)
+    dens = kb.scratch([bq], at.ct)
+    pq, pk, pv, po, ps = (_ptr(kb, x) for x in (at.q, at.k, at.v, at.out, scores))
+    c = lambda x: kb.const(x, at.ct)  # noqa: E731
+    with kb.nest([at.b, at.h, nblk]) as (bi, hi, blk):
+        bh = kb.iadd(kb.imul(bi, at.h), hi)
+        i0 = kb.imul(blk, bq)
+        rows: Dim = bq if sq % bq == 0 else kb.imin(kb.idx(bq), kb.idx(_sub(kb, sq, i0)))
+        masked = at.kind in ("causal", "sliding_window")
+        last = kb.iadd(i0, _sub(kb, rows, 1)) if masked else i0
+        klo, khi = at.key_range(kb, i0, last)
+        nk = _sub(kb, khi, klo)
+        qrow = kb.imul(kb.iadd(kb.imul(bh, sq), i0), d * es)
+        orow = kb.imul(kb.iadd(kb.imul(bh, sq), i0), dv * es)
+        kv0 = kb.iadd(kb.imul(bh, sk), klo)
+        s0 = kb.iadd(ps, klo * es if isinstance(klo, int) else kb.imul(klo, es))
+
+        def body() -> None:
+            # a. S[:, klo:khi] = scale * Q_blk K[klo:khi]^T
+            gemm(rows, nk, d, kb.iadd(pq, qrow), d, kb.iadd(pk, kb.imul(kv0, d * es)), d,
+                 s0, sk, trans_b=True, alpha=at.scale)  # fmt: skip
+            _softmax_rows(kb, at, scores, dens, bi, hi, i0, rows, klo, khi)
+            # c. O_blk = P[:, klo:khi] V[klo:khi]
+            gemm(rows, dv, nk, s0, sk, kb.iadd(pv, kb.imul(kv0, dv * es)), dv,
+                 kb.iadd(po, orow), dv)  # fmt: skip
+            # d. O_blk[r] *= 1 / d_r; zeros where d_r == 0
+            with kb.loop(rows) as r:
+                den = kb.load(dens, [r])
+                pos = kb.cmpf("ogt", den, c(0.0))
+                inv = kb.divf(c(1.0), kb.select(pos, den, c(1.0)))
+                i = kb.iadd(i0, r)
+                with kb.loop(dv) as dd:
+                    o = kb.load(at.out, [bi, hi, i, dd])
+                    kb.store(kb.select(pos, kb.mulf(o, inv), c(0.0)), at.out, [bi, hi, i, dd])
+
+        def zeros() -> None:
+            with kb.loop(rows) as r:
+                with kb.loop(dv) as dd:
+                    kb.store(c(0.0), at.out, [bi, hi, kb.iadd(i0, r), dd])
+
+        if masked and at.offset < 0:
+            # the first rows of a causal / sliding-window attention with Sq > Sk see no key
+            _if(kb, kb.cmpi("sgt", kb.idx(nk), kb.idx(0)), body, zeros)
+        else:
+            body()
+    return True
+
+
+def _sub(kb: KernelBuilder, a: Dim, b: Dim) -> Dim:
+    """a - b on index values (folded for constants)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    if isinstance(b, int) and b == 0:
+        return a
+    return kb.subi(kb.idx(a), kb.idx(b))
+
+
 def emit_attention(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    a = dict(op.attributes)
-    q, k, v = ins[:3]
-    bias = ins[3] if len(ins) > 3 else None
-    out = outs[0]
-    b_, h_, sq, d = shape(q)
-    sk, dv = shape(k)[2], shape(v)[3]
-    ct = compute_type(elem(q))
-    scale = attr_float(a, "scale", 1.0 / math.sqrt(d) if d else 1.0)
-    softcap = attr_float(a, "softcap")
-    kind = attr_str(a, "mask_kind", "bias" if bias is not None else "none")
-    window = attr_int(a, "window")
-    offset = sk - sq
+    at = _Attn(op, ins, outs)
+    if _emit_attention_blas(kb, at):
+        return
+    _emit_attention_loops(kb, at)
+
+
+def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
+    """The scalar-loop kernel (f16/bf16, no BLAS, tiny problems)."""
+    q, k, v, out = at.q, at.k, at.v, at.out
+    b_, h_, sq, d, sk, dv, ct = at.b, at.h, at.sq, at.d, at.sk, at.dv, at.ct
     c = lambda x: kb.const(x, ct)  # noqa: E731
     scores = kb.scratch([max(sk, 1)], ct)
     acc = out if elem(out) == ct else kb.scratch([max(dv, 1)], ct)
-    zero_i = kb.idx(0)
     with kb.nest([b_, h_, sq]) as (bi, hi, i):
-        lo, hi_ = zero_i, kb.idx(sk)
-        if kind in ("causal", "sliding_window"):
-            hi_ = kb.imax(kb.imin(kb.iadd(i, offset + 1), kb.idx(sk)), zero_i)
-        if kind == "sliding_window":
-            assert window is not None
-            lo = kb.imin(kb.imax(kb.iadd(i, offset - window), zero_i), hi_)
+        lo, hi_ = at.key_range(kb, i, i)
 
         def score(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             def dot(dd: SSAValue, acc_: list[SSAValue]) -> list[SSAValue]:
                 x = kb.mulf(kb.load_c(q, [bi, hi, i, dd]), kb.load_c(k, [bi, hi, j, dd]), FM_RED)
                 return [kb.addf(acc_[0], x, FM_RED)]
 
-            s = kb.mulf(kb.loop_carry(d, [c(0.0)], dot)[0], c(scale))
-            if bias is not None:
-                s = kb.addf(
-                    s, kb.load_c(bias, _bidx(shape(bias), (b_, h_, sq, sk), [bi, hi, i, j], kb))
-                )
-            if softcap is not None:
-                s = kb.mulf(c(softcap), kb.unary(mathd.TanhOp, kb.divf(s, c(softcap))))
+            s = kb.mulf(kb.loop_carry(d, [c(0.0)], dot)[0], c(at.scale))
+            s = at.score(kb, s, bi, hi, i, j)
             kb.store(s, scores, [j])
             return [kb.maxf(carried[0], s)]
 
-        m = kb.loop_carry(hi_, [c(float("-inf"))], score, lb=lo)[0]
-        finite = kb.cmpf("olt", kb.unary(mathd.AbsFOp, m), c(float("inf")))
-        m = kb.select(finite, m, c(0.0))
+        m, dead = _row_max(kb, at, kb.loop_carry(hi_, [c(float("-inf"))], score, lb=lo)[0])
 
         def expsum(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             e = kb.unary(mathd.ExpOp, kb.subf(kb.load(scores, [j]), m))
             kb.store(e, scores, [j])
             return [kb.addf(carried[0], e, FM_RED)]
 
-        den = kb.loop_carry(hi_, [c(0.0)], expsum, lb=lo)[0]
+        den = kb.select(dead, c(0.0), kb.loop_carry(hi_, [c(0.0)], expsum, lb=lo)[0])
         pos = kb.cmpf("ogt", den, c(0.0))
         inv = kb.select(pos, kb.divf(c(1.0), kb.select(pos, den, c(1.0))), c(0.0))
         row = [bi, hi, i] if acc is out else []

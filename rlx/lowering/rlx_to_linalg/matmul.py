@@ -133,11 +133,81 @@ def _strides(shp: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
+def blas_ready(kb: KernelBuilder, dtype: str) -> bool:
+    """True when generated code may call the GEMM of `dtype` ("f32"/"f64"): BLAS is
+    enabled and found, and its symbol is declared in the kernel's module."""
+    from rlx.runtime.blas import SYMBOLS, available
+
+    return available(dtype) and _declare(kb, SYMBOLS[dtype], [IndexType()] * 13, [])
+
+
+Dim = int | SSAValue
+"""A GEMM size or leading dimension: a constant or an index value."""
+
+
+class Gemm:
+    """Emits calls of the BLAS GEMM of one element type (declared by `blas_ready` first)
+    on row-major matrices: C = alpha op(A) op(B) + beta C, with A, B, C given as the byte
+    addresses (index values, e.g. `_ptr` plus an offset) of their first element. The
+    Fortran routine is column-major, so the call is C^T = op(B)^T op(A)^T: the operands
+    and the transpose flags swap places. Its scalar arguments go through small scratch
+    buffers (by reference) that every call refills."""
+
+    def __init__(self, kb: KernelBuilder, dtype: str) -> None:
+        from rlx.runtime.blas import SYMBOLS
+
+        self.kb = kb
+        self.symbol = SYMBOLS[dtype]
+        self.et: Attribute = Float32Type() if dtype == "f32" else Float64Type()
+        self.esize = 4 if dtype == "f32" else 8
+        names = ("m", "n", "k", "lda", "ldb", "ldc")
+        self.ints = {nm: kb.scratch([1], i32) for nm in names}
+        self.scal = {nm: kb.scratch([1], self.et) for nm in ("alpha", "beta")}
+        self.p = {nm: _ptr(kb, v) for nm, v in (*self.ints.items(), *self.scal.items())}
+        self._trans: dict[bool, SSAValue] = {}
+
+    def _flag(self, trans: bool) -> SSAValue:
+        """Address of the character "T" or "N" (a constant table, made on first use)."""
+        if trans not in self._trans:
+            table = self.kb.table([ord("T" if trans else "N")], i8)
+            self._trans[trans] = self.kb.hoist(memref.ExtractAlignedPointerAsIndexOp.get(table))
+        return self._trans[trans]
+
+    def __call__(
+        self,
+        m: Dim,
+        n: Dim,
+        k: Dim,
+        a: SSAValue,
+        lda: Dim,
+        b: SSAValue,
+        ldb: Dim,
+        c: SSAValue,
+        ldc: Dim,
+        *,
+        trans_a: bool = False,
+        trans_b: bool = False,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> None:
+        """C[m, n] = alpha op(A)[m, k] op(B)[k, n] + beta C[m, n] (row-major; op(X) is X
+        or X^T, `ld*` the row strides in elements, as stored: A is [k, m] when trans_a)."""
+        kb = self.kb
+        for name, val in (("m", n), ("n", m), ("k", k), ("lda", ldb), ("ldb", lda), ("ldc", ldc)):
+            iv = kb.const(val, i32) if isinstance(val, int) else kb.convert(val, i32)
+            kb.store(iv, self.ints[name], [0])
+        kb.store(kb.const(alpha, self.et), self.scal["alpha"], [0])
+        kb.store(kb.const(beta, self.et), self.scal["beta"], [0])
+        p = self.p
+        args = [self._flag(trans_b), self._flag(trans_a),
+                p["m"], p["n"], p["k"], p["alpha"], b, p["lda"], a, p["ldb"], p["beta"], c,
+                p["ldc"]]  # fmt: skip
+        kb.add(func.CallOp(self.symbol, args, []))
+
+
 def blas_gemm(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> bool:
     """Emit out = a @ b as BLAS GEMM call(s); False (nothing emitted) when the operands do
     not qualify: not all f32 or all f64, strided, too small, or BLAS not enabled/found."""
-    from rlx.runtime.blas import SYMBOLS, available
-
     dtype = _blas_dtype(a, b, out)
     sa, sb, so = list(shape(a)), list(shape(b)), list(shape(out))
     if dtype is None or len(sa) < 2 or len(sb) < 2:
@@ -145,34 +215,19 @@ def blas_gemm(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> boo
     m, k, n = sa[-2], sa[-1], sb[-1]
     if m * n * k < BLAS_MIN_MNK or max(m * prod(so[:-2]), n, k) >= 2**31:
         return False
-    if not available(dtype):
+    if not blas_ready(kb, dtype):
         return False
-    idx = IndexType()
-    if not _declare(kb, SYMBOLS[dtype], [idx] * 13, []):
-        return False
-    et = elem(out)
     bo = so[:-2]
     nb = len(bo)
     pa, pb = [1] * (nb - len(sa) + 2) + sa[:-2], [1] * (nb - len(sb) + 2) + sb[:-2]
     collapse = all(d == 1 for d in pb) and pa == bo  # one GEMM over all rows of a
     gm = m * prod(bo) if collapse else m
-    ints = {name: kb.scratch([1], i32) for name in ("m", "n", "k", "lda", "ldb", "ldc")}
-    scal = {name: kb.scratch([1], et) for name in ("alpha", "beta")}
-    trans = _ptr(kb, kb.table([ord("N")], i8))
-    esize = 4 if dtype == "f32" else 8
-
-    for name, v in (("m", n), ("n", gm), ("k", k), ("lda", n), ("ldb", k), ("ldc", n)):
-        kb.store(kb.const(v, i32), ints[name], [0])
-    kb.store(kb.const(1.0, et), scal["alpha"], [0])
-    kb.store(kb.const(0.0, et), scal["beta"], [0])
-    p = {nm: _ptr(kb, v) for nm, v in (*ints.items(), *scal.items())}
+    gemm = Gemm(kb, dtype)
     base = [_ptr(kb, a), _ptr(kb, b), _ptr(kb, out)]
 
     def call(ptrs: Sequence[SSAValue]) -> None:
         pa_, pb_, po_ = ptrs
-        args = [trans, trans, p["m"], p["n"], p["k"], p["alpha"], pb_, p["lda"],
-                pa_, p["ldb"], p["beta"], po_, p["ldc"]]  # fmt: skip
-        kb.add(func.CallOp(SYMBOLS[dtype], args, []))
+        gemm(gm, n, k, pa_, k, pb_, n, po_, n)
 
     if collapse or nb == 0:
         call(base)
@@ -188,7 +243,7 @@ def blas_gemm(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> boo
             off: SSAValue | int = 0
             for iv, s in zip(ivs, st, strict=True):
                 if s:
-                    off = kb.iadd(off, kb.imul(iv, s * mat * esize))
+                    off = kb.iadd(off, kb.imul(iv, s * mat * gemm.esize))
             ptrs.append(kb.iadd(ptr0, off))
         call(ptrs)
     return True
