@@ -5,6 +5,10 @@
 addresses as the JIT symbols `rlx_blas_sgemm`/`rlx_blas_dgemm` (llvmlite `add_symbol`);
 the matmul lowering then calls them (`rlx.lowering.rlx_to_linalg.matmul.blas_gemm`).
 
+Where SciPy's OpenBLAS exports `openblas_set_num_threads_local`, the published symbols are
+small JIT-compiled wrappers that run GEMMs under `THREADED_MACS` multiply-adds on one
+OpenBLAS thread (see `_WRAPPER_IR`).
+
 On by default when SciPy is installed; `RLX_BLAS=0` turns it off (the loop-nest matmul is
 used). MCJIT cannot load code that references a symbol nobody published (every external of
 the module, `malloc` included, is then left unresolved), so both loaders (`JitModule` and
@@ -55,17 +59,107 @@ def _lookup() -> dict[str, int]:
     return out
 
 
+THREADED_MACS = 1 << 26
+"""GEMMs with fewer multiply-adds (about 2.5 ms on one core) run on one OpenBLAS thread."""
+
+_WRAPPER_IR = r"""
+declare void @rlx_blas_@T@gemm_impl(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
+
+define void @rlx_blas_@T@gemm(ptr %ta, ptr %tb, ptr %m, ptr %n, ptr %k, ptr %al, ptr %a,
+                              ptr %lda, ptr %b, ptr %ldb, ptr %be, ptr %c, ptr %ldc) {
+entry:
+  %m32 = load i32, ptr %m, align 4
+  %n32 = load i32, ptr %n, align 4
+  %k32 = load i32, ptr %k, align 4
+  %m64 = sext i32 %m32 to i64
+  %n64 = sext i32 %n32 to i64
+  %k64 = sext i32 %k32 to i64
+  %mn = mul i64 %m64, %n64
+  %macs = mul i64 %mn, %k64
+  %small = icmp slt i64 %macs, @THRESHOLD@
+  br i1 %small, label %one, label %all
+one:
+  %prev = call i32 @rlx_openblas_set_num_threads_local(i32 1)
+  call void @rlx_blas_@T@gemm_impl(ptr %ta, ptr %tb, ptr %m, ptr %n, ptr %k, ptr %al, ptr %a,
+                                   ptr %lda, ptr %b, ptr %ldb, ptr %be, ptr %c, ptr %ldc)
+  %back = call i32 @rlx_openblas_set_num_threads_local(i32 %prev)
+  ret void
+all:
+  call void @rlx_blas_@T@gemm_impl(ptr %ta, ptr %tb, ptr %m, ptr %n, ptr %k, ptr %al, ptr %a,
+                                   ptr %lda, ptr %b, ptr %ldb, ptr %be, ptr %c, ptr %ldc)
+  ret void
+}
+"""
+"""`rlx_blas_<t>gemm`: SciPy's GEMM, on one OpenBLAS thread below `THREADED_MACS`.
+
+OpenBLAS splits every GEMM over its threads; for the many mid-sized GEMMs of a transformer
+layer the hand-off costs more than it saves, and on a busy machine each call waits for a
+descheduled worker (measured: a 128^3 GEMM 0.09 ms on one thread, 33 ms on two at load 9).
+`openblas_set_num_threads_local` (OpenBLAS >= 0.3.27, exported by SciPy's wheels) sets the
+count for the calling thread only, so the wrapper sets it around small calls and restores
+it; large GEMMs keep OpenBLAS's threads (`OPENBLAS_NUM_THREADS`)."""
+
+_ENGINES: list[object] = []
+
+
+def _set_threads_local() -> int:
+    """Address of SciPy's `openblas_set_num_threads_local`, or 0 if it has none."""
+    from pathlib import Path
+
+    try:
+        import scipy  # type: ignore[import-untyped]
+    except ImportError:
+        return 0
+    libs = Path(scipy.__file__).resolve().parent.parent / "scipy.libs"
+    for path in sorted(libs.glob("libscipy_openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(str(path))
+            return ctypes.cast(lib.openblas_set_num_threads_local, ctypes.c_void_p).value or 0
+        except (OSError, AttributeError):
+            continue
+    return 0
+
+
+def _publish(found: dict[str, int]) -> None:
+    """Publish `rlx_blas_<t>gemm`: the thread-limiting wrapper where SciPy's OpenBLAS has
+    `openblas_set_num_threads_local`, else the GEMM itself."""
+    import llvmlite.binding as llvm
+
+    local = _set_threads_local()
+    if not local:
+        for dtype, addr in found.items():
+            llvm.add_symbol(SYMBOLS[dtype], addr)
+        return
+    from rlx.runtime.jit import _initialise, _target_machine
+
+    _initialise()
+    llvm.add_symbol("rlx_openblas_set_num_threads_local", local)
+    ir = "declare i32 @rlx_openblas_set_num_threads_local(i32)\n"
+    for dtype, addr in found.items():
+        t = SYMBOLS[dtype].removeprefix("rlx_blas_").removesuffix("gemm")
+        llvm.add_symbol(f"rlx_blas_{t}gemm_impl", addr)
+        ir += _WRAPPER_IR.replace("@T@", t).replace("@THRESHOLD@", str(THREADED_MACS))
+    mod = llvm.parse_assembly(ir)
+    mod.verify()
+    tm = _target_machine(2, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), True)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    for dtype in found:
+        llvm.add_symbol(SYMBOLS[dtype], engine.get_function_address(SYMBOLS[dtype]))
+    _ENGINES.append((engine, mod))
+
+
 def register() -> dict[str, int]:
     """Publish the BLAS GEMMs to the JIT (once per process, whether or not enabled);
-    {dtype: address}, empty when SciPy is missing."""
+    {dtype: address of the GEMM}, empty when SciPy is missing."""
     global _ADDRESSES
     with _LOCK:
         if _ADDRESSES is None:
-            import llvmlite.binding as llvm
-
             found = _lookup()
-            for dtype, addr in found.items():
-                llvm.add_symbol(SYMBOLS[dtype], addr)
+            if found:
+                _publish(found)
             _ADDRESSES = found
         return dict(_ADDRESSES)
 
