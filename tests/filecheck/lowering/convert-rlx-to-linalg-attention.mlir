@@ -1,4 +1,6 @@
-// RUN: env RLX_BLAS=1 rlx-opt %s -p convert-rlx-to-linalg --split-input-file | filecheck %s
+// RUN: env RLX_BLAS=1 rlx-opt %s -p 'convert-rlx-to-linalg{parallel=false}' --split-input-file | filecheck %s
+
+// (Chunking over heads, rlx_rt.parallel_call, is off here: tests/filecheck/lowering/parallel-call.mlir.)
 
 // f32 attention with BLAS: per (batch, head) and block of query rows, S = scale * Q K^T
 // is one sgemm (K read in place: transpose flag "T" = 84), the row softmax runs on S in
