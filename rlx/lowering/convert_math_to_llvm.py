@@ -285,6 +285,7 @@ def _exp_f32(e: _Emitter, x: SSAValue) -> SSAValue:
     s2 = e.add(llvm.BitcastOp(e.add(llvm.ShlOp(e.add(llvm.AddOp(n2, bias)), mant)), f32))
     res = e.fmul(e.fmul(y, s1), s2)
     res = e.select(e.fcmp("ogt", x, hi), e.const(float("inf"), f32), res)
+    res = e.select(e.fcmp("olt", x, lo), e.const(0.0, f32), res)  # exp(-inf) is exactly 0
     return e.select(e.fcmp("uno", x, x), x, res)
 
 

@@ -116,3 +116,15 @@ def test_gelu_f32_accuracy() -> None:
     (got,) = _compile("gelu", special.size).run(special)
     assert got[0] == math.inf and np.isnan(got[1])
     assert got[2] == 0.0 and got[3] == 0.0
+
+
+def test_exp_f32_underflow_and_overflow_edges() -> None:
+    """exp(-inf) and anything below the range reduction's clamp are exactly 0 (a masked
+    softmax score must give probability 0), the largest finite input stays finite."""
+    g = rlx.Graph("main")
+    g.output(g.exp(g.input("x", (8,))))
+    x = np.array([-np.inf, -200, -103.98, -103.97, -87.3, 0, 88.7, np.inf], np.float32)
+    (y,) = rlx.compile(g).run(x=x)
+    assert y[0] == 0 and y[1] == 0 and y[2] == 0
+    assert np.isinf(y[-1]) and np.isfinite(y[-2])
+    np.testing.assert_allclose(y[3:7], np.exp(x[3:7]), rtol=2e-7, atol=0)
