@@ -1,6 +1,7 @@
 """`RlxOptMain`: the implementation of `rlx-opt` (imported lazily by `rlx.tools.rlx_opt`).
 
-A closed-world `xDSLOptMain`: exactly the dialects of `rlx.dialects.get_all_dialects()`,
+A closed-world `xDSLOptMain`: exactly the dialects of `rlx.dialects.get_all_dialects()`
+(rlx ops resolved one at a time through a `LazyOpContext`, for start-up time),
 the upstream xDSL passes plus the rlx transform and lowering passes (rlx names win), the
 upstream targets. On top of xdsl-opt it adds MLIR-style behaviour: located diagnostics
 with source excerpts, `--verify-diagnostics` with `expected-*` directives, one
@@ -38,6 +39,7 @@ from rlx.tools.diagnostics import (
     render,
     verify_expectations,
 )
+from rlx.tools.lazy_context import LazyOpContext
 from rlx.tools.locating_parser import InputChunk, LocatingParser, split_input
 from rlx.tools.pass_flags import (
     PassFlag,
@@ -95,9 +97,7 @@ class RlxOptMain(xDSLOptMain):
         self.available_targets = {}
         self.rlx_pass_names = set()
 
-        from xdsl.context import Context
-
-        self.ctx = Context()
+        self.ctx = LazyOpContext()
         self.register_all_dialects()
         self.register_all_frontends()
         self.register_all_passes()
@@ -146,11 +146,19 @@ class RlxOptMain(xDSLOptMain):
     # ----------------------------------------------------------------------------------
 
     def register_all_dialects(self) -> None:
-        """Exactly `rlx.dialects.get_all_dialects()` (no entry-point discovery)."""
+        """Exactly `rlx.dialects.get_all_dialects()` (no entry-point discovery).
+
+        rlx ops are resolved one by one (see `LazyOpContext`): a module using a few rlx
+        ops only imports the submodules defining them.
+        """
         from rlx.dialects import get_all_dialects
 
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+        if isinstance(self.ctx, LazyOpContext) and "rlx" in self.ctx.registered_dialect_names:
+            from rlx.dialects.rlx import op_loaders
+
+            self.ctx.register_lazy_ops("rlx", op_loaders())
 
     def register_all_frontends(self) -> None:
         """Only MLIR text is read (by `LocatingParser`)."""

@@ -19,7 +19,6 @@ Contract for pass authors (see also `build_pass_from_flag`):
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 import types
 import typing
@@ -114,6 +113,8 @@ def instantiate(pass_cls: type[ModulePass], parameters: dict[str, ParameterListT
     fields = pass_fields(pass_cls)
     for key in parameters:
         if key.replace("-", "_") not in fields:
+            import difflib  # only for this error message (keeps start-up light)
+
             hint = difflib.get_close_matches(
                 key.replace("_", "-"), [f.replace("_", "-") for f in fields], n=1
             )
@@ -235,6 +236,8 @@ def build_pass_from_flag(pass_cls: type[ModulePass], flag: PassFlag) -> ModulePa
 
 def unknown_pass_error(name: str, registry: PassRegistry) -> PassOptionError:
     """A 'no such pass' error with a did-you-mean suggestion."""
+    import difflib  # only for this error message (keeps start-up light)
+
     hint = difflib.get_close_matches(name, list(registry), n=1)
     did_you_mean = f"; did you mean '{hint[0]}'?" if hint else ""
     return PassOptionError(f"unknown pass '{name}'{did_you_mean} (see 'rlx-opt --list-passes')")

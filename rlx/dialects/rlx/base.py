@@ -9,7 +9,7 @@ serves both the verifier and the Python builder (`rlx.Graph`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -26,6 +26,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
 from xdsl.utils.exceptions import VerifyException
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
+    from xdsl.irdl.declarative_assembly_format import FormatProgram
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
 
 DYN = DYNAMIC_INDEX
 """Marker of a dynamic dimension (`?`) in a shape tuple."""
@@ -239,9 +245,15 @@ def to_attr(v: object) -> Attribute:
 class RlxOp(IRDLOperation):
     """Base of rlx ops: readable custom form `rlx.op %a, %b {attrs} : (types) -> type`,
     and a verifier that re-infers the result types with `infer`.
+
+    The custom form is the declarative format `ASSEMBLY_FORMAT` (xDSL syntax), which
+    this class parses on first use. An op sets `ASSEMBLY_FORMAT` (annotated as a
+    `ClassVar`) instead of xDSL's `assembly_format`, which xDSL would parse when the class
+    is defined -- a third of the import time of the dialect. `None`: generic form only
+    (or the op's own `parse`/`print`).
     """
 
-    assembly_format: ClassVar[str | None] = (
+    ASSEMBLY_FORMAT: ClassVar[str | None] = (
         "operands attr-dict `:` functional-type(operands, results)"
     )
     irdl_options = (ParsePropInAttrDict(),)
@@ -287,6 +299,40 @@ class RlxOp(IRDLOperation):
                 raise VerifyException(
                     f"result #{i} has type {a}, but the operands and attributes give {e}"
                 )
+
+    @classmethod
+    def format_program(cls) -> FormatProgram | None:
+        """The parsed `ASSEMBLY_FORMAT` of this op class (built once), or None."""
+        program = _FORMAT_PROGRAMS.get(cls)
+        if program is None and cls.ASSEMBLY_FORMAT is not None:
+            from xdsl.irdl import PyRDLOpDefinitionError
+            from xdsl.irdl.declarative_assembly_format import FormatProgram
+            from xdsl.utils.exceptions import ParseError
+
+            try:
+                program = FormatProgram.from_str(cls.ASSEMBLY_FORMAT, cls.get_irdl_definition())
+            except ParseError as e:  # a bug in the op definition, not in the input
+                raise PyRDLOpDefinitionError(f"invalid ASSEMBLY_FORMAT of {cls.name}: {e}") from e
+            _FORMAT_PROGRAMS[cls] = program
+        return program
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        program = cls.format_program()
+        if program is None:
+            return super().parse(parser)
+        return program.parse(parser, cls)
+
+    def print(self, printer: Printer) -> None:
+        program = type(self).format_program()
+        if program is None:
+            super().print(printer)
+        else:
+            program.print(printer, self)
+
+
+_FORMAT_PROGRAMS: dict[type[RlxOp], FormatProgram] = {}
+"""Op class -> its parsed `ASSEMBLY_FORMAT` (see `RlxOp.format_program`)."""
 
 
 def types_compatible(expected: Attribute, actual: Attribute) -> bool:

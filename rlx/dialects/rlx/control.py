@@ -49,7 +49,7 @@ class ScanOp(RlxOp):
     body = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str | None] = (
         "`(` $inits `)` `over` `(` $xs `)` attr-dict `:` `(` type($inits) `)` `,` `(` type($xs) `)`"
         " `->` `(` type($outs) `)` $body"
     )
@@ -134,7 +134,9 @@ class ElementwiseRegionOp(RlxOp):
     result = result_def(TensorType)
     body = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
-    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result) $body"
+    ASSEMBLY_FORMAT: ClassVar[str | None] = (
+        "$inputs attr-dict `:` functional-type($inputs, $result) $body"
+    )
 
     def __init__(self, inputs: Sequence, result_type: Attribute, body: Region):
         super().__init__(operands=[inputs], result_types=[result_type], regions=[body])
@@ -181,7 +183,7 @@ class YieldOp(RlxOp):
     name = "rlx.yield"
     values = var_operand_def()
     traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, ElementwiseRegionOp))
-    assembly_format = "($values^ `:` type($values))? attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str | None] = "($values^ `:` type($values))? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, *values: object):

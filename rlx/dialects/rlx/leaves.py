@@ -40,7 +40,7 @@ class ParamOp(RlxOp):
     param_name = attr_def(StringAttr, attr_name="name")
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    assembly_format = "$name attr-dict `:` type($result)"
+    ASSEMBLY_FORMAT: ClassVar[str | None] = "$name attr-dict `:` type($result)"
     ATTRS: ClassVar[tuple[str, ...]] = ("name",)
 
     @classmethod
@@ -63,7 +63,7 @@ class ConstantOp(RlxOp):
     value = attr_def(DenseIntOrFPElementsAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure(), ConstantLike())
-    assembly_format = None
+    ASSEMBLY_FORMAT: ClassVar[str | None] = None
     ATTRS: ClassVar[tuple[str, ...]] = ("value",)
 
     @classmethod
@@ -124,7 +124,7 @@ class RngOp(RlxOp):
 
     result = result_def(TensorType)
     traits = traits_def(RngEffect())
-    assembly_format = "attr-dict `:` type($result)"
+    ASSEMBLY_FORMAT: ClassVar[str | None] = "attr-dict `:` type($result)"
 
     @classmethod
     def infer(
