@@ -16,6 +16,7 @@ _PASSES: dict[str, str] = {
     "convert-to-llvm": "rlx.lowering.convert_to_llvm:ConvertToLLVMPass",
     "lower-to-llvm": "rlx.lowering.lower_to_llvm:LowerToLLVMPass",
     "plan-memory": "rlx.lowering.plan_memory:PlanMemoryPass",
+    "split-graph": "rlx.lowering.split_graph:SplitGraphPass",
 }
 """Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""
 

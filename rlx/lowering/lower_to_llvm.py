@@ -1,7 +1,7 @@
 """`lower-to-llvm`: stages 1-3 of the lowering as one pass (rlx -> llvm dialect).
 
-Runs `convert-rlx-to-linalg`, `plan-memory{alignment=...}`, then `LOOPS_TO_LLVM`
-(`convert-linalg-to-loops`, `convert-scf-to-cf`, `convert-to-llvm`,
+Runs `convert-rlx-to-linalg`, `plan-memory{alignment=...}`, `split-graph{max-calls=...}`,
+then `LOOPS_TO_LLVM` (`convert-linalg-to-loops`, `convert-scf-to-cf`, `convert-to-llvm`,
 `reconcile-unrealized-casts`), in that order, as `rlx.compile` does after the graph
 passes. `rlx-opt model.mlir --lower-to-llvm` prints the llvm-dialect module;
 `--emit=llvm-ir` / `--emit=asm` print its LLVM IR / host assembly.
@@ -19,7 +19,8 @@ from xdsl.passes import ModulePass
 
 @dataclass(frozen=True)
 class LowerToLLVMPass(ModulePass):
-    """Lower an rlx module to the llvm dialect: convert-rlx-to-linalg, plan-memory, loops, llvm."""
+    """Lower an rlx module to the llvm dialect: convert-rlx-to-linalg, plan-memory,
+    split-graph, loops, llvm."""
 
     name = "lower-to-llvm"
     main_option: ClassVar[str] = "alignment"
@@ -27,13 +28,22 @@ class LowerToLLVMPass(ModulePass):
     alignment: int = 64
     """Arena byte alignment, forwarded to `plan-memory` (a power of two)."""
 
+    max_calls: int = 256
+    """Most kernel calls per outlined part of a graph function, forwarded to `split-graph`."""
+
     def pipeline(self) -> tuple[ModulePass, ...]:
         """The passes this pass runs, in order."""
         from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
         from rlx.lowering.pipelines import LOOPS_TO_LLVM
         from rlx.lowering.plan_memory import PlanMemoryPass
+        from rlx.lowering.split_graph import SplitGraphPass
 
-        return (ConvertRlxToLinalgPass(), PlanMemoryPass(alignment=self.alignment), *LOOPS_TO_LLVM)
+        return (
+            ConvertRlxToLinalgPass(),
+            PlanMemoryPass(alignment=self.alignment),
+            SplitGraphPass(max_calls=self.max_calls),
+            *LOOPS_TO_LLVM,
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for pass_ in self.pipeline():

@@ -8,13 +8,15 @@ options into the ordered pass list plus a per-field report.
 
 Order: scaled-quant -> bind-params -> bind-quant-params -> bind-dims -> canonicalize -> dce ->
 constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
-scan-unroll -> precision -> rng | convert-rlx-to-linalg -> plan-memory | LOOPS_TO_LLVM.
+scan-unroll -> precision -> rng | convert-rlx-to-linalg -> plan-memory -> split-graph |
+LOOPS_TO_LLVM.
 Scaled quantization comes first so hoisting and folding see the weight-side quantization;
 hoisting precedes fusion (as in RLX) so fused ops do not hide weight-only compute; precision
 runs after fusion so fused-op matchers never see casts.
 
 Most fields at their default need no pass of their own; `scan_unroll_max_length` (default 64:
-scans of length <= 64 are unrolled, as in RLX), `rng` and `arena_alignment` always do. The status of every field is in
+scans of length <= 64 are unrolled, as in RLX), `rng` and `arena_alignment` always do, and
+`split-graph` (no field) always runs after `plan-memory`. The status of every field is in
 verbose output and `CompiledGraph.pipeline_report()`.
 """
 
@@ -60,6 +62,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("rng"),
     Stage("convert-rlx-to-linalg", "lower"),
     Stage("plan-memory", "lower"),
+    Stage("split-graph", "lower"),
 )
 STAGE_BY_NAME = {s.name: s for s in STAGES}
 
@@ -159,6 +162,8 @@ ROWS: tuple[Row, ...] = (
     Row("rng", "rng", lambda o: True, _rng, note="recorded on the module; the code generator reads it"),
     Row(None, "convert-rlx-to-linalg", lambda o: True),
     Row("arena_alignment", "plan-memory", lambda o: True, lambda o, w: {"alignment": o.arena_alignment()}),
+    Row(None, "split-graph", lambda o: True,
+        note="graph functions of more than 256 kernel calls -> noinline parts (LLVM time stays linear)"),
     Row("verbose", None, note="logging on stderr, no pass", passless="applied"),
     Row("disable_mpsgraph", None, note="Metal only: no effect on the CPU backend"),
 )  # fmt: skip

@@ -98,10 +98,13 @@ def test_lower_to_llvm_is_registered_and_composed() -> None:
     assert [p.name for p in stages] == [
         "convert-rlx-to-linalg",
         "plan-memory",
+        "split-graph",
         *LOOPS_TO_LLVM.split(","),
     ]
     assert vars(stages[1])["alignment"] == 128
     assert LowerToLLVMPass().alignment == 64
+    assert vars(stages[2])["max_calls"] == 256
+    assert vars(LowerToLLVMPass(max_calls=8).pipeline()[2])["max_calls"] == 8
 
 
 def test_lower_to_llvm_equals_the_passes_one_by_one(
@@ -111,7 +114,7 @@ def test_lower_to_llvm_equals_the_passes_one_by_one(
     code, combined, err = run(capsys, src, "--lower-to-llvm")
     assert code == 0, err
     code, separate, err = run(
-        capsys, src, "-p", f"convert-rlx-to-linalg,plan-memory,{LOOPS_TO_LLVM}"
+        capsys, src, "-p", f"convert-rlx-to-linalg,plan-memory,split-graph,{LOOPS_TO_LLVM}"
     )
     assert code == 0, err
     assert combined == separate

@@ -163,6 +163,7 @@ REGISTRY = {
     "rng": lambda: _fake("rng", seed=42, backend="philox"),
     "convert-rlx-to-linalg": lambda: _fake("convert-rlx-to-linalg"),
     "plan-memory": lambda: _fake("plan-memory", alignment=64),
+    "split-graph": lambda: _fake("split-graph", max_calls=256),
 }
 
 
@@ -179,7 +180,7 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     plan = _plan(o, tmp_path)
     assert [p.name for p in plan.passes] == [
         "bind-params", "bind-dims", "canonicalize", "dce", "constant-folding", "fusion",
-        "scan-unroll", "rng", "convert-rlx-to-linalg", "plan-memory",
+        "scan-unroll", "rng", "convert-rlx-to-linalg", "plan-memory", "split-graph",
     ]  # fmt: skip
     by = {p.name: p.instance for p in plan.passes}
     assert by["plan-memory"].alignment == 128  # type: ignore[attr-defined]
@@ -189,7 +190,9 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     assert (f.target, f.swiglu, f.max_steps, f.assert_clean) == ("cpu", False, 4, True)  # type: ignore[attr-defined]
     saved = np.load(by["bind-params"].path)  # type: ignore[attr-defined]
     np.testing.assert_array_equal(saved["w"], np.ones((2, 2)))
-    assert [p.name for p in plan.phase("lower")] == ["convert-rlx-to-linalg", "plan-memory"]
+    assert [p.name for p in plan.phase("lower")] == [
+        "convert-rlx-to-linalg", "plan-memory", "split-graph",
+    ]  # fmt: skip
     assert "plan-memory{alignment=128}" in [p.spec for p in plan.passes]
 
 
@@ -219,6 +222,7 @@ def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
     assert names == [
         "scaled-quant", "bind-dims", "constant-folding", "hoist-param-invariant", "kernel-dispatch",
         "legalize", "scan-unroll", "precision", "rng", "convert-rlx-to-linalg", "plan-memory",
+        "split-graph",
     ]  # fmt: skip
     assert all("not yet" not in r.line() for r in plan.report)
 
