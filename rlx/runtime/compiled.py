@@ -22,6 +22,7 @@ are precomputed; each thread keeps a pointer template (params, prepared values, 
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -163,6 +164,9 @@ class CompiledGraph:
         self._fn = _cfunc(artifact.address, len(sig.args))
         self._params: dict[str, np.ndarray] = {}
         self._tls = threading.local()
+        self._spare_out: np.ndarray | None = None
+        """The output buffer of an earlier run, reused once no output of that run is alive."""
+        self._spare_lock = threading.Lock()
         self._version = 0  # bumped by set_param: per-thread pointer templates are rebuilt
         self.cache_hit = False
         self.prepare_runs = 0
@@ -307,7 +311,12 @@ class CompiledGraph:
             keep = [*(keep or ()), a]
             ptrs[i] = data_ptr(a)
         align = self._align
-        buf = np.empty(self._out_bytes + align, np.uint8)
+        with self._spare_lock:
+            buf, self._spare_out = self._spare_out, None
+        # A buffer only this frame refers to (no output array of its run is alive) is
+        # reused: a fresh one costs a page fault per 4 KiB on first write.
+        if buf is None or sys.getrefcount(buf) > 2:
+            buf = np.empty(self._out_bytes + align, np.uint8)
         base = _read_ptr(id(buf) + _OFF).value if _OFF else data_ptr(buf)
         pad = -base % align
         base += pad
@@ -317,6 +326,7 @@ class CompiledGraph:
             outs.append(ndarray(shape, dt, buf, pad + off))
         self._fn(*ptrs)
         del keep
+        self._spare_out = buf
         return outs
 
     __call__ = run
