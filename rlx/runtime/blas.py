@@ -59,8 +59,11 @@ def _lookup() -> dict[str, int]:
     return out
 
 
-THREADED_MACS = 1 << 26
-"""GEMMs with fewer multiply-adds (about 2.5 ms on one core) run on one OpenBLAS thread."""
+THREADED_MACS = 1 << 23
+"""GEMMs with fewer multiply-adds (about 0.3 ms on one core) run on one OpenBLAS thread.
+Measured on the 2-core bench machine, idle: a BERT layer (seq 128, hidden 384) took 5.5 ms
+at 2^23, 6.1-6.4 ms at 2^26 and 8.0 ms with every GEMM on one thread; under load, fewer
+threaded calls is better (each waits for a descheduled worker)."""
 
 _WRAPPER_IR = r"""
 declare void @rlx_blas_@T@gemm_impl(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
