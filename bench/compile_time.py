@@ -158,6 +158,7 @@ STAGE_GROUPS = [
     ("verify", "graph verify"),
     ("convert-rlx-to-linalg", "rlx->linalg"),
     ("plan-memory", "plan-memory"),
+    ("split-graph", "split-graph"),
     ("convert-linalg-to-loops", "linalg->loops"),
     ("convert-scf-to-cf", "scf->cf"),
     ("convert-to-llvm", "to-llvm"),
