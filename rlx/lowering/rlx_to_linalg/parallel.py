@@ -3,9 +3,11 @@
 An op is row-parallel when its output rows along a split dimension `s` (the first
 dimension of size > 1, with every dimension before it of size 1, so that a range of rows is
 one contiguous block of every buffer) are computed independently: elementwise ops (with
-NumPy broadcasting), softmax over a later axis, the normalizations over the last axis, and
-attention over its batch and head dimensions (its GEMMs then run on one OpenBLAS thread
-per task, see `rlx.runtime.blas`).
+NumPy broadcasting), softmax over a later axis, and the normalizations over the last axis.
+Ops that call BLAS (matmuls, attention) are not chunked: concurrent calls of SciPy's
+OpenBLAS from the pool's threads ran slower than one after the other (a MiniLM encoder took
+49-57 ms with its attention split over heads on two threads, 37 ms unsplit).
+
 Such an op is lowered to the kernel of the *same op on a chunk of `c` rows* (its types with
 dimension `s` replaced by `c`, `c` dividing the row count) and a `rlx_rt.parallel_call`
 over the `N / c` chunks: operands that have the row dimension advance by one chunk per
@@ -15,8 +17,7 @@ Chunks of about `CHUNK_ELEMENTS` elements serve two ends: the runtime spreads th
 threads (when the op is large enough for that to pay: `PARALLEL_ELEMENTS` per thread), and
 a multi-pass kernel (softmax: max, exp-and-sum, scale; layer_norm: mean, variance, scale)
 re-reads each chunk from cache instead of streaming the whole tensor from memory once per
-pass. Other ops are only chunked when they run on several threads. Work is counted in
-output elements, an attention output element as `keys / 8` of them.
+pass. Other ops are only chunked when they run on several threads.
 """
 
 from __future__ import annotations
@@ -67,14 +68,6 @@ _MULTI_PASS = _LAST_AXIS | {"rlx.softmax"}
 thread."""
 
 
-def _weight(op: Operation) -> int:
-    """Cost of one output element in elementwise-op units: an attention output element
-    takes a dot product and a weighted sum over the keys."""
-    if op.name == "rlx.attention":
-        return max(1, shape(op.operands[1])[-2] // 8)
-    return 1
-
-
 @dataclass(frozen=True)
 class Chunking:
     """How one op is split: chunk types of its operands/results, byte strides, tasks."""
@@ -91,8 +84,6 @@ def _row_limit(op: Operation, rank: int) -> int | None:
     """Dimensions before this one may be split (None: the op is not row-parallel)."""
     if op.name in _ELEMENTWISE:
         return rank
-    if op.name == "rlx.attention":  # batch and head dims; query rows share a causal offset
-        return rank - 2
     if op.name in _LAST_AXIS:
         return rank - 1
     if op.name == "rlx.softmax":
@@ -133,12 +124,11 @@ def plan(op: Operation) -> Chunking | None:
     if s is None or s >= limit:
         return None
     n, inner = out[s], prod(out[s + 1 :])
-    weight = _weight(op)
-    c = _largest_divisor_at_most(n, max(1, CHUNK_ELEMENTS // (inner * weight)))
+    c = _largest_divisor_at_most(n, max(1, CHUNK_ELEMENTS // inner))
     if c == n or c * inner < MIN_TASK_ELEMENTS:
         return None
     tasks = n // c
-    max_threads = max(1, min(tasks, total * weight // PARALLEL_ELEMENTS))
+    max_threads = max(1, min(tasks, total // PARALLEL_ELEMENTS))
     if max_threads == 1 and op.name not in _MULTI_PASS:
         return None  # a single pass gains nothing from chunks on one thread
     operand_types: list[TensorType] = []
