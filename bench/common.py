@@ -1,6 +1,6 @@
 """Workloads and timing shared by bench/ops.py and bench/peers.py.
 
-`BENCH_THREADS=N` (the scripts' `--threads N`) caps BLAS, onnxruntime and torch at N
+`BENCH_THREADS=N` (the scripts' `--threads N`) caps BLAS, onnxruntime, torch and RLX's pool at N
 threads; it must be set before this module is imported. Each `Workload` builds the same computation as an rlx.Graph and as NumPy (f32), with its
 inputs, params and FLOP count. The compile cache goes to a private
 directory.
@@ -22,7 +22,7 @@ from pathlib import Path
 THREADS = int(os.environ.get("BENCH_THREADS", "0") or 0)
 """Threads of every peer and of BLAS (0: their defaults); set by --threads."""
 if THREADS:
-    for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RLX_NUM_THREADS"):
         os.environ[_v] = str(THREADS)
 os.environ.setdefault("RLX_CACHE_DIR", str(Path(tempfile.gettempdir()) / "rlx-bench-cache"))
 
