@@ -198,3 +198,26 @@ def test_attention_is_not_chunked() -> None:
 
     inputs = {n: _rand(1, 12, 128, 32, seed=i) for i, n in enumerate("qkv")}
     _check(build, inputs, chunked=False, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_runs_without_the_parents_workers() -> None:
+    """After fork() the child has none of the parent's worker threads: its calls run every
+    chunk themselves instead of waiting for workers that do not exist."""
+    g = rlx.Graph("main")
+    g.output(g.softmax(g.input("x", (512, 1024)), axis=-1))
+    compiled = rlx.compile(g)
+    x = _rand(512, 1024)
+    (expected,) = reference_run(g.module, {"x": x})
+    parallel.set_num_threads(2)
+    compiled.run(x=x)  # the parent's pool is running
+    pid = os.fork()
+    if pid == 0:  # child: any exception or mismatch -> non-zero exit
+        ok = False
+        try:
+            (y,) = compiled.run(x=x)
+            ok = bool(np.allclose(y, expected, rtol=2e-6, atol=2e-6))
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
