@@ -188,10 +188,13 @@ def diagnostic_from_exception(exc: BaseException, op: Operation | None = None) -
     The op is `exc.op` when the exception carries one (`OpError`), else `op`, else unknown.
     """
     from xdsl.ir import Operation
+    from xdsl.utils.exceptions import VerifyException
 
     exc_op = getattr(exc, "op", None)
     located = exc_op if isinstance(exc_op, Operation) else op
     message = exc.message if isinstance(exc, OpError) else str(exc)
+    if isinstance(exc, VerifyException) and located is not None and not message.startswith("'"):
+        message = f"'{located.name}' op {message}"  # as MLIR words verifier errors
     diag = Diagnostic("error", message, op_loc(located))
     if isinstance(exc, OpError):
         for note_op, note_msg in exc.notes:

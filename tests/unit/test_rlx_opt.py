@@ -345,7 +345,9 @@ def test_stdin_name(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bad.encode())))
     assert run_main(["-"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("<stdin>:2:3: error: Expected arguments to have the same types")
+    assert err.startswith(
+        "<stdin>:2:3: error: 'func.return' op Expected arguments to have the same types"
+    )
     assert err.splitlines()[1:3] == ["  func.return %x : i64", "  ^"]
 
 
@@ -375,7 +377,10 @@ def test_pass_error_is_located(input_file: Path, capsys: pytest.CaptureFixture[s
 def test_verify_after_pass(input_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_main([str(input_file), "--test-break-ir", "--print-ir-after-all"]) == 1
     err = capsys.readouterr().err
-    assert f"{input_file}:3:3: error: Expected arguments to have the same types" in err
+    assert (
+        f"{input_file}:3:3: error: 'func.return' op Expected arguments to have the same types"
+        in err
+    )
     assert "// -----// IR Dump After test-break-ir Failed //----- //" in err
 
 

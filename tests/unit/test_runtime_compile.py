@@ -171,7 +171,9 @@ def test_parse_and_verify_errors_are_located(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"<string>:\d+:\d+: error:"):
         rlx.compile(wrong)
     verify = ADD.replace("rlx.add %x, %y", "rlx.add %x, %y {foo = 1 : i64}")
-    with pytest.raises(ValueError, match=r"<string>:3:\d+: error: unknown attribute 'foo'"):
+    with pytest.raises(
+        ValueError, match=r"<string>:3:\d+: error: 'rlx.add' op unknown attribute 'foo'"
+    ):
         rlx.compile(verify)
     with pytest.raises(ValueError, match=r"no function @nope .*@main"):
         rlx.compile(ADD, entry="nope")

@@ -22,10 +22,10 @@ func.func @verify_error(%x: i64) -> i32 {
   func.return %x : i64
 }
 
-// CHECK:      {{.*}}errors.mlir:22:3: error: Expected arguments to have the same types as the function output types: expected [i32], got [i64]
+// CHECK:      {{.*}}errors.mlir:22:3: error: 'func.return' op Expected arguments to have the same types as the function output types: expected [i32], got [i64]
 // CHECK-NEXT:   func.return %x : i64
 // CHECK-NEXT:   ^
-// STDIN:      <stdin>:22:3: error: Expected arguments
+// STDIN:      <stdin>:22:3: error: 'func.return' op Expected arguments
 
 // -----
 

@@ -8,7 +8,7 @@
 // CHECK-NEXT: // expected-error @+1 {missing braces}
 // CHECK-NEXT:      ^
 
-// CHECK:      verify-mismatch.mlir:2:3: error: unexpected error: result 'result' at position 0 does not verify:
+// CHECK:      verify-mismatch.mlir:2:3: error: unexpected error: 'arith.addi' op result 'result' at position 0 does not verify:
 // CHECK-NEXT: attribute i32 expected from variable 'T', but got i64
 // CHECK-NEXT:   %0 = "arith.addi"(%x, %x) : (i32, i32) -> i64
 // CHECK-NEXT:   ^
@@ -17,7 +17,7 @@
 // CHECK-NEXT:   // expected-error @+1 {{[{][{]}}this message is never emitted}}
 // CHECK-NEXT:      ^
 
-// CHECK:      verify-mismatch.mlir:17:3: error: unexpected error: Expected arguments to have the same types as the function output types
+// CHECK:      verify-mismatch.mlir:17:3: error: unexpected error: 'func.return' op Expected arguments to have the same types as the function output types
 // CHECK:      verify-mismatch.mlir:16:6: error: expected error "same types as the function output types" was not produced
 
 // CHECK:      verify-mismatch.mlir:24:3: error: 'error' diagnostic emitted when expecting a 'warning'
