@@ -144,12 +144,17 @@ def test_parallel_option_off_keeps_func_call() -> None:
     assert "rlx_rt.parallel_call" not in text and "func.call" in text
 
 
-def test_concurrent_callers_share_the_pool() -> None:
+def _softmax_case() -> tuple[rlx.CompiledGraph, np.ndarray, np.ndarray]:
+    """A chunked 512x1024 softmax, its input and the reference output."""
     g = rlx.Graph("main")
     g.output(g.softmax(g.input("x", (512, 1024)), axis=-1))
-    compiled = rlx.compile(g)
     x = _rand(512, 1024)
     (expected,) = reference_run(g.module, {"x": x})
+    return rlx.compile(g), x, expected
+
+
+def test_concurrent_callers_share_the_pool() -> None:
+    compiled, x, expected = _softmax_case()
     parallel.set_num_threads(2)
     errors: list[str] = []
 
@@ -204,11 +209,7 @@ def test_attention_is_not_chunked() -> None:
 def test_forked_child_runs_without_the_parents_workers() -> None:
     """After fork() the child has none of the parent's worker threads: its calls run every
     chunk themselves instead of waiting for workers that do not exist."""
-    g = rlx.Graph("main")
-    g.output(g.softmax(g.input("x", (512, 1024)), axis=-1))
-    compiled = rlx.compile(g)
-    x = _rand(512, 1024)
-    (expected,) = reference_run(g.module, {"x": x})
+    compiled, x, expected = _softmax_case()
     parallel.set_num_threads(2)
     compiled.run(x=x)  # the parent's pool is running
     pid = os.fork()
