@@ -68,36 +68,32 @@ class ParallelCallOp(IRDLOperation):
     def verify_(self) -> None:
         strides = self.stride_values()
         if len(strides) != len(self.args):
-            raise VerifyException(
-                f"'{self.name}' op has {len(self.args)} operands but {len(strides)} strides"
-            )
+            raise VerifyException(f"has {len(self.args)} operands but {len(strides)} strides")
         if self.tasks.value.data < 1:
-            raise VerifyException(f"'{self.name}' op needs tasks >= 1")
+            raise VerifyException("needs tasks >= 1")
         if self.max_threads.value.data < 1:
-            raise VerifyException(f"'{self.name}' op needs max_threads >= 1")
+            raise VerifyException("needs max_threads >= 1")
         if any(s < 0 for s in strides):
-            raise VerifyException(f"'{self.name}' op strides must be >= 0")
+            raise VerifyException("strides must be >= 0")
         module = self.get_toplevel_object()
         callee = SymbolTable.lookup_symbol(self, self.callee) if module is not self else None
         if callee is None:
-            raise VerifyException(
-                f"'{self.name}' op callee @{self.callee.string_value()} is not defined"
-            )
+            raise VerifyException(f"callee @{self.callee.string_value()} is not defined")
         ftype = getattr(callee, "function_type", None)
         inputs: list[Attribute] = list(ftype.inputs.data) if ftype is not None else []
         if len(inputs) != len(self.args):
             raise VerifyException(
-                f"'{self.name}' op callee @{self.callee.string_value()} takes {len(inputs)} "
+                f"callee @{self.callee.string_value()} takes {len(inputs)} "
                 f"arguments, {len(self.args)} given"
             )
         n = self.tasks.value.data
         for i, (v, chunk, s) in enumerate(zip(self.args, inputs, strides, strict=True)):
             whole = v.type
             if not isinstance(chunk, MemRefType) or not isinstance(whole, MemRefType):
-                raise VerifyException(f"'{self.name}' op argument #{i} must be a memref")
+                raise VerifyException(f"argument #{i} must be a memref")
             if chunk.element_type != whole.element_type:
                 raise VerifyException(
-                    f"'{self.name}' op argument #{i}: element type {whole.element_type} but "
+                    f"argument #{i}: element type {whole.element_type} but "
                     f"the callee takes {chunk.element_type}"
                 )
             whole_n, chunk_n = _elements(whole), _elements(chunk)
@@ -107,12 +103,11 @@ class ParallelCallOp(IRDLOperation):
             chunk_bytes, whole_bytes = chunk_n * width, whole_n * width
             if s == 0 and chunk_bytes > whole_bytes:
                 raise VerifyException(
-                    f"'{self.name}' op argument #{i}: the chunk ({chunk}) is larger than the "
-                    f"buffer ({whole})"
+                    f"argument #{i}: the chunk ({chunk}) is larger than the buffer ({whole})"
                 )
             if s != 0 and (s < chunk_bytes or (n - 1) * s + chunk_bytes > whole_bytes):
                 raise VerifyException(
-                    f"'{self.name}' op argument #{i}: {n} chunks of {chunk} at a stride of "
+                    f"argument #{i}: {n} chunks of {chunk} at a stride of "
                     f"{s} bytes do not fit in {whole} without overlapping"
                 )
 
