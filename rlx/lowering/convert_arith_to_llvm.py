@@ -27,9 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -37,8 +35,8 @@ from xdsl.pattern_rewriter import (
 from rlx.lowering.llvm_common import (
     NO_FASTMATH,
     call_intrinsic,
-    check_fully_converted,
     constant,
+    convert_module,
     convert_type,
     fail,
     fastmath,
@@ -426,6 +424,10 @@ def arith_to_llvm_patterns() -> list[RewritePattern]:
     ]
 
 
+DIALECTS: tuple[str, ...] = ("arith",)
+"""The dialects this pass converts completely."""
+
+
 @dataclass(frozen=True)
 class ConvertArithToLLVMPass(ModulePass):
     """Lower scalar arith ops to the llvm dialect (index -> i64), keeping fast-math flags."""
@@ -433,8 +435,4 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(arith_to_llvm_patterns(), dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        check_fully_converted(op, ("arith",), self.name)
+        convert_module(op, arith_to_llvm_patterns(), DIALECTS, self.name)

@@ -15,16 +15,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from rlx.lowering.llvm_common import (
-    check_fully_converted,
     convert_block_signature,
+    convert_module,
     index_array,
     llvm_operand,
     llvm_operands,
@@ -70,6 +68,10 @@ def cf_to_llvm_patterns() -> list[RewritePattern]:
     return [BranchOpLowering(), CondBranchOpLowering()]
 
 
+DIALECTS: tuple[str, ...] = ("cf",)
+"""The dialects this pass converts completely."""
+
+
 @dataclass(frozen=True)
 class ConvertCfToLLVMPass(ModulePass):
     """Lower cf.br and cf.cond_br to llvm.br and llvm.cond_br."""
@@ -77,8 +79,4 @@ class ConvertCfToLLVMPass(ModulePass):
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(cf_to_llvm_patterns(), dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        check_fully_converted(op, ("cf",), self.name)
+        convert_module(op, cf_to_llvm_patterns(), DIALECTS, self.name)

@@ -35,18 +35,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from rlx.lowering.convert_parallel_to_llvm import ParallelCallLowering
 from rlx.lowering.llvm_common import (
-    check_fully_converted,
     convert_block_signature,
     convert_function_type,
+    convert_module,
     convert_type,
     extract_value,
     fail,
@@ -192,6 +190,10 @@ def func_to_llvm_patterns(
     ]
 
 
+DIALECTS: tuple[str, ...] = ("func", "rlx_rt")
+"""The dialects this pass converts completely."""
+
+
 @dataclass(frozen=True)
 class ConvertFuncToLLVMPass(ModulePass):
     """Lower func.func/call/return to the llvm dialect with bare-pointer memref arguments."""
@@ -210,11 +212,5 @@ class ConvertFuncToLLVMPass(ModulePass):
     on a 300-kernel graph; kernels lose the caller's aliasing facts)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                func_to_llvm_patterns(self.entry_align, self.noalias, self.private_noinline),
-                dce_enabled=False,
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        check_fully_converted(op, ("func", "rlx_rt"), self.name)
+        patterns = func_to_llvm_patterns(self.entry_align, self.noalias, self.private_noinline)
+        convert_module(op, patterns, DIALECTS, self.name)

@@ -47,9 +47,7 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
@@ -58,8 +56,8 @@ from rlx.lowering.convert_arith_to_llvm import llvm_fastmath
 from rlx.lowering.llvm_common import (
     NO_FASTMATH,
     call_intrinsic,
-    check_fully_converted,
     constant,
+    convert_module,
     ensure_llvm_func,
     fail,
     fastmath,
@@ -424,6 +422,10 @@ def math_to_llvm_patterns(expand_exp: bool = True) -> list[RewritePattern]:
     return [MathOpLowering(expand_exp)]
 
 
+DIALECTS: tuple[str, ...] = ("math",)
+"""The dialects this pass converts completely."""
+
+
 @dataclass(frozen=True)
 class ConvertMathToLLVMPass(ModulePass):
     """Lower math ops to LLVM intrinsics, vectorizable expansions (exp/tanh/erf) and libm calls."""
@@ -434,8 +436,4 @@ class ConvertMathToLLVMPass(ModulePass):
     """Expand f32 ``math.exp`` into a vectorizable polynomial instead of ``llvm.exp``."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(math_to_llvm_patterns(self.expand_exp), dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        check_fully_converted(op, ("math",), self.name)
+        convert_module(op, math_to_llvm_patterns(self.expand_exp), DIALECTS, self.name)

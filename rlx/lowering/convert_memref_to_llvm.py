@@ -44,9 +44,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -56,8 +54,8 @@ from rlx.lowering.llvm_common import (
     NSW,
     PTR,
     call_intrinsic,
-    check_fully_converted,
     constant,
+    convert_module,
     convert_type,
     element_byte_size,
     ensure_llvm_func,
@@ -466,6 +464,10 @@ def memref_to_llvm_patterns(
     ]
 
 
+DIALECTS: tuple[str, ...] = ("memref",)
+"""The dialects this pass converts completely."""
+
+
 @dataclass(frozen=True)
 class ConvertMemRefToLLVMPass(ModulePass):
     """Lower statically shaped memref ops to bare pointers, GEP, loads/stores and malloc."""
@@ -479,11 +481,5 @@ class ConvertMemRefToLLVMPass(ModulePass):
     """Stack budget per function for such promoted allocs (the rest uses aligned_alloc)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                memref_to_llvm_patterns(self.max_alloca_bytes, self.max_stack_bytes),
-                dce_enabled=False,
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        check_fully_converted(op, ("memref",), self.name)
+        patterns = memref_to_llvm_patterns(self.max_alloca_bytes, self.max_stack_bytes)
+        convert_module(op, patterns, DIALECTS, self.name)

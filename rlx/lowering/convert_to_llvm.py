@@ -26,23 +26,26 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
+from rlx.lowering.convert_arith_to_llvm import DIALECTS as ARITH
 from rlx.lowering.convert_arith_to_llvm import arith_to_llvm_patterns
+from rlx.lowering.convert_cf_to_llvm import DIALECTS as CF
 from rlx.lowering.convert_cf_to_llvm import cf_to_llvm_patterns
+from rlx.lowering.convert_func_to_llvm import DIALECTS as FUNC
 from rlx.lowering.convert_func_to_llvm import func_to_llvm_patterns
+from rlx.lowering.convert_math_to_llvm import DIALECTS as MATH
 from rlx.lowering.convert_math_to_llvm import math_to_llvm_patterns
+from rlx.lowering.convert_memref_to_llvm import DIALECTS as MEMREF
 from rlx.lowering.convert_memref_to_llvm import memref_to_llvm_patterns
 from rlx.lowering.llvm_common import (
     NO_FASTMATH,
     NSW,
-    check_fully_converted,
     constant,
+    convert_module,
     llvm_operands,
     make,
     replace_with_llvm,
@@ -139,9 +142,5 @@ class ConvertToLLVMPass(ModulePass):
             *math_to_llvm_patterns(self.expand_exp),
             AffineApplyLowering(),
         ]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), apply_recursively=False
-        ).rewrite_module(op)
-        check_fully_converted(
-            op, ("func", "rlx_rt", "cf", "arith", "math", "memref", "affine"), self.name
-        )
+        dialects = (*FUNC, *CF, *ARITH, *MATH, *MEMREF, "affine")
+        convert_module(op, patterns, dialects, self.name, dce=True)

@@ -43,7 +43,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
@@ -248,6 +253,22 @@ def check_fully_converted(module: ModuleOp, dialects: tuple[str, ...], pass_name
     for op in module.walk():
         if op.dialect_name() in dialects:
             fail(op, f"{pass_name}: unsupported operation '{op.name}'")
+
+
+def convert_module(
+    module: ModuleOp,
+    patterns: Sequence[RewritePattern],
+    dialects: tuple[str, ...],
+    pass_name: str,
+    *,
+    dce: bool = False,
+) -> None:
+    """Apply conversion `patterns` in one walk, then require that no op of `dialects` is
+    left (the body of every `convert-*-to-llvm` pass)."""
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(patterns), dce_enabled=dce), apply_recursively=False
+    ).rewrite_module(module)
+    check_fully_converted(module, dialects, pass_name)
 
 
 def constant(value: int | float, typ: Attribute) -> llvm.ConstantOp:
