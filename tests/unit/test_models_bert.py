@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from example_loader import load_example
 
 import rlx
 from rlx.models import bert
@@ -168,18 +169,7 @@ def test_config_and_param_errors() -> None:
         bert.prepare_params(sd, CFG)
 
 
-def _example(name: str):  # noqa: ANN202 - the example module
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_embed_sentences_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_embed_sentencesload_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """examples/embed_sentences.py on an HF-style directory with --token-ids."""
     import json
 
@@ -187,7 +177,7 @@ def test_embed_sentences_example(tmp_path: Path, capsys: pytest.CaptureFixture[s
     rlx.weights.save(tmp_path / "model.safetensors", sd)
     (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "gelu", **CFG.__dict__}))
     seqs = [[1, 40, 41, 2], [1, 7, 2]]
-    ex = _example("embed_sentences")
+    ex = load_example("embed_sentences")
     ex.main([str(tmp_path), "--token-ids", "1,40,41,2", "--token-ids", "1 7 2", "--reference"])
     out = capsys.readouterr().out.splitlines()
     ids, mask = ex.pad(seqs)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from example_loader import load_example
 
 import rlx
 from rlx.models import llama
@@ -206,17 +207,6 @@ def test_config_errors() -> None:
         llama.prepare_params(llama.random_state_dict(CFG, tied=True), CFG, tied=False)
 
 
-def _example(name: str):  # noqa: ANN202 - the example module
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_generate_example_is_greedy_decoding(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -229,7 +219,7 @@ def test_generate_example_is_greedy_decoding(
     hf = {"model_type": "llama", "hidden_act": "silu", "rope_scaling": None, **cfg.__dict__}
     (tmp_path / "config.json").write_text(json.dumps(hf))
     prompt = [5, 9, 2]
-    _example("generate").main(["--checkpoint", str(tmp_path), "--prompt-ids", "5,9,2",
+    load_example("generate").main(["--checkpoint", str(tmp_path), "--prompt-ids", "5,9,2",
                                "--max-new-tokens", "5"])  # fmt: skip
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("generated ids:"))
     got = json.loads(line.split(":", 1)[1])
@@ -239,4 +229,4 @@ def test_generate_example_is_greedy_decoding(
         seq.append(int(np.argmax(logits[0, -1])))
     assert got == seq[len(prompt) :]
     with pytest.raises(SystemExit, match="does not exist"):
-        _example("generate").main(["--checkpoint", str(tmp_path / "missing")])
+        load_example("generate").main(["--checkpoint", str(tmp_path / "missing")])
