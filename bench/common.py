@@ -8,6 +8,7 @@ directory.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import statistics
@@ -239,6 +240,24 @@ def minilm_encoder() -> Workload:
                     {"input_ids": ids, "attention_mask": mask}, bert.prepare_params(sd, cfg),
                     flops, {"minilm": True, "cfg": cfg, "state_dict": sd},
                     rlx.CompileOptions(cache_param_invariant=True))  # fmt: skip
+
+
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options `ops.py` and `peers.py` share: --quick, --reps, --threads."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    ap.add_argument(
+        "--reps", type=int, default=None, help="timed runs (default 20; 5 with --quick)"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=0,
+        help="cap BLAS, the peers and RLX's pool at N threads (0: their defaults)",
+    )  # fmt: skip
+    return ap
+
+
+def reps_of(args: argparse.Namespace) -> int:
+    return int(args.reps or (5 if args.quick else 20))
 
 
 def median_s(fn: Callable[[], object], reps: int, budget_s: float = 10.0) -> float:

@@ -10,25 +10,19 @@ where the FLOP count is defined (matmul vs NumPy's BLAS).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 if "--threads" in sys.argv[:-1]:  # before numpy/BLAS are loaded (bench/common.py)
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
-from common import compile_rlx, machine, max_err, median_s, run_rlx, workloads
+from common import arg_parser, compile_rlx, machine, max_err, median_s, reps_of, run_rlx, workloads
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument(
-        "--threads", type=int, default=0, help="cap BLAS/peers at N threads (0: default)"
-    )
+    ap = arg_parser(__doc__)
     args = ap.parse_args()
-    reps = args.reps or (5 if args.quick else 20)
+    reps = reps_of(args)
     print(machine())
     print(
         f"{'workload':36} {'rlx ms':>9} {'numpy ms':>9} {'ratio':>6} {'rlx GF/s':>9} {'np GF/s':>8} {'max err':>9}"

@@ -18,7 +18,6 @@ and torch at N threads (default: each library's own default).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -36,11 +35,13 @@ from common import (
     ENC,
     THREADS,
     Workload,
+    arg_parser,
     compile_rlx,
     machine,
     make_graph,
     max_err,
     median_s,
+    reps_of,
     run_rlx,
     workloads,
 )
@@ -251,15 +252,10 @@ def compile_times(reps: int) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument(
-        "--threads", type=int, default=0, help="cap BLAS/peers at N threads (0: default)"
-    )
+    ap = arg_parser(__doc__)
     ap.add_argument("--json", default=str(Path(__file__).with_name("peers.json")))
     args = ap.parse_args()
-    reps = args.reps or (5 if args.quick else 20)
+    reps = reps_of(args)
     info = machine()
     print(info)
     rows: list[dict[str, object]] = []
