@@ -8,6 +8,7 @@ h = x + residual in every pass instead of materializing it (and never round it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import math as mathd
@@ -94,33 +95,12 @@ def _norm(
     kb.generic(f_ins, outs, f_maps, [PARALLEL] * n, final)
 
 
-def emit_layer_norm(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    _norm(kb, op, ins, outs, layer=True, residual=False)
-
-
-def emit_rms_norm(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    _norm(kb, op, ins, outs, layer=False, residual=False)
-
-
-def emit_res_layer_norm(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    _norm(kb, op, ins, outs, layer=True, residual=True)
-
-
-def emit_res_rms_norm(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    _norm(kb, op, ins, outs, layer=False, residual=True)
-
-
 LOWERINGS = {
-    "rlx.layer_norm": emit_layer_norm,
-    "rlx.rms_norm": emit_rms_norm,
-    "rlx.fused_residual_layer_norm": emit_res_layer_norm,
-    "rlx.fused_residual_rms_norm": emit_res_rms_norm,
+    name: functools.partial(_norm, layer=layer, residual=residual)
+    for name, layer, residual in (
+        ("rlx.layer_norm", True, False),
+        ("rlx.rms_norm", False, False),
+        ("rlx.fused_residual_layer_norm", True, True),
+        ("rlx.fused_residual_rms_norm", False, True),
+    )
 }
