@@ -120,13 +120,13 @@ def _elements(t: MemRefType) -> int:
 
 
 def _byte_width(t: Attribute) -> int | None:
-    width = getattr(t, "bitwidth", None)
-    if isinstance(width, int) and width % 8 == 0:
-        return width // 8
-    w = getattr(getattr(t, "width", None), "data", None)
-    if isinstance(w, int):
-        return max(1, (w + 7) // 8)
-    return None
+    """Storage bytes of one element (`rlx.dtypes`: its NumPy dtype), None if it has none."""
+    from rlx.dtypes import numpy_dtype
+
+    try:
+        return numpy_dtype(t).itemsize
+    except ValueError:
+        return None
 
 
 RlxRt = Dialect("rlx_rt", [ParallelCallOp], [])
