@@ -60,6 +60,19 @@ __all__ = ["JitModule", "compile_module", "ensure_runtime_symbols", "to_llvm_ir"
 _TYPE_CACHE: dict[Attribute, str] = {}
 
 
+_SCALAR_TYPES: dict[type[Attribute], str] = {
+    IndexType: "i64",
+    Float32Type: "float",
+    Float64Type: "double",
+    Float16Type: "half",
+    BFloat16Type: "bfloat",
+    Float80Type: "x86_fp80",
+    Float128Type: "fp128",
+    llvm.LLVMVoidType: "void",
+}
+"""LLVM IR spelling of the types without parameters."""
+
+
 def _type(t: Attribute) -> str:
     """LLVM IR spelling of a type."""
     s = _TYPE_CACHE.get(t)
@@ -67,26 +80,12 @@ def _type(t: Attribute) -> str:
         return s
     if isinstance(t, IntegerType):
         s = f"i{t.width.data}"
-    elif isinstance(t, IndexType):
-        s = "i64"
-    elif isinstance(t, Float32Type):
-        s = "float"
-    elif isinstance(t, Float64Type):
-        s = "double"
-    elif isinstance(t, Float16Type):
-        s = "half"
-    elif isinstance(t, BFloat16Type):
-        s = "bfloat"
-    elif isinstance(t, Float80Type):
-        s = "x86_fp80"
-    elif isinstance(t, Float128Type):
-        s = "fp128"
+    elif type(t) in _SCALAR_TYPES:
+        s = _SCALAR_TYPES[type(t)]
     elif isinstance(t, llvm.LLVMPointerType):
         space = t.addr_space
         n = getattr(space, "data", 0)
         s = "ptr" if not n else f"ptr addrspace({n})"
-    elif isinstance(t, llvm.LLVMVoidType):
-        s = "void"
     elif isinstance(t, llvm.LLVMArrayType):
         s = f"[{t.size.data} x {_type(t.type)}]"
     elif isinstance(t, llvm.LLVMStructType):
