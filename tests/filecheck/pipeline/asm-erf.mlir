@@ -1,4 +1,5 @@
 // REQUIRES: avx2, fma
+// UNSUPPORTED: avx512f
 // RUN: rlx-opt %s --lower-to-llvm --emit=asm | filecheck %s
 
 // f32 erf (here inside GELU) is expanded in f32 only: the loop is vectorized with 256-bit

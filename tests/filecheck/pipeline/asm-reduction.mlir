@@ -1,4 +1,5 @@
 // REQUIRES: avx2
+// UNSUPPORTED: avx512f
 // RUN: rlx-opt %s --lower-to-llvm --emit=asm | filecheck %s
 
 // Host assembly (LLVM O3 for this CPU): the reassoc fastmath on the row sum lets LLVM
