@@ -43,7 +43,7 @@ from pathlib import Path
 
 import rlx
 from rlx.builder import Graph, Value
-from rlx.runtime import pipeline
+from rlx.runtime import option_pipeline
 from rlx.runtime.cache import CACHE, emit_object
 from rlx.runtime.compiler import find_failure, load_module, make_context
 from rlx.runtime.jit import JitModule, to_llvm_ir
@@ -190,7 +190,7 @@ def stage_times(
     module, _ = _timed(out, "load", lambda: load_module(g, ctx))  # type: ignore[misc]
     _timed(out, "print", lambda: str(module))
     with tempfile.TemporaryDirectory(prefix="rlx-bench-") as tmp:
-        plan = pipeline.build_plan(opts, Path(tmp))
+        plan = option_pipeline.build_plan(opts, Path(tmp))
         for p in plan.phase("graph"):
             _timed(out, "graph", lambda p=p: p.instance.apply(ctx, module))
             _timed(out, "verify", lambda: find_failure(module))
@@ -198,7 +198,7 @@ def stage_times(
     for p in plan.phase("lower"):
         _timed(out, p.name, lambda p=p: p.instance.apply(ctx, module))
     kernels = sum(1 for o in module.ops if "rlx.kernel" in o.attributes)
-    for p in pipeline.llvm_pipeline():
+    for p in option_pipeline.llvm_pipeline():
         _timed(out, p.name, lambda p=p: p.apply(ctx, module))
     if llvm:
         ir = _timed(out, "to_llvm_ir", lambda: to_llvm_ir(module))
@@ -299,8 +299,8 @@ def rlx_opt_time_passes(g: Graph, opts: CompileOptions) -> str:
     with tempfile.TemporaryDirectory(prefix="rlx-bench-") as tmp:
         src = Path(tmp) / "graph.mlir"
         src.write_text(str(g.module))
-        plan = pipeline.build_plan(opts, Path(tmp))
-        specs = [p.spec for p in plan.passes] + [str(p.spec()) for p in pipeline.llvm_pipeline()]
+        plan = option_pipeline.build_plan(opts, Path(tmp))
+        specs = [p.spec for p in plan.passes] + [str(p.spec()) for p in option_pipeline.llvm_pipeline()]
         exe = Path(sys.executable).with_name("rlx-opt")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rlx.tools.rlx_opt"]
         cmd += [str(src), "-p", ",".join(specs), "--time-passes", "--emit", "llvm-ir"]

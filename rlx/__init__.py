@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "RngOptions": "rlx.runtime.options:RngOptions",
     "ScaledQuantConfig": "rlx.runtime.options:ScaledQuantConfig",
     "Graph": "rlx.builder:Graph",
-    "reference": "rlx.runtime.reference",
+    "reference": "rlx.interpreter",
     "weights": "rlx.weights",
     "bake": "rlx.bake",
     "load": "rlx.bake:load",
@@ -35,10 +35,10 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from rlx import bake as bake
+    from rlx import interpreter as reference  # noqa: F401
     from rlx import weights as weights
     from rlx.bake import load as load
     from rlx.builder import Graph as Graph
-    from rlx.runtime import reference as reference
     from rlx.runtime.compiled import CompiledGraph as CompiledGraph
     from rlx.runtime.compiler import compile as compile
     from rlx.runtime.options import (

@@ -108,7 +108,7 @@ def _io(t: Any, name: str) -> dict[str, Any]:
 
 def signature(module: ModuleOp, entry: str = "main") -> dict[str, Any]:
     """Inputs (`rlx.name` or `arg<i>`) and outputs (`out<i>`) of the entry function."""
-    from rlx.runtime.reference import _arg_names
+    from rlx.interpreter import _arg_names
 
     f = entry_func(module, entry)
     ins = list(f.function_type.inputs.data)

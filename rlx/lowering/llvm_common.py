@@ -52,7 +52,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
-from rlx.tools.diagnostics import OpError
+from rlx.diagnostics import OpError
 
 _OpT = TypeVar("_OpT", bound=Operation)
 

@@ -15,6 +15,22 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.transforms.convert_linalg_to_loops import ConvertLinalgToLoopsPass
+from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
+
+from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
+from rlx.lowering.convert_to_llvm import ConvertToLLVMPass
+from rlx.lowering.plan_memory import PlanMemoryPass
+from rlx.lowering.split_graph import SplitGraphPass
+
+LOOPS_TO_LLVM: tuple[ModulePass, ...] = (
+    ConvertLinalgToLoopsPass(),
+    ConvertScfToCf(),
+    ConvertToLLVMPass(),
+    ReconcileUnrealizedCastsPass(),
+)
+"""Everything after rlx -> linalg: memref linalg ops -> loops -> cf -> llvm dialect."""
 
 
 @dataclass(frozen=True)
@@ -33,11 +49,6 @@ class LowerToLLVMPass(ModulePass):
 
     def pipeline(self) -> tuple[ModulePass, ...]:
         """The passes this pass runs, in order."""
-        from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
-        from rlx.lowering.pipelines import LOOPS_TO_LLVM
-        from rlx.lowering.plan_memory import PlanMemoryPass
-        from rlx.lowering.split_graph import SplitGraphPass
-
         return (
             ConvertRlxToLinalgPass(),
             PlanMemoryPass(alignment=self.alignment),
@@ -50,4 +61,4 @@ class LowerToLLVMPass(ModulePass):
             pass_.apply(ctx, op)
 
 
-__all__ = ["LowerToLLVMPass"]
+__all__ = ["LOOPS_TO_LLVM", "LowerToLLVMPass"]

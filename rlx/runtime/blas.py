@@ -19,45 +19,14 @@ records whether BLAS was available, so cached code is never loaded where it is n
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
-SYMBOLS: dict[str, str] = {"f32": "rlx_blas_sgemm", "f64": "rlx_blas_dgemm"}
-"""JIT symbol of the GEMM of each element type."""
+from rlx.lowering.blas_abi import SYMBOLS, available, enabled, lookup
 
-_CAPI = {"f32": "sgemm", "f64": "dgemm"}
+__all__ = ["SYMBOLS", "THREADED_MACS", "available", "enabled", "register"]
+
 _LOCK = threading.Lock()
 _ADDRESSES: dict[str, int] | None = None
-
-
-def enabled() -> bool:
-    """False when `RLX_BLAS` is 0/false/no/off; on by default."""
-    return os.environ.get("RLX_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def _capsule_pointer(capsule: object) -> int:
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_char_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    return int(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)) or 0)
-
-
-def _lookup() -> dict[str, int]:
-    try:
-        from scipy.linalg import cython_blas  # type: ignore[import-untyped]
-    except ImportError:
-        return {}
-    capi = getattr(cython_blas, "__pyx_capi__", {})
-    out: dict[str, int] = {}
-    for dtype, name in _CAPI.items():
-        if name in capi:
-            addr = _capsule_pointer(capi[name])
-            if addr:
-                out[dtype] = addr
-    return out
-
 
 THREADED_MACS = 1 << 23
 """GEMMs with fewer multiply-adds (about 0.3 ms on one core) run on one OpenBLAS thread.
@@ -160,13 +129,10 @@ def register() -> dict[str, int]:
     global _ADDRESSES
     with _LOCK:
         if _ADDRESSES is None:
-            found = _lookup()
+            found = dict(lookup())
             if found:
                 _publish(found)
             _ADDRESSES = found
         return dict(_ADDRESSES)
 
 
-def available(dtype: str) -> bool:
-    """True when new code may call the GEMM of `dtype` ("f32"/"f64"): enabled and found."""
-    return enabled() and dtype in register()

@@ -245,7 +245,7 @@ class CompiledGraph:
 
     def pipeline_report(self) -> str:
         """One line per CompileOptions field: default / applied / skipped / no effect."""
-        from rlx.runtime.pipeline import FieldStatus
+        from rlx.runtime.option_pipeline import FieldStatus
 
         return "\n".join(FieldStatus(**r).line() for r in self._art.report)
 

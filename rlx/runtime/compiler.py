@@ -1,6 +1,6 @@
 """`rlx.compile`: source -> verified module -> graph passes -> memref ABI -> LLVM -> JIT.
 
-The pass list comes from `rlx.runtime.pipeline` (the one options -> passes table); the
+The pass list comes from `rlx.runtime.option_pipeline` (the one options -> passes table); the
 result is cached by `rlx.runtime.cache`. Errors in the input (parse, verify, a pass
 rejecting the graph) raise `ValueError` (`CompileError`) with an MLIR-style
 `file:line:col: error: ...` message where the location is known.
@@ -41,18 +41,18 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from rlx.runtime import pipeline
-from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
-from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
-from rlx.runtime.options import CompileOptions
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     Diagnostic,
     SourceLoc,
     SourceManager,
     diagnostic_from_exception,
     render,
 )
-from rlx.tools.locating_parser import LocatingParser
+from rlx.parser import LocatingParser
+from rlx.runtime import option_pipeline
+from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
+from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.options import CompileOptions
 
 BACKEND = "llvm-cpu"
 """Part of the cache key: names the code generator."""
@@ -338,9 +338,9 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     find_entry(module, entry)
     params = source_params(module)
     stages = {"input": input_text}
-    probe = pipeline.ReportProbe(opts)
+    probe = option_pipeline.ReportProbe(opts)
     with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
-        plan = pipeline.build_plan(opts, Path(tmp))
+        plan = option_pipeline.build_plan(opts, Path(tmp))
         for r in plan.report:
             if r.status not in ("default", "applied"):
                 log(r.line())
@@ -371,7 +371,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     prep = None if prep_name is None else extract_signature(module, prep_name, align, prep_ref)
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}
-    for p in pipeline.llvm_pipeline():
+    for p in option_pipeline.llvm_pipeline():
         _run_pass(p.name, p, module, ctx, log, sources, verify=False)
         if capture and p.name == "convert-linalg-to-loops":
             stages["loops"] = str(module)
@@ -417,7 +417,7 @@ def compile(
         log(f"cache: hit ({where}) {key[:16]}")
         for r in art.report:
             if r["status"] not in ("default", "applied"):
-                log(pipeline.FieldStatus(**r).line())
+                log(option_pipeline.FieldStatus(**r).line())
     else:
         log(f"cache: miss {key[:16]}")
         art = _build(module, input_text, opts, entry, log, sources, capture=False)
@@ -439,7 +439,7 @@ def compile(
     if art.prepare is not None:
         log(f"prepare: @{art.prepare.entry} computes {len(art.prepare.of('output'))} value(s)")
     log(f"compile: {(time.perf_counter() - t0) * 1e3:.1f} ms")
-    pipeline.print_reports(art.reports, opts, built=hit is None)
+    option_pipeline.print_reports(art.reports, opts, built=hit is None)
 
     def regenerate() -> Artifact:
         m, s = load_module(input_text, make_context())

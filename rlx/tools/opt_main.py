@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkExcepti
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from rlx import __version__ as rlx_version
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
     ExpectedDiagnostic,
@@ -39,8 +39,8 @@ from rlx.tools.diagnostics import (
     render,
     verify_expectations,
 )
+from rlx.parser import InputChunk, LocatingParser, split_input
 from rlx.tools.lazy_context import LazyOpContext
-from rlx.tools.locating_parser import InputChunk, LocatingParser, split_input
 from rlx.tools.pass_flags import (
     PassFlag,
     PassOptionError,

@@ -82,7 +82,7 @@ def _report_internal_error(exc: BaseException) -> int:
     """Print `rlx-opt: internal error: ...` (and the traceback under RLX_DEBUG=1)."""
     import traceback
 
-    from rlx.tools.diagnostics import InternalError
+    from rlx.diagnostics import InternalError
 
     cause = exc.cause if isinstance(exc, InternalError) else exc
     context = f" ({exc.context})" if isinstance(exc, InternalError) else ""

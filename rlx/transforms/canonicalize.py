@@ -44,7 +44,7 @@ def const_value(v: SSAValue) -> np.ndarray | None:
     """The array of an `rlx.constant` result, else None."""
     if not isinstance(v.owner, ConstantOp):
         return None
-    from rlx.runtime.reference import to_numpy
+    from rlx.interpreter import to_numpy
 
     return to_numpy(v.owner.value)
 

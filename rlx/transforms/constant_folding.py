@@ -50,7 +50,7 @@ class FoldConstantOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not foldable(op, self.max_elements):
             return
-        from rlx.runtime.reference import InterpreterError, eval_op, to_numpy
+        from rlx.interpreter import InterpreterError, eval_op, to_numpy
 
         args = [to_numpy(o.owner.value) for o in op.operands]  # type: ignore[union-attr]
         try:

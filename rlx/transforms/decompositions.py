@@ -53,7 +53,7 @@ def kind_of(op: Operation) -> str:
 def dense(value: object, t: TensorType) -> DenseIntOrFPElementsAttr:
     """A dense attribute of exactly type `t` holding `value` (one element = a splat)."""
     dt = numpy_dtype(t.element_type)
-    from rlx.runtime.reference_ops._core import convert
+    from rlx.interpreter.ops._core import convert
 
     a = np.ascontiguousarray(convert(np.asarray(value), dt))
     if a.dtype == np.bool_:

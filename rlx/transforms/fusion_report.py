@@ -122,7 +122,7 @@ class FusionReport:
         op = next((m.op for m in self.missed if m.op is not None), None)
         if op is not None:
             try:
-                from rlx.tools.diagnostics import OpError
+                from rlx.diagnostics import OpError
             except ImportError:
                 pass
             else:
@@ -169,7 +169,7 @@ class _Scanner:
 
     def where(self, op: Operation) -> str:
         try:
-            from rlx.tools.diagnostics import loc_from_attr
+            from rlx.diagnostics import loc_from_attr
 
             loc = loc_from_attr(op.location)
         except ImportError:

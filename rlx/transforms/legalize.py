@@ -162,7 +162,7 @@ class LegalizePass(ModulePass):
     supported_ops: tuple[str, ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from rlx.tools.diagnostics import OpError
+        from rlx.diagnostics import OpError
         from rlx.transforms import dispatch_report as dr
 
         supported = parse_kinds(self.supported_ops, ALL_KINDS, "op kind in supported-ops")

@@ -30,7 +30,7 @@ class RandomGraph:
 
     def run(self, module: ModuleOp | None = None) -> list[np.ndarray]:
         """Reference outputs of `module` (default: this graph's own module)."""
-        from rlx.runtime.reference import run
+        from rlx.interpreter import run
 
         return run(module or self.module, self.inputs, self.params)
 
@@ -116,7 +116,7 @@ def random_graph(seed: int, n_ops: int = 8) -> RandomGraph:
 
 def parse(text: str) -> ModuleOp:
     """Parse rlx/func/arith/math MLIR text (what the FileCheck inputs look like)."""
-    from rlx.runtime.reference import parse_module
+    from rlx.interpreter import parse_module
 
     return parse_module(text)
 

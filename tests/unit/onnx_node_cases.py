@@ -93,7 +93,7 @@ def tolerance(dt: np.dtype) -> tuple[float, float]:
 def run_case(case: Case) -> tuple[str, str]:
     """Run one case: ("pass" | "skip" | "fail", reason)."""
     from rlx.frontends.onnx import OnnxImportError, import_model, supported_ops
-    from rlx.runtime.reference import run
+    from rlx.interpreter import run
 
     if not all(isinstance(a, np.ndarray) for a in [*case.inputs, *case.outputs]):
         return "skip", "sequence or optional values"

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rlx.runtime.reference import multi_op_module, parse_module, run, single_op_module
+from rlx.interpreter import multi_op_module, parse_module, run, single_op_module
 
 
 def run_both(text: str, inputs: Sequence[np.ndarray], **kw: Any) -> list[np.ndarray]:

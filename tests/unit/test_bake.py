@@ -207,7 +207,7 @@ func.func @main(%x: tensor<?x8xf32> {rlx.name = "x", rlx.dims = ["batch", 8]}) -
 
 
 def test_dim_binding_and_default_output(tmp_path: Path) -> None:
-    from rlx.runtime import reference
+    from rlx import interpreter as reference
 
     w = {"w": np.arange(32, dtype=np.float32).reshape(8, 4)}
     dyn = rlx.bake.bake(DYN, w, "exact", tmp_path / "dyn.rlx")

@@ -17,9 +17,9 @@ import pytest
 
 import rlx
 import rlx.bake
+from rlx import interpreter as reference
 from rlx.bake import artifact
 from rlx.formats import ggml
-from rlx.runtime import reference
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

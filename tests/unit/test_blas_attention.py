@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from test_rlx_to_linalg_harness import Compiled, multi_op, rand, t
 
+from rlx.interpreter import run
 from rlx.lowering.rlx_to_linalg import attention
 from rlx.runtime import blas
-from rlx.runtime.reference import run
 
 Shape = tuple[int, ...]
 

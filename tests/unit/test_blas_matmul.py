@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from test_rlx_to_linalg_harness import Compiled, rand, t
 
+from rlx.interpreter import run
 from rlx.runtime import blas
-from rlx.runtime.reference import run
 
 
 @pytest.fixture(autouse=True)

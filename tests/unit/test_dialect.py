@@ -97,7 +97,7 @@ def test_every_op_is_run_by_the_reference_interpreter_tests(op_name: str) -> Non
 
 
 def test_every_op_has_an_interpreter_implementation() -> None:
-    from rlx.runtime.reference import supported_ops
+    from rlx.interpreter import supported_ops
 
     # rlx.param is bound by the interpreter's walker from `params`, not by an op function
     assert set(OPS_BY_NAME) - {"rlx.param"} <= set(supported_ops())

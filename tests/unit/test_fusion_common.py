@@ -39,7 +39,7 @@ def assert_same_numbers(
     **options: object,
 ) -> ModuleOp:
     """Fuse `module` and check the reference outputs match; returns the fused module."""
-    from rlx.runtime.reference import run
+    from rlx.interpreter import run
 
     fused = fuse(module, **options)
     want = run(module, dict(inputs), dict(params or {}))

@@ -193,7 +193,7 @@ def test_region_compare_where(rng: np.random.Generator, pred: str, dtype: str) -
 )  # fmt: skip
 def test_region_cast(rng: np.random.Generator, src: str, dst: str) -> None:
     from rlx.dtypes import element_type
-    from rlx.runtime.reference import numpy_dtype
+    from rlx.interpreter import numpy_dtype
 
     g = Graph()
     x = g.input("x", (8,), src)

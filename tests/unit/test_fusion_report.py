@@ -134,7 +134,7 @@ def _example(name: str) -> ModuleOp:
     path = EXAMPLES / name
     if not path.exists():
         pytest.skip(f"{path} not written yet")
-    from rlx.runtime.reference import parse_module
+    from rlx.interpreter import parse_module
 
     return parse_module(path.read_text())
 

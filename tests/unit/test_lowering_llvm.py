@@ -17,7 +17,7 @@ from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsP
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.lowering import get_all_lowering_passes
-from rlx.lowering.pipelines import LOOPS_TO_LLVM
+from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
 from rlx.runtime.jit import JitModule, compile_module, to_llvm_ir
 
 P = ctypes.c_void_p
@@ -223,7 +223,7 @@ def test_tanh_erf_f32_are_expanded_and_vectorized() -> None:
         ir = to_llvm_ir(module)
         assert bad not in ir and "llvm.exp" not in ir
         asm = JitModule(ir).asm
-        assert "ymm" in asm, op
+        assert "ymm" in asm or "zmm" in asm, op  # 256- or 512-bit vectors (AVX2 or AVX-512 host)
         assert "call" not in asm, op
 
 

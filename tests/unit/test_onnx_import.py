@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import rlx  # noqa: E402
 from rlx.frontends.onnx import OnnxImportError, import_model  # noqa: E402
-from rlx.runtime.reference import run  # noqa: E402
+from rlx.interpreter import run  # noqa: E402
 from rlx.transforms.bind_dims import arg_dim_names, bind_dims  # noqa: E402
 
 RNG = np.random.default_rng(0)

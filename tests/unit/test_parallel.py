@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import rlx
+from rlx.interpreter import run as reference_run
 from rlx.lowering.rlx_to_linalg import parallel as chunking
 from rlx.runtime import parallel
-from rlx.runtime.reference import run as reference_run
 
 
 @pytest.fixture(autouse=True)

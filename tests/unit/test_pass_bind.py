@@ -10,10 +10,10 @@ import pytest
 from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
+from rlx import interpreter as reference
 from rlx import weights
 from rlx.builder import Graph
 from rlx.formats import ggml
-from rlx.runtime import reference
 from rlx.transforms.bind_dims import BindDims, parse_binding, unbound_dims
 from rlx.transforms.bind_params import BindParams, bind_params
 from rlx.transforms.bind_quant_params import BindQuantParams

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from graphgen import apply, op_names, parse, random_graph
 
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.canonicalize import RlxCanonicalizePass
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from graphgen import apply, op_names, parse, random_graph
 
-from rlx.runtime.reference import run, to_numpy
+from rlx.interpreter import run, to_numpy
 from rlx.transforms.constant_folding import ConstantFoldingPass
 
 

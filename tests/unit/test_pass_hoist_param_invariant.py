@@ -9,7 +9,7 @@ from graphgen import apply, parse, random_graph
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.hoist_param_invariant import HoistParamInvariant
 
 TEXT = """

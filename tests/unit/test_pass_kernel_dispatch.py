@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.builder import Graph
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.decompositions import LOGICAL_KERNELS
 from rlx.transforms.dispatch_report import dispatch_report
 from rlx.transforms.kernel_dispatch import DispatchConfig, KernelDispatchPass

@@ -12,8 +12,8 @@ from xdsl.dialects.builtin import FloatAttr, f32
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.builder import Graph
-from rlx.runtime.reference import run
-from rlx.tools.diagnostics import OpError
+from rlx.diagnostics import OpError
+from rlx.interpreter import run
 from rlx.transforms.legalize import LegalizePass
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}

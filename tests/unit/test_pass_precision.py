@@ -10,7 +10,7 @@ from graphgen import apply, op_names, parse, random_graph
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.builder import Graph
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.precision import OP_CLASS, Precision, PrecisionPolicy, widens_exactly
 
 # Max |rewritten - f32| observed on the MLP below (seed 0): 4.4e-4 (f16, auto-mixed),

@@ -8,7 +8,7 @@ import pytest
 from graphgen import apply, parse
 from xdsl.utils.exceptions import PassFailedException
 
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.rng import RngPass, rng_config
 
 TEXT = """

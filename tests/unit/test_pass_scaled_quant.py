@@ -12,7 +12,7 @@ from graphgen import apply, op_names
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.builder import Graph
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.scaled_quant import ScaledQuant, parse_formats
 
 

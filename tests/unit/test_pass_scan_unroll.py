@@ -9,7 +9,7 @@ import pytest
 from graphgen import apply, op_names, parse
 from xdsl.utils.exceptions import PassFailedException
 
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.transforms.scan_unroll import ScanUnroll
 
 CUMSUM = """

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
     Signedness,
 )
 
-from rlx.runtime.reference import (
+from rlx.interpreter import (
     InterpreterError,
     UnsupportedOpError,
     dense_attr,
@@ -34,7 +34,7 @@ from rlx.runtime.reference import (
     to_numpy,
     to_python,
 )
-from rlx.runtime.reference_ops._core import convert
+from rlx.interpreter.ops._core import convert
 
 TYPES = [
     (Float64Type(), np.float64),

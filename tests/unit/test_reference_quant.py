@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from reference_helpers import run1
 
-from rlx.runtime.reference import InterpreterError
+from rlx.interpreter import InterpreterError
 
 RNG = np.random.default_rng(5)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from reference_helpers import run_both
 
-from rlx.runtime.reference import (
+from rlx.interpreter import (
     InterpreterError,
     element_type,
     eval_op,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from reference_helpers import ints, run1, run_many
 
-from rlx.runtime.reference import (
+from rlx.interpreter import (
     InterpreterError,
     dense_attr,
     run,

@@ -20,7 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.passes import ModulePass
 
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     Diagnostic,
     OpError,
     SourceLoc,
@@ -29,7 +29,7 @@ from rlx.tools.diagnostics import (
     render,
     verify_expectations,
 )
-from rlx.tools.locating_parser import split_input
+from rlx.parser import split_input
 from rlx.tools.opt_main import RlxOptMain
 from rlx.tools.pass_flags import PassFlag, build_pass_from_flag, split_pass_flags
 from rlx.tools.rlx_opt import main, version_string
@@ -514,7 +514,7 @@ def test_verify_expectations() -> None:
 
 def test_render_caret_with_tabs() -> None:
     diag = Diagnostic("error", "msg", SourceLoc("f.mlir", 1, 3))
-    from rlx.tools.diagnostics import SourceManager
+    from rlx.diagnostics import SourceManager
 
     sources = SourceManager()
     sources.add("f.mlir", "\tx y\n")

@@ -204,9 +204,9 @@ def test_emit_llvm_ir_is_to_llvm_ir(tmp_path: Path, capsys: pytest.CaptureFixtur
     from xdsl.context import Context
 
     from rlx.dialects import get_all_dialects
+    from rlx.lowering.llvm_ir import to_llvm_ir
     from rlx.lowering.lower_to_llvm import LowerToLLVMPass
-    from rlx.runtime.jit import to_llvm_ir
-    from rlx.tools.locating_parser import LocatingParser
+    from rlx.parser import LocatingParser
 
     ctx = Context()
     for name, factory in get_all_dialects().items():

@@ -17,11 +17,11 @@ from xdsl.transforms.convert_linalg_to_loops import ConvertLinalgToLoopsPass
 from xdsl.transforms.lower_affine import LowerAffinePass
 
 from rlx.dialects.rlx import Rlx
-from rlx.lowering.pipelines import LOOPS_TO_LLVM
+from rlx.interpreter import numpy_dtype, run
+from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
 from rlx.lowering.plan_memory import PlanMemoryPass
 from rlx.lowering.rlx_to_linalg import ConvertRlxToLinalgPass
 from rlx.runtime.jit import JitModule, to_llvm_ir
-from rlx.runtime.reference import numpy_dtype, run
 
 OPT_LEVEL = 1
 """LLVM optimisation level of the test JIT (O1 keeps compile time low; O3 is tested by bench)."""

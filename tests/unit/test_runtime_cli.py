@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_runtime_compile import fresh_fixture  # noqa: F401  (autouse fixture)
 
-from rlx.runtime.reference import run as reference_run
+from rlx.interpreter import run as reference_run
 from rlx.tools.rlx_run import _parser, main, options_from_args
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import rlx
+from rlx.interpreter import run as reference_run
 from rlx.runtime import cache
-from rlx.runtime.reference import run as reference_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ADD = (
@@ -334,7 +334,7 @@ def test_prepare_hoists_weight_quantization() -> None:
     # the reference: the interpreter on the same graph after scaled-quant (exact semantics)
     from xdsl.context import Context
 
-    from rlx.runtime.reference import parse_module
+    from rlx.interpreter import parse_module
     from rlx.transforms.scaled_quant import ScaledQuant
 
     quantized = parse_module(HOIST)

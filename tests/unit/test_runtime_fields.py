@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import rlx
+from rlx.interpreter import run as reference_run
 from rlx.runtime import cache
-from rlx.runtime.reference import run as reference_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MLP = EXAMPLES / "mlp.mlir"

@@ -11,7 +11,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from rlx.runtime import pipeline
+from rlx.runtime import option_pipeline
 from rlx.runtime.options import (
     CompileOptions,
     FusionOptions,
@@ -167,8 +167,8 @@ REGISTRY = {
 }
 
 
-def _plan(o: CompileOptions, tmp_path: Path, reg: dict | None = None) -> pipeline.Plan:
-    return pipeline.build_plan(o, tmp_path, REGISTRY if reg is None else reg)
+def _plan(o: CompileOptions, tmp_path: Path, reg: dict | None = None) -> option_pipeline.Plan:
+    return option_pipeline.build_plan(o, tmp_path, REGISTRY if reg is None else reg)
 
 
 def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
                        precision="f16", dce=False, fusion_target="none", verbose=True,
                        kernel_dispatch="common", supported_ops=["add"], scan_unroll_max_length=3,
                        cache_param_invariant=True, dim_binding={"n": 2}, scaled_quant="mxfp8")  # fmt: skip
-    plan = pipeline.build_plan(o, tmp_path)
+    plan = option_pipeline.build_plan(o, tmp_path)
     status = {r.field: r for r in plan.report}
     assert set(status) >= set(CompileOptions.KNOBS)
     for f in ("policy", "rng", "precision", "kernel_dispatch", "supported_ops", "dim_binding",

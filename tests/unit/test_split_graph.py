@@ -19,7 +19,7 @@ from rlx.builder import Graph
 from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
 from rlx.lowering.plan_memory import PlanMemoryPass
 from rlx.lowering.split_graph import SplitGraphPass, count_calls, plan_split, split_module
-from rlx.runtime import pipeline
+from rlx.runtime import option_pipeline
 from rlx.runtime.cache import CACHE
 from rlx.runtime.compiler import load_module, make_context
 
@@ -160,7 +160,7 @@ def test_prepare_and_main_both_split(split_with) -> None:  # type: ignore[no-unt
 
 
 def test_default_pipeline_runs_split_graph() -> None:
-    plan = pipeline.build_plan(rlx.CompileOptions(), Path("."))
+    plan = option_pipeline.build_plan(rlx.CompileOptions(), Path("."))
     lower = [p.name for p in plan.phase("lower")]
     assert lower == ["convert-rlx-to-linalg", "plan-memory", "split-graph"]
     (p,) = [p for p in plan.passes if p.name == "split-graph"]

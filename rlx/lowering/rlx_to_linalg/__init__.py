@@ -1,10 +1,10 @@
 """`convert-rlx-to-linalg`: rlx tensor ops -> memref functions calling linalg/scf kernels.
 
-`pass_` holds the bufferizing function conversion and the kernel registry; one module per
+`bufferize` holds the bufferizing function conversion and the kernel registry; one module per
 op family emits kernel bodies (`elementwise`, `matmul`, `reductions`, `norms`,
 `shape_ops`, ...), gathered by name in `registry`.
 """
 
-from rlx.lowering.rlx_to_linalg.pass_ import ConvertRlxToLinalgPass
+from rlx.lowering.rlx_to_linalg.bufferize import ConvertRlxToLinalgPass
 
 __all__ = ["ConvertRlxToLinalgPass"]

@@ -41,7 +41,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from rlx.dialects.rlx.base import attr_float, attr_int, attr_str
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     KernelBuilder,

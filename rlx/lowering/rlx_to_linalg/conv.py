@@ -16,7 +16,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_int, attr_ints, attr_str, is_unsigned
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     KernelBuilder,
     compute_type,
     elem,

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_str, is_unsigned
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_CONTRACT,
     PARALLEL,
     KernelBuilder,

@@ -26,7 +26,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from rlx.lowering.rlx_to_linalg.kernel import PARALLEL, KernelBuilder, identity, memref_of
+from rlx.lowering.rlx_to_linalg.kernel_builder import PARALLEL, KernelBuilder, identity, memref_of
 
 
 def _region_text(op: Operation) -> str:

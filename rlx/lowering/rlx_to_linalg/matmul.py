@@ -33,7 +33,7 @@ from xdsl.ir.affine import AffineMap
 
 from rlx.dialects.rlx.base import attr_bool, attr_str
 from rlx.lowering.rlx_to_linalg.elementwise import float_unary
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     REDUCTION,
@@ -136,7 +136,7 @@ def _strides(shp: Sequence[int]) -> list[int]:
 def blas_ready(kb: KernelBuilder, dtype: str) -> bool:
     """True when generated code may call the GEMM of `dtype` ("f32"/"f64"): BLAS is
     enabled and found, and its symbol is declared in the kernel's module."""
-    from rlx.runtime.blas import SYMBOLS, available
+    from rlx.lowering.blas_abi import SYMBOLS, available
 
     return available(dtype) and _declare(kb, SYMBOLS[dtype], [IndexType()] * 13, [])
 
@@ -154,7 +154,7 @@ class Gemm:
     buffers (by reference) that every call refills."""
 
     def __init__(self, kb: KernelBuilder, dtype: str) -> None:
-        from rlx.runtime.blas import SYMBOLS
+        from rlx.lowering.blas_abi import SYMBOLS
 
         self.kb = kb
         self.symbol = SYMBOLS[dtype]

@@ -15,7 +15,7 @@ from xdsl.dialects import math as mathd
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_float
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     REDUCTION,

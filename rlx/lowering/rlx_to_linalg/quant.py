@@ -23,7 +23,7 @@ from rlx.dialects.rlx.base import (
     is_unsigned,
     normalize_axis,
 )
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     KernelBuilder,

@@ -6,15 +6,15 @@ from rlx.lowering.rlx_to_linalg import (
     attention,
     conv,
     elementwise,
-    lowp,
     matmul,
     norms,
     quant,
     reductions,
     rng,
+    scaled_lowp,
     shape_ops,
 )
-from rlx.lowering.rlx_to_linalg.pass_ import Emitter
+from rlx.lowering.rlx_to_linalg.bufferize import Emitter
 
 LOWERINGS: dict[str, Emitter] = {
     **elementwise.LOWERINGS,
@@ -25,6 +25,6 @@ LOWERINGS: dict[str, Emitter] = {
     **attention.LOWERINGS,
     **conv.LOWERINGS,
     **quant.LOWERINGS,
-    **lowp.LOWERINGS,
+    **scaled_lowp.LOWERINGS,
     **rng.LOWERINGS,
 }

@@ -21,7 +21,7 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_float, attr_int
 from rlx.formats import philox
-from rlx.lowering.rlx_to_linalg.kernel import FM_NONE, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, KernelBuilder, elem, shape
 
 I128 = IntegerType(128)
 MASK = (1 << 64) - 1

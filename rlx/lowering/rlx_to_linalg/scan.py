@@ -18,11 +18,11 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import attr_int
-from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, memref_of, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, memref_of, shape
 from rlx.lowering.rlx_to_linalg.kernels import copy_kernel
 
 if TYPE_CHECKING:
-    from rlx.lowering.rlx_to_linalg.pass_ import FuncLowering
+    from rlx.lowering.rlx_to_linalg.bufferize import FuncLowering
 
 
 def _row_kernel(fl: FuncLowering, stacked: MemRefType, row: MemRefType, take: bool) -> str:

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, MemRef
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_int, attr_ints, is_unsigned, normalize_axis
-from rlx.lowering.rlx_to_linalg.kernel import (
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
     PARALLEL,
     KernelBuilder,
     amap,
@@ -25,7 +25,7 @@ from rlx.lowering.rlx_to_linalg.kernel import (
 )
 
 if TYPE_CHECKING:
-    from rlx.lowering.rlx_to_linalg.pass_ import FuncLowering
+    from rlx.lowering.rlx_to_linalg.bufferize import FuncLowering
 
 
 def _reassoc(groups: Sequence[Sequence[int]]) -> ArrayAttr:

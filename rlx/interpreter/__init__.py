@@ -6,7 +6,7 @@ on their name (`"rlx.softmax"`, `"arith.addf"`, ...) and attributes are decoded
 generically, so the interpreter works both on modules parsed with the rlx dialect loaded
 and on generic-form text parsed with `allow_unregistered=True`.
 
-Numeric policy (per op; see `rlx/runtime/reference_ops/*` for each op family):
+Numeric policy (per op; see `rlx/interpreter/ops/*` for each op family):
 
 * f64 computes in f64.  f32 elementwise ops compute in f32.  f16 / bf16 / f8 elementwise
   ops compute in f32 and round to the element type once per op.
@@ -33,8 +33,8 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from rlx.runtime.reference_ops import REGISTRY
-from rlx.runtime.reference_ops._core import (
+from rlx.interpreter.ops import REGISTRY
+from rlx.interpreter.ops._core import (
     InterpreterError,
     OpContext,
     UnsupportedOpError,
@@ -46,7 +46,7 @@ from rlx.runtime.reference_ops._core import (
     to_numpy,
     to_python,
 )
-from rlx.runtime.reference_ops.text import mlir_type, multi_op_module, single_op_module
+from rlx.interpreter.ops.text import mlir_type, multi_op_module, single_op_module
 
 __all__ = [
     "run",

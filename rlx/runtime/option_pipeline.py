@@ -225,7 +225,7 @@ def pass_registry() -> dict[str, PassFactory]:
 
 def llvm_pipeline() -> tuple[ModulePass, ...]:
     """LOOPS_TO_LLVM: the memref-level ABI module -> llvm dialect."""
-    from rlx.lowering.pipelines import LOOPS_TO_LLVM
+    from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
 
     return tuple(LOOPS_TO_LLVM)
 

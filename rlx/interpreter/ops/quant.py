@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, is_float, register
-from rlx.runtime.reference_ops.tensor import norm_axis
+from rlx.interpreter.ops._core import OpContext, is_float, register
+from rlx.interpreter.ops.tensor import norm_axis
 
 
 def _qparams(ctx: OpContext, ndim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import (
+from rlx.interpreter.ops._core import (
     OpContext,
     convert,
     fcompute,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import element_type
+from rlx.interpreter.ops._core import element_type
 
 TypeSpec = str | np.ndarray | tuple[tuple[int, ...], Any]
 

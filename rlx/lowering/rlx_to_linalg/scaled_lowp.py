@@ -22,7 +22,7 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import attr_str
 from rlx.formats import lowp
-from rlx.lowering.rlx_to_linalg.kernel import FM_NONE, FM_RED, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, FM_RED, KernelBuilder, elem, shape
 
 _E4M3 = lowp.NAMED_FORMATS["f8e4m3"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Block
 
-from rlx.runtime.reference_ops._core import OpContext, convert, numpy_dtype, register
+from rlx.interpreter.ops._core import OpContext, convert, numpy_dtype, register
 
 
 def _single_block(ctx: OpContext) -> Block:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, fcompute, is_float, register, wide
+from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 
 
 def attention_f64(

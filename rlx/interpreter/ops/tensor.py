@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, register
+from rlx.interpreter.ops._core import OpContext, register
 
 
 def norm_axis(ctx: OpContext, axis: int, rank: int) -> int:

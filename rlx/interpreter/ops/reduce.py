@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, is_float, register, wide
-from rlx.runtime.reference_ops.tensor import norm_axis
+from rlx.interpreter.ops._core import OpContext, is_float, register, wide
+from rlx.interpreter.ops.tensor import norm_axis
 
 
 def _identity(kind: str, dt: np.dtype) -> object:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, convert, fcompute, register
-from rlx.runtime.reference_ops.elementwise import erf, int_div_trunc
+from rlx.interpreter.ops._core import OpContext, convert, fcompute, register
+from rlx.interpreter.ops.elementwise import erf, int_div_trunc
 
 
 def _u(x: np.ndarray) -> np.ndarray:

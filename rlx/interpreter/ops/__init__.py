@@ -3,7 +3,7 @@
 Importing this package fills `REGISTRY` (op name -> (function, operand-count range)).
 """
 
-from rlx.runtime.reference_ops import (  # noqa: F401  (imported for registration)
+from rlx.interpreter.ops import (  # noqa: F401  (imported for registration)
     elementwise,
     fused,
     nn,
@@ -13,6 +13,6 @@ from rlx.runtime.reference_ops import (  # noqa: F401  (imported for registratio
     scalar,
     tensor,
 )
-from rlx.runtime.reference_ops._core import REGISTRY
+from rlx.interpreter.ops._core import REGISTRY
 
 __all__ = ["REGISTRY"]

@@ -50,8 +50,8 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.dialects.rlx.base import DYN
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.rlx_to_linalg import parallel
-from rlx.lowering.rlx_to_linalg.kernel import KernelBuilder, shape
-from rlx.lowering.rlx_to_linalg.kernel import memref_of as _memref_of
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
 
 Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]

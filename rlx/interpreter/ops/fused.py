@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rlx.runtime.reference_ops._core import OpContext, is_float, register
-from rlx.runtime.reference_ops.elementwise import gelu, gelu_tanh, relu, silu
-from rlx.runtime.reference_ops.reduce import layer_norm_f64, rms_norm_f64
+from rlx.interpreter.ops._core import OpContext, is_float, register
+from rlx.interpreter.ops.elementwise import gelu, gelu_tanh, relu, silu
+from rlx.interpreter.ops.reduce import layer_norm_f64, rms_norm_f64
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": lambda x: x,

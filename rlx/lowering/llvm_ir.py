@@ -1,0 +1,599 @@
+"""LLVM-dialect module -> LLVM IR text (`to_llvm_ir`), the last step of the lowering.
+
+A direct text emitter: xDSL's ``convert_module`` (llvmlite.ir builder) drops fast-math flags
+on intrinsic calls, has no ``noalias``/``align``/``dereferenceable`` argument attributes, no
+dense global initialisers and is several times slower. Emitting text also keeps the output
+stable and greppable. The JIT (`rlx.runtime.jit`) compiles its output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    Float80Type,
+    Float128Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from rlx.lowering.llvm_common import intrinsic_suffix
+
+__all__ = ["to_llvm_ir"]
+
+
+# ----------------------------------------------------------------------------------------
+# Types and literals
+
+
+_TYPE_CACHE: dict[Attribute, str] = {}
+
+
+_SCALAR_TYPES: dict[type[Attribute], str] = {
+    IndexType: "i64",
+    Float32Type: "float",
+    Float64Type: "double",
+    Float16Type: "half",
+    BFloat16Type: "bfloat",
+    Float80Type: "x86_fp80",
+    Float128Type: "fp128",
+    llvm.LLVMVoidType: "void",
+}
+"""LLVM IR spelling of the types without parameters."""
+
+
+def _type(t: Attribute) -> str:
+    """LLVM IR spelling of a type."""
+    s = _TYPE_CACHE.get(t)
+    if s is not None:
+        return s
+    if isinstance(t, IntegerType):
+        s = f"i{t.width.data}"
+    elif type(t) in _SCALAR_TYPES:
+        s = _SCALAR_TYPES[type(t)]
+    elif isinstance(t, llvm.LLVMPointerType):
+        space = t.addr_space
+        n = getattr(space, "data", 0)
+        s = "ptr" if not n else f"ptr addrspace({n})"
+    elif isinstance(t, llvm.LLVMArrayType):
+        s = f"[{t.size.data} x {_type(t.type)}]"
+    elif isinstance(t, llvm.LLVMStructType):
+        s = "{ " + ", ".join(_type(e) for e in t.types.data) + " }"
+    elif isinstance(t, VectorType):
+        n = 1
+        for d in t.get_shape():
+            n *= d
+        s = f"<{n} x {_type(t.element_type)}>"
+    else:
+        raise ValueError(f"to_llvm_ir: unsupported type {t}")
+    _TYPE_CACHE[t] = s
+    return s
+
+
+def _float_literal(value: float, t: Attribute) -> str:
+    """Exact hexadecimal LLVM float literal of ``value`` rounded to type ``t``."""
+    if isinstance(t, Float64Type):
+        return f"0x{np.float64(value).view(np.uint64):016X}"
+    if isinstance(t, Float32Type):
+        with np.errstate(over="ignore"):
+            widened = np.float64(np.float32(value))
+        return f"0x{widened.view(np.uint64):016X}"
+    if isinstance(t, Float16Type):
+        with np.errstate(over="ignore"):
+            return f"0xH{np.float16(value).view(np.uint16):04X}"
+    if isinstance(t, BFloat16Type):
+        with np.errstate(over="ignore"):
+            bits = int(np.float32(value).view(np.uint32))
+        if value != value:  # NaN
+            return "0xR7FC0"
+        return f"0xR{((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF:04X}"
+    raise ValueError(f"to_llvm_ir: unsupported float type {t}")
+
+
+def _scalar_literal(attr: Attribute, t: Attribute) -> str:
+    if isinstance(attr, IntegerAttr):
+        v = attr.value.data
+        if isinstance(t, IntegerType) and t.width.data == 1:
+            return "true" if v & 1 else "false"
+        return str(v)
+    if isinstance(attr, FloatAttr):
+        return _float_literal(attr.value.data, t)
+    raise ValueError(f"to_llvm_ir: unsupported constant {attr}")
+
+
+_BYTE_ESCAPES = np.array([f"\\{i:02X}".encode() for i in range(256)], dtype="S3")
+
+
+def _dense_bytes(attr: DenseIntOrFPElementsAttr) -> bytes:
+    """Raw little-endian bytes of a dense attribute (splats expanded)."""
+    data = attr.data.data
+    numel = 1
+    for d in attr.get_shape():
+        numel *= d
+    if numel > 1 and len(attr) == 1:
+        data = data * numel
+    return data
+
+
+def _c_string(data: bytes) -> str:
+    return _BYTE_ESCAPES[np.frombuffer(data, np.uint8)].tobytes().decode("ascii")
+
+
+_FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn")
+
+
+def _fmf(op: Operation) -> str:
+    """`` fast`` / `` nnan ninf`` / empty: the fast-math flags of an op, with a leading space."""
+    attr = op.properties.get("fastmathFlags")
+    if attr is None:
+        return ""
+    flags = {f.value for f in attr.data}  # pyright: ignore[reportAttributeAccessIssue]
+    if not flags:
+        return ""
+    if len(flags) == len(_FASTMATH_ORDER):
+        return " fast"
+    return " " + " ".join(f for f in _FASTMATH_ORDER if f in flags)
+
+
+def _arg_attrs(attrs: DictionaryAttr | None) -> str:
+    if attrs is None:
+        return ""
+    out: list[str] = []
+    for key, value in attrs.data.items():
+        match key:
+            case (
+                "llvm.noalias"
+                | "llvm.nonnull"
+                | "llvm.noundef"
+                | "llvm.readonly"
+                | ("llvm.writeonly")
+                | "llvm.readnone"
+                | "llvm.nofree"
+            ):
+                out.append(key[5:])
+            case "llvm.nocapture":
+                out.append("captures(none)")
+            case "llvm.align" if isinstance(value, IntegerAttr):
+                out.append(f"align {value.value.data}")
+            case "llvm.dereferenceable" if isinstance(value, IntegerAttr):
+                out.append(f"dereferenceable({value.value.data})")
+            case "llvm.dereferenceable_or_null" if isinstance(value, IntegerAttr):
+                out.append(f"dereferenceable_or_null({value.value.data})")
+            case _:
+                pass
+    return (" " + " ".join(out)) if out else ""
+
+
+# ----------------------------------------------------------------------------------------
+# Operation tables
+
+_INT_OVERFLOW_BINOPS: dict[type[Operation], str] = {
+    llvm.AddOp: "add",
+    llvm.SubOp: "sub",
+    llvm.MulOp: "mul",
+    llvm.ShlOp: "shl",
+}
+_INT_EXACT_BINOPS: dict[type[Operation], str] = {
+    llvm.UDivOp: "udiv",
+    llvm.SDivOp: "sdiv",
+    llvm.LShrOp: "lshr",
+    llvm.AShrOp: "ashr",
+}
+_INT_PLAIN_BINOPS: dict[type[Operation], str] = {
+    llvm.URemOp: "urem",
+    llvm.SRemOp: "srem",
+    llvm.AndOp: "and",
+    llvm.XOrOp: "xor",
+    llvm.OrOp: "or",
+}
+_FLOAT_BINOPS: dict[type[Operation], str] = {
+    llvm.FAddOp: "fadd",
+    llvm.FSubOp: "fsub",
+    llvm.FMulOp: "fmul",
+    llvm.FDivOp: "fdiv",
+    llvm.FRemOp: "frem",
+}
+_CASTS: dict[type[Operation], str] = {
+    llvm.TruncOp: "trunc",
+    llvm.ZExtOp: "zext",
+    llvm.SExtOp: "sext",
+    llvm.FPExtOp: "fpext",
+    llvm.FPTruncOp: "fptrunc",
+    llvm.SIToFPOp: "sitofp",
+    llvm.BitcastOp: "bitcast",
+    llvm.PtrToIntOp: "ptrtoint",
+    llvm.IntToPtrOp: "inttoptr",
+}
+_INTRINSIC_OPS: dict[type[Operation], str] = {
+    llvm.FAbsOp: "llvm.fabs",
+    llvm.FCeilOp: "llvm.ceil",
+    llvm.FFloorOp: "llvm.floor",
+    llvm.FSqrtOp: "llvm.sqrt",
+    llvm.FExpOp: "llvm.exp",
+    llvm.FExp2Op: "llvm.exp2",
+    llvm.FLogOp: "llvm.log",
+    llvm.FLog2Op: "llvm.log2",
+    llvm.FSinOp: "llvm.sin",
+    llvm.FCosOp: "llvm.cos",
+    llvm.FPowOp: "llvm.pow",
+    llvm.FCopySignOp: "llvm.copysign",
+    llvm.FMAOp: "llvm.fma",
+    llvm.VectorFMaxOp: "llvm.maxnum",
+    llvm.VectorFMinOp: "llvm.minnum",
+}
+_LITERAL_OPS = (llvm.ConstantOp, llvm.AddressOfOp, llvm.ZeroOp, llvm.UndefOp)
+
+
+_suffix = intrinsic_suffix
+
+
+# ----------------------------------------------------------------------------------------
+# Emitter
+
+
+class _ModuleEmitter:
+    """Accumulates the text of one module plus the intrinsic declarations it needs."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.defined: set[str] = set()
+        self.declares: dict[str, str] = {}
+        self.needs_nontemporal = False
+        for op in module.body.block.ops:
+            sym = op.properties.get("sym_name")
+            if sym is not None:
+                self.defined.add(sym.data)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def declare_intrinsic(self, name: str, ret: str, arg_types: list[str]) -> None:
+        if name not in self.declares and name not in self.defined:
+            self.declares[name] = f"declare {ret} @{name}({', '.join(arg_types)})"
+
+    def emit(self) -> str:
+        parts: list[str] = ["; ModuleID = 'rlx'"]
+        for op in self.module.body.block.ops:
+            if isinstance(op, llvm.FuncOp):
+                parts.append(_FunctionEmitter(self, op).emit())
+            elif isinstance(op, llvm.GlobalOp):
+                parts.append(self._global(op))
+            else:
+                raise ValueError(
+                    f"to_llvm_ir: unsupported top-level operation '{op.name}' "
+                    "(is the module fully lowered to the llvm dialect?)"
+                )
+        parts.extend(self.declares.values())
+        if self.needs_nontemporal:
+            parts.append("!0 = !{i32 1}")
+        return "\n\n".join(parts) + "\n"
+
+    @staticmethod
+    def _global(op: llvm.GlobalOp) -> str:
+        linkage = op.linkage.linkage.data
+        name = op.sym_name.data
+        kind = "constant" if op.constant is not None else "global"
+        align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
+        gtype = _type(op.global_type)
+        value = op.value
+        if op.body.blocks:
+            raise ValueError(f"to_llvm_ir: global @{name} with an initializer region")
+        if value is None and linkage == "external":
+            return f"@{name} = external {kind} {gtype}{align}"
+        prefix = "" if linkage == "external" else f"{linkage} "
+        if isinstance(value, DenseIntOrFPElementsAttr):
+            data = _dense_bytes(value)
+            init = (
+                f'[{len(data)} x i8] c"{_c_string(data)}"' if data else f"{gtype} zeroinitializer"
+            )
+        elif isinstance(value, IntegerAttr | FloatAttr):
+            init = f"{gtype} {_scalar_literal(value, op.global_type)}"
+        elif value is None or isinstance(value, UnitAttr):
+            init = f"{gtype} zeroinitializer"
+        else:
+            raise ValueError(f"to_llvm_ir: unsupported initializer of @{name}: {value}")
+        return f"@{name} = {prefix}{kind} {init}{align}"
+
+
+class _FunctionEmitter:
+    """Emits one ``llvm.func``: numbered values, labelled blocks, phis for block arguments."""
+
+    def __init__(self, parent: _ModuleEmitter, func: llvm.FuncOp) -> None:
+        self.parent = parent
+        self.func = func
+        self.names: dict[SSAValue, str] = {}
+        self.labels: dict[Block, str] = {}
+        self.lines: list[str] = []
+        self.counter = 0
+
+    # -- values -------------------------------------------------------------------------
+
+    def fresh(self, value: SSAValue) -> str:
+        name = f"%v{self.counter}"
+        self.counter += 1
+        self.names[value] = name
+        return name
+
+    def ref(self, value: SSAValue) -> str:
+        name = self.names.get(value)
+        if name is not None:
+            return name
+        owner = value.owner
+        if isinstance(owner, llvm.ConstantOp):
+            if isinstance(owner.value, DenseIntOrFPElementsAttr):
+                raise ValueError("to_llvm_ir: vector constants are not supported")
+            name = _scalar_literal(owner.value, value.type)
+        elif isinstance(owner, llvm.AddressOfOp):
+            name = f"@{owner.global_name.root_reference.data}"
+        elif isinstance(owner, llvm.ZeroOp):
+            name = "null" if isinstance(value.type, llvm.LLVMPointerType) else "zeroinitializer"
+        elif isinstance(owner, llvm.UndefOp):
+            name = "undef"
+        else:
+            raise ValueError(
+                f"to_llvm_ir: value defined by '{getattr(owner, 'name', owner)}' used before "
+                "its definition or not lowered"
+            )
+        self.names[value] = name
+        return name
+
+    def typed(self, value: SSAValue) -> str:
+        return f"{_type(value.type)} {self.ref(value)}"
+
+    # -- function -----------------------------------------------------------------------
+
+    def emit(self) -> str:
+        func = self.func
+        ftype = func.function_type
+        ret = _type(ftype.output)
+        name = func.sym_name.data
+        arg_types = [_type(t) for t in ftype.inputs.data]
+        variadic = ", ..." if ftype.is_variadic else ""
+        if not func.body.blocks:
+            return f"declare {ret} @{name}({', '.join(arg_types)}{variadic})"
+        linkage = func.linkage.linkage.data
+        prefix = "" if linkage == "external" else f"{linkage} "
+        entry = func.body.blocks.first
+        assert entry is not None
+        arg_attrs: list[Attribute | None] = (
+            list(func.arg_attrs.data) if isinstance(func.arg_attrs, ArrayAttr) else []
+        )
+        params: list[str] = []
+        for i, (arg, t) in enumerate(zip(entry.args, arg_types, strict=True)):
+            attrs = arg_attrs[i] if i < len(arg_attrs) else None
+            attr_str = _arg_attrs(attrs) if isinstance(attrs, DictionaryAttr) else ""
+            params.append(f"{t}{attr_str} {self.fresh(arg)}")
+        for i, block in enumerate(func.body.blocks):
+            self.labels[block] = f"bb{i}"
+        incoming = self._incoming()
+        # name every block argument and op result up front so that forward references
+        # (phis of loop headers, values defined in later-listed blocks) resolve
+        for block in func.body.blocks:
+            if block is not entry:
+                for arg in block.args:
+                    self.fresh(arg)
+            for op in block.ops:
+                if not isinstance(op, _LITERAL_OPS):
+                    for res in op.results:
+                        self.fresh(res)
+        lines = self.lines
+        fn_attrs = "nounwind"
+        if isinstance(func.passthrough, ArrayAttr):
+            for attr in func.passthrough.data:
+                if isinstance(attr, StringAttr):
+                    fn_attrs += f" {attr.data}"
+                elif isinstance(attr, ArrayAttr) and len(attr.data) == 2:
+                    key, value = attr.data
+                    if isinstance(key, StringAttr) and isinstance(value, StringAttr):
+                        fn_attrs += f' "{key.data}"="{value.data}"'
+        lines.append(f"define {prefix}{ret} @{name}({', '.join(params)}{variadic}) {fn_attrs} {{")
+        for block in func.body.blocks:
+            lines.append(f"{self.labels[block]}:")
+            if block is not entry and block.args:
+                preds = incoming.get(block, [])
+                for i, arg in enumerate(block.args):
+                    srcs = ", ".join(f"[ {self.ref(vals[i])}, %{lbl} ]" for lbl, vals in preds)
+                    lines.append(f"  {self.names[arg]} = phi {_type(arg.type)} {srcs}")
+            for op in block.ops:
+                self.op(op)
+        lines.append("}")
+        return "\n".join(lines)
+
+    def _incoming(self) -> dict[Block, list[tuple[str, list[SSAValue]]]]:
+        """For each block, (predecessor label, branch operands) of every branch into it."""
+        incoming: dict[Block, list[tuple[str, list[SSAValue]]]] = {}
+        for block in self.func.body.blocks:
+            term = block.last_op
+            edges: list[tuple[Block, list[SSAValue]]] = []
+            if isinstance(term, llvm.BrOp):
+                edges.append((term.successor, list(term.arguments)))
+            elif isinstance(term, llvm.CondBrOp):
+                edges.append((term.then_block, list(term.then_arguments)))
+                edges.append((term.else_block, list(term.else_arguments)))
+            label = self.labels[block]
+            for succ, vals in edges:
+                preds = incoming.setdefault(succ, [])
+                if any(lbl == label for lbl, _ in preds):
+                    if any(lbl == label and v != vals for lbl, v in preds):
+                        raise ValueError(
+                            "to_llvm_ir: llvm.cond_br passes different values to the same block"
+                        )
+                    continue
+                preds.append((label, vals))
+        return incoming
+
+    # -- operations ---------------------------------------------------------------------
+
+    def op(self, op: Operation) -> None:
+        kind = type(op)
+        lines = self.lines
+        if isinstance(op, _LITERAL_OPS):
+            return
+        if (opc := _INT_OVERFLOW_BINOPS.get(kind)) is not None:
+            flags = ""
+            ovf = op.properties.get("overflowFlags")
+            if isinstance(ovf, IntegerAttr):
+                bits = ovf.value.data
+                flags = (" nuw" if bits & 2 else "") + (" nsw" if bits & 1 else "")
+            lhs, rhs = op.operands
+            lines.append(
+                f"  {self.names[op.results[0]]} = {opc}{flags} {self.typed(lhs)}, {self.ref(rhs)}"
+            )
+        elif (opc := _FLOAT_BINOPS.get(kind)) is not None:
+            lhs, rhs = op.operands
+            lines.append(
+                f"  {self.names[op.results[0]]} = {opc}{_fmf(op)} {self.typed(lhs)}, {self.ref(rhs)}"
+            )
+        elif (opc := _INT_EXACT_BINOPS.get(kind)) is not None:
+            exact = " exact" if op.properties.get("isExact") is not None else ""
+            lhs, rhs = op.operands
+            lines.append(
+                f"  {self.names[op.results[0]]} = {opc}{exact} {self.typed(lhs)}, {self.ref(rhs)}"
+            )
+        elif (opc := _INT_PLAIN_BINOPS.get(kind)) is not None:
+            disjoint = " disjoint" if op.properties.get("isDisjoint") is not None else ""
+            lhs, rhs = op.operands
+            lines.append(
+                f"  {self.names[op.results[0]]} = {opc}{disjoint} {self.typed(lhs)}, {self.ref(rhs)}"
+            )
+        elif (opc := _CASTS.get(kind)) is not None:
+            flags = ""
+            if op.properties.get("nonNeg") is not None:
+                flags = " nneg"
+            ovf = op.properties.get("overflowFlags")
+            if isinstance(ovf, llvm.OverflowAttr):
+                names = {f.value for f in ovf.data}
+                flags = (" nuw" if "nuw" in names else "") + (" nsw" if "nsw" in names else "")
+            (arg,) = op.operands
+            res = op.results[0]
+            lines.append(
+                f"  {self.names[res]} = {opc}{flags} {self.typed(arg)} to {_type(res.type)}"
+            )
+        elif isinstance(op, llvm.ICmpOp):
+            pred = llvm.ICmpPredicateFlag.from_int(op.predicate.value.data).value
+            lines.append(
+                f"  {self.names[op.res]} = icmp {pred} {self.typed(op.lhs)}, {self.ref(op.rhs)}"
+            )
+        elif isinstance(op, llvm.FCmpOp):
+            pred = llvm.FCmpPredicateFlag.from_int(op.predicate.value.data).value.lstrip("_")
+            lines.append(
+                f"  {self.names[op.res]} = fcmp{_fmf(op)} {pred} {self.typed(op.lhs)}, "
+                f"{self.ref(op.rhs)}"
+            )
+        elif isinstance(op, llvm.SelectOp):
+            lines.append(
+                f"  {self.names[op.res]} = select{_fmf(op)} {self.typed(op.cond)}, "
+                f"{self.typed(op.lhs)}, {self.typed(op.rhs)}"
+            )
+        elif isinstance(op, llvm.FNegOp):
+            lines.append(f"  {self.names[op.res]} = fneg{_fmf(op)} {self.typed(op.arg)}")
+        elif isinstance(op, llvm.GEPOp):
+            self._gep(op)
+        elif isinstance(op, llvm.LoadOp):
+            align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
+            lines.append(
+                f"  {self.names[op.dereferenced_value]} = load "
+                f"{_type(op.dereferenced_value.type)}, {self.typed(op.ptr)}{align}"
+            )
+        elif isinstance(op, llvm.StoreOp):
+            align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
+            volatile = "volatile " if op.volatile_ is not None else ""
+            nt = ""
+            if op.nontemporal is not None:
+                nt = ", !nontemporal !0"
+                self.parent.needs_nontemporal = True
+            lines.append(
+                f"  store {volatile}{self.typed(op.value)}, {self.typed(op.ptr)}{align}{nt}"
+            )
+        elif isinstance(op, llvm.CallIntrinsicOp):
+            self._call(op, op.intrin.data, list(op.args), op.ress, intrinsic=True)
+        elif (name := _INTRINSIC_OPS.get(kind)) is not None:
+            res = op.results[0]
+            self._call(op, f"{name}.{_suffix(res.type)}", list(op.operands), res, intrinsic=True)
+        elif isinstance(op, llvm.CallOp):
+            if op.callee is None:
+                raise ValueError("to_llvm_ir: indirect calls are not supported")
+            self._call(op, op.callee.root_reference.data, list(op.args), op.returned)
+        elif isinstance(op, llvm.AllocaOp):
+            align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
+            lines.append(
+                f"  {self.names[op.res]} = alloca {_type(op.elem_type)}, "
+                f"{self.typed(op.size)}{align}"
+            )
+        elif isinstance(op, llvm.BrOp):
+            lines.append(f"  br label %{self.labels[op.successor]}")
+        elif isinstance(op, llvm.CondBrOp):
+            lines.append(
+                f"  br {self.typed(op.cond)}, label %{self.labels[op.then_block]}, "
+                f"label %{self.labels[op.else_block]}"
+            )
+        elif isinstance(op, llvm.ReturnOp):
+            lines.append(f"  ret {self.typed(op.arg)}" if op.arg is not None else "  ret void")
+        elif isinstance(op, llvm.ExtractValueOp):
+            pos = ", ".join(str(p) for p in op.position.iter_values())
+            lines.append(f"  {self.names[op.res]} = extractvalue {self.typed(op.container)}, {pos}")
+        elif isinstance(op, llvm.InsertValueOp):
+            pos = ", ".join(str(p) for p in op.position.iter_values())
+            lines.append(
+                f"  {self.names[op.res]} = insertvalue {self.typed(op.container)}, "
+                f"{self.typed(op.value)}, {pos}"
+            )
+        elif isinstance(op, llvm.UnreachableOp):
+            lines.append("  unreachable")
+        else:
+            hint = ""
+            if op.name == "builtin.unrealized_conversion_cast":
+                hint = " (run reconcile-unrealized-casts; is every op lowered to llvm?)"
+            raise ValueError(f"to_llvm_ir: unsupported operation '{op.name}'{hint}")
+
+    def _gep(self, op: llvm.GEPOp) -> None:
+        ssa = iter(op.ssa_indices)
+        current: Attribute = op.elem_type
+        parts: list[str] = []
+        for pos, raw in enumerate(op.rawConstantIndices.iter_values()):
+            in_struct = pos > 0 and isinstance(current, llvm.LLVMStructType)
+            if raw == llvm.GEP_USE_SSA_VAL:
+                parts.append(self.typed(next(ssa)))
+            else:
+                parts.append(f"{'i32' if in_struct else 'i64'} {raw}")
+            if pos > 0:
+                if isinstance(current, llvm.LLVMArrayType):
+                    current = current.type
+                elif isinstance(current, llvm.LLVMStructType) and raw != llvm.GEP_USE_SSA_VAL:
+                    current = current.types.data[raw]
+        inbounds = " inbounds" if op.inbounds is not None else ""
+        self.lines.append(
+            f"  {self.names[op.result]} = getelementptr{inbounds} {_type(op.elem_type)}, "
+            f"{self.typed(op.ptr)}, {', '.join(parts)}"
+        )
+
+    def _call(
+        self,
+        op: Operation,
+        callee: str,
+        args: list[SSAValue],
+        result: SSAValue | None,
+        intrinsic: bool = False,
+    ) -> None:
+        ret = _type(result.type) if result is not None else "void"
+        if intrinsic:
+            self.parent.declare_intrinsic(callee, ret, [_type(a.type) for a in args])
+        arg_str = ", ".join(self.typed(a) for a in args)
+        prefix = f"{self.names[result]} = " if result is not None else ""
+        self.lines.append(f"  {prefix}call{_fmf(op)} {ret} @{callee}({arg_str})")
+
+
+def to_llvm_ir(module: ModuleOp) -> str:
+    """LLVM IR text of a module containing only ``llvm.func`` and ``llvm.mlir.global`` ops."""
+    return _ModuleEmitter(module).emit()
