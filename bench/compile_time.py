@@ -300,7 +300,9 @@ def rlx_opt_time_passes(g: Graph, opts: CompileOptions) -> str:
         src = Path(tmp) / "graph.mlir"
         src.write_text(str(g.module))
         plan = option_pipeline.build_plan(opts, Path(tmp))
-        specs = [p.spec for p in plan.passes] + [str(p.spec()) for p in option_pipeline.llvm_pipeline()]
+        specs = [p.spec for p in plan.passes] + [
+            str(p.spec()) for p in option_pipeline.llvm_pipeline()
+        ]
         exe = Path(sys.executable).with_name("rlx-opt")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rlx.tools.rlx_opt"]
         cmd += [str(src), "-p", ",".join(specs), "--time-passes", "--emit", "llvm-ir"]

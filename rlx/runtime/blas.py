@@ -134,5 +134,3 @@ def register() -> dict[str, int]:
                 _publish(found)
             _ADDRESSES = found
         return dict(_ADDRESSES)
-
-
