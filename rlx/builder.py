@@ -164,7 +164,7 @@ class Graph:
         attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
         types = [v.type for v in operands]
         try:
-            result_types = cls.infer(types, attributes, given)  # type: ignore[arg-type]
+            result_types = cls.infer_from(types, attributes, given)  # type: ignore[arg-type]
         except VerifyException as e:
             raise ValueError(f"{name}: {e}") from None
         op = cls.create(operands=operands, result_types=result_types, attributes=attributes)

@@ -121,7 +121,7 @@ def signature(module: ModuleOp, entry: str = "main") -> dict[str, Any]:
 
 
 def _params(module: ModuleOp) -> list[str]:
-    names = [op.param_name.data for op in module.walk() if isinstance(op, ParamOp)]
+    names = [op.param_name for op in module.walk() if isinstance(op, ParamOp)]
     return list(dict.fromkeys(n for n in names if not n.startswith(rewrites.PLACEHOLDER_PREFIX)))
 
 

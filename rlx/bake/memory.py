@@ -54,9 +54,9 @@ def materialize(module: ModuleOp, blobs: Mapping[str, np.ndarray | bytes]) -> in
     mismatch raises ValueError."""
     filled = 0
     for op in list(module.walk()):
-        if not isinstance(op, ParamOp) or not op.param_name.data.startswith(PLACEHOLDER_PREFIX):
+        if not isinstance(op, ParamOp) or not op.param_name.startswith(PLACEHOLDER_PREFIX):
             continue
-        name = op.param_name.data[len(PLACEHOLDER_PREFIX) :]
+        name = op.param_name[len(PLACEHOLDER_PREFIX) :]
         if name not in blobs:
             raise ValueError(f"weight '{name}' is referenced by the graph but not in the table")
         t = op.result.type
@@ -76,7 +76,7 @@ def materialize(module: ModuleOp, blobs: Mapping[str, np.ndarray | bytes]) -> in
 
 def placeholders(module: ModuleOp) -> list[str]:
     return [
-        op.param_name.data
+        op.param_name
         for op in module.walk()
-        if isinstance(op, ParamOp) and op.param_name.data.startswith(PLACEHOLDER_PREFIX)
+        if isinstance(op, ParamOp) and op.param_name.startswith(PLACEHOLDER_PREFIX)
     ]

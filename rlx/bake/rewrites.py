@@ -139,11 +139,11 @@ def specialize(module: ModuleOp, weights: Mapping[str, object]) -> list[str]:
     # bind_params replaces each param in place, so block positions identify the constants
     where: dict[int, tuple[Block, dict[int, str]]] = {}
     for op in module.walk():
-        if isinstance(op, ParamOp) and op.param_name.data in weights:
+        if isinstance(op, ParamOp) and op.param_name in weights:
             block = op.parent_block()
             assert block is not None
             slots = where.setdefault(id(block), (block, {}))[1]
-            slots[block.get_operation_index(op)] = op.param_name.data
+            slots[block.get_operation_index(op)] = op.param_name
     packed = {k: v for k, v in weights.items() if isinstance(v, PackedWeight)}
     dense = {k: v for k, v in weights.items() if not isinstance(v, PackedWeight)}
     bound = set(bind_quant_params(module, packed)) if packed else set()
@@ -186,10 +186,8 @@ def skip_zero(module: ModuleOp, stats: RewriteStats) -> None:
         value = e.const(0, t.element_type, shape_of(t))
         if isinstance(op, FusedMatmulBiasActOp):
             value = e.add(value, op.bias)
-            act = op.attributes.get("activation")
-            act_name = act.data if isinstance(act, StringAttr) else "none"
-            if act_name != "none":
-                value = e.emit(act_name, value)
+            if op.activation != "none":
+                value = e.emit(op.activation, value)
         weight_op = w.owner
         Rewriter.replace_op(op, e.ops, [value])
         _erase_if_dead(weight_op)
@@ -329,8 +327,7 @@ def _encoding(op: ConstantOp) -> tuple[str, list[int]]:
     for use in op.result.uses:
         u = use.operation
         if isinstance(u, DequantMatmulOp) and u.packed == op.result:
-            n, k = (u.attributes[a].value.data for a in ("n", "k"))  # type: ignore[attr-defined]
-            return f"gguf_{u.attributes['scheme'].data}", [k, n]  # type: ignore[attr-defined]
+            return f"gguf_{u.scheme}", [u.k, u.n]
     return type_name(t.element_type), list(shape_of(t))
 
 

@@ -32,8 +32,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
 
-from rlx.interpreter.ops import REGISTRY
+from rlx.dialects.rlx import Rlx
+from rlx.dialects.rlx.leaves import ParamOp
+from rlx.interpreter.ops import REGISTRY  # noqa: F401  (importing it registers every implementation)
 from rlx.interpreter.ops._core import (
     InterpreterError,
     OpContext,
@@ -41,10 +44,13 @@ from rlx.interpreter.ops._core import (
     convert,
     dense_attr,
     element_type,
+    implementation,
     numpy_dtype,
     op_name,
+    registered_names,
     to_numpy,
     to_python,
+    typed_view,
 )
 from rlx.interpreter.ops.text import mlir_type, multi_op_module, single_op_module
 
@@ -90,18 +96,13 @@ def _parse_context(with_rlx: bool) -> Context:
     for d in (Builtin, Func, Arith, Math):
         ctx.load_dialect(d)
     if with_rlx:
-        try:
-            from rlx.dialects.rlx import Rlx
-        except ImportError:
-            pass
-        else:
-            ctx.load_dialect(Rlx)
+        ctx.load_dialect(Rlx)
     return ctx
 
 
 def supported_ops() -> frozenset[str]:
     """Names of every op the interpreter implements."""
-    return frozenset(REGISTRY) | _TERMINATORS | {"func.call"}
+    return registered_names() | _TERMINATORS | {"func.call"}
 
 
 def _static_shape_matches(shape: tuple[int, ...], t: Attribute) -> bool:
@@ -216,9 +217,10 @@ class _Interpreter:
         env: Mapping[SSAValue, np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         name = op_name(op)
-        if name == "rlx.param":
-            return _check_results(op, name, [self.param(op)])
-        entry = REGISTRY.get(name)
+        view = typed_view(op)
+        if isinstance(view, ParamOp):
+            return _check_results(op, name, [self.param(view)])
+        entry = implementation(view)
         if entry is None:
             raise UnsupportedOpError(f"reference interpreter: no implementation for op '{name}'")
         fn, (lo, hi) = entry
@@ -226,7 +228,8 @@ class _Interpreter:
             want = str(lo) if lo == hi else f"{lo}..{hi if hi is not None else ''}"
             raise InterpreterError(f"{name}: expected {want} operands, got {len(args)}")
         ctx = OpContext(
-            op=op,
+            op=view,
+            source=op,
             name=name,
             rng_seed=self.rng_seed,
             rng_backend=self.rng_backend,
@@ -238,11 +241,11 @@ class _Interpreter:
         outs = list(out) if isinstance(out, list | tuple) else [out]
         return _check_results(op, name, outs)
 
-    def param(self, op: Operation) -> np.ndarray:
-        attr = op.attributes.get("name") or op.properties.get("name")
-        if not isinstance(attr, StringAttr):
-            raise InterpreterError("rlx.param: missing string attribute 'name'")
-        pname = attr.data
+    def param(self, op: ParamOp) -> np.ndarray:
+        try:
+            pname = op.param_name
+        except VerifyException as e:
+            raise InterpreterError(f"rlx.param: {e}") from None
         if pname not in self.params:
             raise ValueError(f"missing param '{pname}'")
         return _bind("param", pname, self.params[pname], op.results[0].type)

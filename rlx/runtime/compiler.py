@@ -48,6 +48,7 @@ from rlx.diagnostics import (
     diagnostic_from_exception,
     render,
 )
+from rlx.dialects.rlx.leaves import ParamOp
 from rlx.parser import LocatingParser
 from rlx.runtime import option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
@@ -172,14 +173,13 @@ def _dtype_name(elem: Any) -> str:
 
 
 def source_params(module: ModuleOp) -> dict[str, ArgSpec]:
-    from rlx.dialects.rlx.leaves import ParamOp
 
     out: dict[str, ArgSpec] = {}
     for op in module.walk():
-        if isinstance(op, ParamOp) and op.param_name.data not in out:
+        if isinstance(op, ParamOp) and op.param_name not in out:
             t = op.result.type
-            out[op.param_name.data] = ArgSpec(
-                op.param_name.data, "param", tuple(t.get_shape()), _dtype_name(t.element_type)
+            out[op.param_name] = ArgSpec(
+                op.param_name, "param", tuple(t.get_shape()), _dtype_name(t.element_type)
             )  # type: ignore[attr-defined]
     return out
 
@@ -281,7 +281,7 @@ MAX_ARGS = 1024
 def _check_argument_count(module: ModuleOp, entry: str) -> None:
     """Fail before code generation when the entry's ABI would exceed `MAX_ARGS`."""
     f = find_entry(module, entry)
-    params = {op.attributes["name"] for op in f.walk() if op.name == "rlx.param"}
+    params = {op.param_name for op in f.walk() if isinstance(op, ParamOp)}
     n = len(f.function_type.inputs.data) + len(params) + len(f.function_type.outputs.data) + 1
     if n > MAX_ARGS:
         raise CompileError(

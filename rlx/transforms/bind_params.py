@@ -30,9 +30,9 @@ def bind_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[
 
     bound: list[str] = []
     for op in list(module.walk()):
-        if not isinstance(op, ParamOp) or op.param_name.data not in values:
+        if not isinstance(op, ParamOp) or op.param_name not in values:
             continue
-        name = op.param_name.data
+        name = op.param_name
         v = values[name]
         if isinstance(v, PackedWeight):
             raise PassFailedException(

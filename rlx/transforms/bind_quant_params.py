@@ -25,24 +25,20 @@ def bind_quant_params(module: builtin.ModuleOp, values: Mapping[str, object]) ->
 
     bound: list[str] = []
     for op in list(module.walk()):
-        if not isinstance(op, ParamOp) or op.param_name.data not in values:
+        if not isinstance(op, ParamOp) or op.param_name not in values:
             continue
         users = [u.operation for u in op.result.uses]
         dq = [u for u in users if isinstance(u, DequantMatmulOp) and u.packed == op.result]
         if not dq:
             continue
-        name = op.param_name.data
+        name = op.param_name
         v = values[name]
         if not isinstance(v, PackedWeight):
             raise PassFailedException(
                 f"param '{name}' feeds rlx.dequant_matmul but its binding is not a packed GGML tensor"
             )
         for u in dq:
-            scheme, n, k = (
-                u.attributes["scheme"].data,
-                u.attributes["n"].value.data,
-                u.attributes["k"].value.data,
-            )  # type: ignore[attr-defined]
+            scheme, n, k = u.scheme, u.n, u.k
             if (v.scheme, v.n, v.k) != (scheme, n, k):
                 raise PassFailedException(
                     f"param '{name}' is bound to a {v.scheme} [{v.n}, {v.k}] tensor, rlx.dequant_matmul expects {scheme} [{n}, {k}]"

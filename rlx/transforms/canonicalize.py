@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from rlx.dialects.rlx.base import DYN, attr_ints, is_int, shape_of
+from rlx.dialects.rlx.base import DYN, is_int, shape_of
 from rlx.dialects.rlx.elementwise import (
     AddOp,
     CastOp,
@@ -112,7 +112,7 @@ class ReluOfRelu(RewritePattern):
 
 
 def _perm(op: TransposeOp) -> tuple[int, ...]:
-    p = attr_ints(dict(op.attributes), "permutation")
+    p = op.permutation
     assert p is not None
     return p
 
@@ -188,9 +188,8 @@ class FullSlice(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
         s = shape_of(op.x.type)
-        attrs = dict(op.attributes)
-        starts, limits = attr_ints(attrs, "starts"), attr_ints(attrs, "limits")
-        strides = attr_ints(attrs, "strides", [1] * len(s))
+        starts, limits = op.starts, op.limits
+        strides = op.strides or (1,) * len(s)
         if DYN in s or starts is None or limits is None or strides is None:
             return
         if all(a == 0 for a in starts) and tuple(limits) == s and all(st == 1 for st in strides):

@@ -31,10 +31,6 @@ from xdsl.utils.exceptions import VerifyException
 from rlx.dialects.rlx import OPS_BY_NAME
 from rlx.dialects.rlx.base import (
     DYN,
-    attr_bool,
-    attr_float,
-    attr_int,
-    attr_str,
     shape_of,
     tensor,
     to_attr,
@@ -84,7 +80,7 @@ class Expansion:
         cls = OPS_BY_NAME[f"rlx.{name}"]
         attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
         given = None if result_type is None else [result_type]
-        types = cls.infer([o.type for o in operands], attributes, given)  # type: ignore[arg-type]
+        types = cls.infer_from([o.type for o in operands], attributes, given)  # type: ignore[arg-type]
         op = cls.create(operands=list(operands), result_types=types, attributes=attributes)
         self.ops.append(op)
         return op.results[0]
@@ -187,13 +183,13 @@ def softmax_of(e: Expansion, x: SSAValue, axis: int) -> SSAValue:
 
 def _softmax(op: Operation) -> tuple[list[Operation], SSAValue]:
     e = Expansion()
-    axis = attr_int(dict(op.attributes), "axis", -1)
+    axis = op.axis
     assert axis is not None
     return e.ops, softmax_of(e, op.operands[0], axis)
 
 
 def _eps(op: Operation) -> float:
-    v = attr_float(dict(op.attributes), "epsilon", 1e-5)
+    v = op.epsilon
     assert v is not None
     return v
 
@@ -235,22 +231,20 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     masked and -inf scores get probability 0, a row with no live key is all zeros."""
     q, k, v, *bias = op.operands
     qs, ks = shape_of(q.type), shape_of(k.type)
-    attrs = dict(op.attributes)
-    kind = attr_str(attrs, "mask_kind", "none")
+    kind = op.mask_kind
     sq, sk = qs[2], ks[2]
     if kind in ("causal", "sliding_window") and DYN in (sq, sk):
         return None
     e = Expansion()
     t = _elem(q)
-    if "scale" not in attrs and qs[3] == DYN:
+    if op.scale is None and qs[3] == DYN:
         return None  # the default scale 1/sqrt(head_dim) needs a static head_dim
-    scale = attr_float(attrs, "scale", 1.0 / math.sqrt(qs[3]) if qs[3] else 1.0)
-    assert scale is not None
+    scale = op.score_scale()
     s = e.emit("matmul", q, e.emit("transpose", k, permutation=[0, 1, 3, 2]))
     s = e.mul(s, e.const(scale, t))
     if bias:
         s = e.add(s, bias[0])
-    softcap = attr_float(attrs, "softcap")
+    softcap = op.softcap
     if softcap is not None:
         c = e.const(softcap, t)
         s = e.mul(c, e.emit("tanh", e.div(s, c)))
@@ -260,7 +254,7 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
         j = np.arange(sk)[None, :]
         dead = j > i + (sk - sq)
         if kind == "sliding_window":
-            dead |= j < i + (sk - sq) - (attr_int(attrs, "window", 0) or 0)
+            dead |= j < i + (sk - sq) - (op.window or 0)
         s = e.emit("where", e.const(~dead, i1, (sq, sk)), s, ninf)
     m = e.reduce(s, "max")
     m = e.emit("where", e.emit("compare", m, ninf, predicate="eq"), e.const(0.0, t), m)
@@ -277,7 +271,7 @@ def _rope(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     if static_shape(x) is None:
         return None
     d = shape_of(x.type)[-1]
-    n_rot = attr_int(dict(op.attributes), "n_rot", d)
+    n_rot = op.rotated_dims()
     assert n_rot is not None
     h = n_rot // 2
     e = Expansion()
@@ -295,7 +289,7 @@ def _fused_matmul_bias_act(op: Operation) -> tuple[list[Operation], SSAValue]:
     e = Expansion()
     x, w, b = op.operands
     y = e.add(e.emit("matmul", x, w), b)
-    act = attr_str(dict(op.attributes), "activation", "none")
+    act = op.activation
     return e.ops, y if act == "none" else e.emit(str(act), y)
 
 
@@ -310,7 +304,7 @@ def _fused_swiglu(op: Operation) -> tuple[list[Operation], SSAValue] | None:
             return None
         n = shape_of(p.type)[-1]
         first, second = e.slice_last(p, 0, n // 2), e.slice_last(p, n // 2, n)
-        gate_first = attr_bool(dict(op.attributes), "gate_first")
+        gate_first = op.gate_first
         gate, up = (first, second) if gate_first else (second, first)
     return e.ops, e.mul(e.emit("silu", gate), up)
 

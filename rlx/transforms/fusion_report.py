@@ -258,8 +258,7 @@ class _Scanner:
             self.miss("matmul_bias_act", mm, "left_unfused")
 
     def epilogue(self, fused: FusedMatmulBiasActOp) -> None:
-        act = fused.attributes.get("activation")
-        if act is not None and getattr(act, "data", "none") != "none":
+        if fused.activation != "none":
             return
         user = fused.result.get_user_of_unique_use()
         if isinstance(user, UnaryOp) and type(user) not in FUSABLE_ACTIVATIONS:

@@ -239,7 +239,7 @@ class _FunctionRewrite:
                 for g in given
             ]
         try:
-            new = op.infer(types, dict(op.attributes), given)  # type: ignore[arg-type]
+            new = op.infer_from(types, op.attributes, given)  # type: ignore[arg-type]
         except VerifyException:
             return False
         for i, (v, nt) in enumerate(zip(list(op.operands), types, strict=True)):

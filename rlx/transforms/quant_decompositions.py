@@ -13,7 +13,7 @@ import numpy as np
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import DYN, attr_int, attr_str, shape_of
+from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.transforms.decompositions import Expansion
 
 
@@ -30,12 +30,11 @@ def scaled_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     from rlx.formats import lowp
 
     a, b, sa, sb, *bias = op.operands
-    attrs = dict(op.attributes)
-    lay = lowp.parse_layout(attr_str(attrs, "scale_layout", "per_tensor") or "per_tensor")
+    lay = lowp.parse_layout(op.scale_layout or "per_tensor")
     (m, k), n = shape_of(a.type), shape_of(b.type)[0]
     e = Expansion()
-    da = e.emit("gather", _table(e, lowp.decode_table(str(attr_str(attrs, "lhs_format")))), a)
-    db = e.emit("gather", _table(e, lowp.decode_table(str(attr_str(attrs, "rhs_format")))), b)
+    da = e.emit("gather", _table(e, lowp.decode_table(str(op.lhs_format))), a)
+    db = e.emit("gather", _table(e, lowp.decode_table(str(op.rhs_format))), b)
 
     def tr(x: SSAValue) -> SSAValue:
         return e.emit("transpose", x, permutation=[1, 0])
@@ -91,8 +90,7 @@ def _f16_scale(e: Expansion, blocks: SSAValue, at: int) -> SSAValue:
 def dequant_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     """x @ Wᵀ with W [n, k] unpacked from q8_0 / tq2_0 blocks (values = d · code, f32)."""
     x, packed = op.operands
-    attrs = dict(op.attributes)
-    scheme, n, k = attr_str(attrs, "scheme"), attr_int(attrs, "n"), attr_int(attrs, "k")
+    scheme, n, k = op.scheme, op.n, op.k
     if n is None or k is None or DYN in shape_of(x.type):
         return None
     e = Expansion()

@@ -40,7 +40,7 @@ class _Emitter:
     ) -> SSAValue:
         cls: Any = OPS_BY_NAME[name]
         attributes = attrs or {}
-        types = cls.infer([o.type for o in operands], attributes, given)
+        types = cls.infer_from([o.type for o in operands], attributes, given)
         new = cls.create(operands=operands, result_types=types, attributes=attributes)
         Rewriter.insert_op(new, self.where)
         return new.results[0]
@@ -61,7 +61,7 @@ def _static(scan: ScanOp) -> bool:
 
 def unroll_scan(scan: ScanOp) -> None:
     """Replace `scan` (static shapes, length >= 1) by unrolled copies of its body."""
-    length = scan.attributes["length"].value.data  # type: ignore[attr-defined]
+    length = scan.length
     emit = _Emitter(scan)
     block = scan.body.block
     n = len(scan.inits)
@@ -109,7 +109,7 @@ def unroll_scans(module: builtin.ModuleOp, max_length: int) -> int:
     for op in reversed(list(module.walk())):
         if not isinstance(op, ScanOp):
             continue
-        length = op.attributes["length"].value.data  # type: ignore[attr-defined]
+        length = op.length
         if not 1 <= length <= max_length or not _static(op):
             if length == 0 and len(op.outs) == len(op.inits) and max_length > 0:
                 Rewriter.replace_op(op, [], list(op.inits))  # no steps: results = inits

@@ -52,7 +52,7 @@ def reinfer_function(f: func.FuncOp) -> None:
         ):
             continue
         operand_types = [o.type for o in op.operands]
-        new = op.infer(operand_types, dict(op.attributes), _resolve_given(op, operand_types))  # type: ignore[arg-type]
+        new = op.infer_from(operand_types, op.attributes, _resolve_given(op, operand_types))  # type: ignore[arg-type]
         for r, t in zip(list(op.results), new, strict=True):
             if r.type != t:
                 Rewriter.replace_value_with_new_type(r, t)

@@ -29,9 +29,7 @@ def _param_shapes(text: str) -> dict[str, tuple[int, ...]]:
     from rlx.dialects.rlx.leaves import ParamOp
 
     m = reference.parse_module(text)
-    return {
-        op.param_name.data: shape_of(op.result.type) for op in m.walk() if isinstance(op, ParamOp)
-    }
+    return {op.param_name: shape_of(op.result.type) for op in m.walk() if isinstance(op, ParamOp)}
 
 
 def _random_weights(text: str, seed: int) -> dict[str, np.ndarray]:

@@ -8,8 +8,8 @@ serves both the verifier and the Python builder (`rlx.Graph`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -23,9 +23,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
 from xdsl.utils.exceptions import VerifyException
+
+from rlx.dialects.rlx.fields import AttrField, AttrValues, collect_fields
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self needs Python 3.11
@@ -119,81 +121,6 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
 # ----------------------------------------------------------------------------- attributes
 
 
-def attr_int(attrs: dict[str, Attribute], name: str, default: int | None = None) -> int | None:
-    a = attrs.get(name)
-    if a is None:
-        return default
-    if not isinstance(a, IntegerAttr):
-        raise VerifyException(f"attribute '{name}' must be an integer attribute, got {a}")
-    return a.value.data
-
-
-def attr_float(
-    attrs: dict[str, Attribute], name: str, default: float | None = None
-) -> float | None:
-    a = attrs.get(name)
-    if a is None:
-        return default
-    if isinstance(a, FloatAttr):
-        return a.value.data
-    if isinstance(a, IntegerAttr):
-        return float(a.value.data)
-    raise VerifyException(f"attribute '{name}' must be a float attribute, got {a}")
-
-
-def attr_bool(attrs: dict[str, Attribute], name: str, default: bool = False) -> bool:
-    a = attrs.get(name)
-    if a is None:
-        return default
-    if not (
-        isinstance(a, IntegerAttr) and isinstance(a.type, IntegerType) and a.type.width.data == 1
-    ):
-        raise VerifyException(f"attribute '{name}' must be a bool attribute (true/false), got {a}")
-    return bool(a.value.data)
-
-
-def attr_str(attrs: dict[str, Attribute], name: str, default: str | None = None) -> str | None:
-    a = attrs.get(name)
-    if a is None:
-        return default
-    if not isinstance(a, StringAttr):
-        raise VerifyException(f"attribute '{name}' must be a string attribute, got {a}")
-    return a.data
-
-
-def attr_enum(
-    attrs: dict[str, Attribute], name: str, choices: Sequence[str], default: str | None = None
-) -> str | None:
-    v = attr_str(attrs, name, default)
-    if v is not None and v not in choices:
-        raise VerifyException(
-            f"attribute '{name}' must be one of {', '.join(choices)}; got \"{v}\""
-        )
-    return v
-
-
-def attr_ints(
-    attrs: dict[str, Attribute], name: str, default: Sequence[int] | None = None
-) -> tuple[int, ...] | None:
-    a = attrs.get(name)
-    if a is None:
-        return None if default is None else tuple(default)
-    if not (isinstance(a, DenseArrayBase) and isinstance(a.elt_type, IntegerType)):
-        raise VerifyException(
-            f"attribute '{name}' must be an integer dense array (array<i64: ...>), got {a}"
-        )
-    return tuple(int(x) for x in a.get_values())
-
-
-def attr_floats(attrs: dict[str, Attribute], name: str) -> tuple[float, ...] | None:
-    a = attrs.get(name)
-    if a is None:
-        return None
-    if isinstance(a, DenseArrayBase):
-        return tuple(float(x) for x in a.get_values())
-    return None
-
-
 def i64_attr(v: int) -> IntegerAttr:
     return IntegerAttr(v, 64)
 
@@ -244,7 +171,11 @@ def to_attr(v: object) -> Attribute:
 
 class RlxOp(IRDLOperation):
     """Base of rlx ops: readable custom form `rlx.op %a, %b {attrs} : (types) -> type`,
-    and a verifier that re-infers the result types with `infer`.
+    typed attribute fields, and a verifier that re-infers the result types with `infer`.
+
+    Attributes are declared as fields (`axis = int_def(-1)`, see `rlx.dialects.rlx.fields`):
+    each becomes an IRDL attribute definition plus a typed accessor (`op.axis` is an `int`),
+    and the op gets a typed constructor `SoftmaxOp(x, axis=-1)` that infers result types.
 
     The custom form is the declarative format `ASSEMBLY_FORMAT` (xDSL syntax), which
     this class parses on first use. An op sets `ASSEMBLY_FORMAT` (annotated as a
@@ -258,31 +189,87 @@ class RlxOp(IRDLOperation):
     )
     irdl_options = (ParsePropInAttrDict(),)
 
-    ATTRS: ClassVar[tuple[str, ...]] = ()
-    """Names of the semantic attributes this op accepts (others are rejected)."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = collect_fields(dict(cls.__dict__))
+        for fname, f in own.items():
+            setattr(cls, f"{fname}_attr", f.irdl())
+            setattr(cls, fname, f.accessor())
+        _FIELDS[cls] = {**_FIELDS.get(cls.__mro__[1], {}), **own}
+
+    @classmethod
+    def fields(cls) -> dict[str, AttrField]:
+        """Field name -> declaration of every semantic attribute (inherited ones included)."""
+        return _FIELDS.get(cls, {})
+
+    def __init__(
+        self,
+        *operands: SSAValue | Operation,
+        result_types: Sequence[Attribute] | None = None,
+        **values: Any,
+    ) -> None:
+        """Typed constructor: operands in order, attribute values by field name (None:
+        left out); result types inferred unless given (ops whose result type carries
+        meaning, e.g. `rlx.cast`, need `result_types`)."""
+        attrs = self.encode_attrs(values)
+        vals = [SSAValue.get(o) for o in operands]
+        types = self.infer_from([v.type for v in vals], attrs, result_types)  # type: ignore[misc]
+        Operation.__init__(self, operands=vals, result_types=types, attributes=attrs)
+
+    @classmethod
+    def encode_attrs(cls, values: Mapping[str, Any]) -> dict[str, Attribute]:
+        """Attribute dictionary of Python values given by field name (None: left out)."""
+        out: dict[str, Attribute] = {}
+        for k, v in values.items():
+            f = cls.fields().get(k)
+            if f is None:
+                raise TypeError(f"{cls.name} has no attribute field '{k}'")
+            if v is not None:
+                out[f.ir_name] = f.encode(v)
+        return out
+
+    @classmethod
+    def attr_values(cls, attrs: Mapping[str, Attribute]) -> AttrValues:
+        """The typed view of an attribute dictionary (what `infer` reads)."""
+        return AttrValues(cls.fields(), attrs)
+
+    @classmethod
+    def infer_from(
+        cls,
+        operand_types: Sequence[Attribute],
+        attrs: Mapping[str, Attribute],
+        given: Sequence[Attribute] | None = None,
+    ) -> list[TensorType]:
+        """`infer` on an attribute dictionary, after checking every field's kind, choices
+        and presence (in declaration order)."""
+        for f in cls.fields().values():
+            f.decode(attrs.get(f.ir_name))
+        return cls.infer(operand_types, cls.attr_values(attrs), given)  # type: ignore[arg-type]
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        a: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         """Result types from operand types and attributes; raises VerifyException when invalid.
 
-        `given` holds the result types written in the IR (None when building); ops whose
-        result type is part of their meaning (cast, reshape, rng, ...) read and check it.
+        `a` holds the decoded attributes (`a.axis`); `given` holds the result types written
+        in the IR (None when building); ops whose result type is part of their meaning
+        (cast, reshape, rng, ...) read and check it.
         """
         raise NotImplementedError
 
     def verify_(self) -> None:
-        unknown = [k for k in self.attributes if k not in self.ATTRS and not k.startswith("rlx.")]
+        known = {f.ir_name for f in self.fields().values()}
+        unknown = [k for k in self.attributes if k not in known and not k.startswith("rlx.")]
         if unknown:
             raise VerifyException(
                 f"unknown attribute '{unknown[0]}'"
                 + (
-                    f"; expected one of: {', '.join(self.ATTRS)}"
-                    if self.ATTRS
+                    f"; expected one of: {', '.join(sorted(known))}"
+                    if known
                     else "; this op takes no attributes"
                 )
             )
@@ -291,7 +278,7 @@ class RlxOp(IRDLOperation):
             if not isinstance(t, TensorType):
                 raise VerifyException(f"operand #{i} must be a tensor, got {t}")
         actual = [r.type for r in self.results]
-        expected = self.infer(types, dict(self.attributes), actual)  # type: ignore[arg-type]
+        expected = self.infer_from(types, self.attributes, actual)
         if len(expected) != len(actual):
             raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
@@ -332,6 +319,8 @@ class RlxOp(IRDLOperation):
 
 
 _FORMAT_PROGRAMS: dict[type[RlxOp], FormatProgram] = {}
+_FIELDS: dict[type, dict[str, AttrField]] = {}
+"""Op class -> its attribute fields (see `RlxOp.fields`)."""
 """Op class -> its parsed `ASSEMBLY_FORMAT` (see `RlxOp.format_program`)."""
 
 
@@ -364,13 +353,6 @@ def same_elem(types: Sequence[TensorType], what: str = "operands") -> Attribute:
 def require(cond: bool, msg: str) -> None:
     if not cond:
         raise VerifyException(msg)
-
-
-def expect_operands(types: Sequence[TensorType], lo: int, hi: int | None = None) -> None:
-    hi = lo if hi is None else hi
-    if not lo <= len(types) <= hi:
-        want = str(lo) if lo == hi else f"{lo} to {hi}"
-        raise VerifyException(f"expected {want} operands, got {len(types)}")
 
 
 def given_result(given: Sequence[Attribute] | None, op: str) -> TensorType:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
@@ -13,11 +13,6 @@ from xdsl.traits import Pure
 from rlx.dialects.rlx.base import (
     DYN,
     RlxOp,
-    attr_bool,
-    attr_enum,
-    attr_float,
-    attr_int,
-    attr_ints,
     broadcast_shapes,
     dims_compatible,
     fmt_shape,
@@ -29,9 +24,10 @@ from rlx.dialects.rlx.base import (
     shape_of,
     tensor,
 )
+from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def, float_def, int_def, ints_def
 
 Types = Sequence[TensorType]
-Attrs = dict[str, Attribute]
+Attrs = AttrValues
 Given = Sequence[Attribute] | None
 
 
@@ -77,20 +73,19 @@ class ReduceOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("kind", "axes", "keepdims")
+    kind = enum_def(REDUCE_KINDS, doc="The reduction.")
+    axes = ints_def(None, doc="The reduced axes (all when absent).")
+    keepdims = bool_def(False, doc="Keep the reduced axes as size 1.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
         shape = shape_of(t)
-        require("kind" in attrs, "missing required attribute 'kind'")
-        attr_enum(attrs, "kind", REDUCE_KINDS)
         require(is_numeric(t.element_type), f"reduce needs a numeric operand, got {t.element_type}")
-        axes = attr_ints(attrs, "axes", range(len(shape)))
-        assert axes is not None
+        axes = attrs.axes if attrs.axes is not None else tuple(range(len(shape)))
         norm = [normalize_axis(a, len(shape), "reduction axis") for a in axes]
         require(len(set(norm)) == len(norm), f"reduction axes repeat: {list(axes)}")
-        keep = attr_bool(attrs, "keepdims")
+        keep = attrs.keepdims
         out = (
             [1 if i in norm else d for i, d in enumerate(shape)]
             if keep
@@ -107,7 +102,7 @@ class SoftmaxOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = int_def(-1, doc="The normalized axis.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -116,7 +111,7 @@ class SoftmaxOp(RlxOp):
             is_float(t.element_type),
             f"softmax needs a floating-point operand, got {t.element_type}",
         )
-        normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
+        normalize_axis(attrs.axis, len(shape_of(t)))
         return [t]
 
 
@@ -128,14 +123,14 @@ class CumsumOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "exclusive")
+    axis = int_def(-1, doc="The summed axis.")
+    exclusive = bool_def(False, doc="Exclude the current element from its sum.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
         require(is_numeric(t.element_type), f"cumsum needs a numeric operand, got {t.element_type}")
-        normalize_axis(attr_int(attrs, "axis", -1) or 0, len(shape_of(t)))
-        attr_bool(attrs, "exclusive")
+        normalize_axis(attrs.axis, len(shape_of(t)))
         return [t]
 
 
@@ -158,9 +153,18 @@ def _check_norm_params(x: TensorType, params: Types, names: Sequence[str]) -> No
         )
 
 
+EPSILON = 1e-5
+"""The default epsilon of every normalization op (the one place it is written)."""
+
+
+def epsilon_def() -> object:
+    """The `epsilon` field shared by the normalization ops."""
+    return float_def(EPSILON, doc="Added to the variance (mean square) before the root.")
+
+
 def _check_epsilon(attrs: Attrs) -> None:
-    eps = attr_float(attrs, "epsilon", 1e-5)
-    require(eps is not None and eps >= 0, f"epsilon must be non-negative, got {eps}")
+    eps = attrs.epsilon
+    require(eps >= 0, f"epsilon must be non-negative, got {eps}")
 
 
 @irdl_op_definition
@@ -173,7 +177,7 @@ class LayerNormOp(RlxOp):
     beta = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+    epsilon = epsilon_def()
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -192,7 +196,7 @@ class RmsNormOp(RlxOp):
     beta = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+    epsilon = epsilon_def()
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -215,7 +219,17 @@ class AttentionOp(RlxOp):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "mask_kind", "window", "softcap")
+    scale = float_def(None, doc="Score scale; absent: 1/sqrt(head_dim) (see `score_scale`).")
+    mask_kind = enum_def(MASK_KINDS, "none", doc='"bias" iff a bias operand is given.')
+    window = int_def(None, doc='Keys per query behind it, for mask_kind = "sliding_window".')
+    softcap = float_def(None, doc="Scores become softcap * tanh(s / softcap).")
+
+    def score_scale(self) -> float:
+        """The scale applied to q·kᵀ: `scale`, or 1/sqrt(head_dim) when absent."""
+        if self.scale is not None:
+            return self.scale
+        d = shape_of(self.q.type)[-1]
+        return 1.0 / math.sqrt(d) if d > 0 else 1.0
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -233,7 +247,7 @@ class AttentionOp(RlxOp):
             f"q, k, v batch/heads/seq do not agree: tensor<{fmt_shape(q)}>, tensor<{fmt_shape(k)}>, tensor<{fmt_shape(v)}>",
         )
         require(dims_compatible(q[3], k[3]), f"q and k head_dim differ: {q[3]} vs {k[3]}")
-        kind = attr_enum(attrs, "mask_kind", MASK_KINDS, "none")
+        kind = attrs.mask_kind
         has_bias = len(operand_types) == 4
         require(
             has_bias == (kind == "bias"),
@@ -245,15 +259,14 @@ class AttentionOp(RlxOp):
                 (q[0], q[1], q[2], k[2]),
                 what="attention bias and scores",
             )
-        window = attr_int(attrs, "window")
+        window = attrs.window
         require(
             (window is not None) == (kind == "sliding_window"),
             "attribute 'window' is required by (and only by) mask_kind = \"sliding_window\"",
         )
         require(window is None or window >= 0, f"window must be non-negative, got {window}")
-        softcap = attr_float(attrs, "softcap")
+        softcap = attrs.softcap
         require(softcap is None or softcap > 0, f"softcap must be positive, got {softcap}")
-        attr_float(attrs, "scale")
         return [tensor((q[0], q[1], q[2], v[3]), e)]
 
 
@@ -267,7 +280,11 @@ class RopeOp(RlxOp):
     sin = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("n_rot",)
+    n_rot = int_def(None, doc="Rotated dims (absent: all of the last dim; see `rotated_dims`).")
+
+    def rotated_dims(self) -> int:
+        """n_rot, or the whole last dim when absent."""
+        return self.n_rot if self.n_rot is not None else shape_of(self.x.type)[-1]
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -278,8 +295,7 @@ class RopeOp(RlxOp):
         require(
             len(xs) >= 2, f"rope needs x of rank >= 2 [..., seq, dim], got tensor<{fmt_shape(xs)}>"
         )
-        n_rot = attr_int(attrs, "n_rot", xs[-1])
-        assert n_rot is not None
+        n_rot = attrs.n_rot if attrs.n_rot is not None else xs[-1]
         require(n_rot > 0 and n_rot % 2 == 0, f"n_rot must be a positive even number, got {n_rot}")
         require(
             xs[-1] == DYN or n_rot <= xs[-1], f"n_rot ({n_rot}) exceeds the last dim ({xs[-1]})"
@@ -305,10 +321,9 @@ def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
 def _spatial_attrs(
     attrs: Attrs, kernel: Sequence[int] | None = None
 ) -> tuple[tuple[int, ...], ...]:
-    strides = attr_ints(attrs, "strides", kernel if kernel is not None else (1, 1))
-    padding = attr_ints(attrs, "padding", (0, 0, 0, 0))
-    dil = attr_ints(attrs, "dilations", (1, 1))
-    assert strides is not None and padding is not None and dil is not None
+    strides = attrs.strides if attrs.strides is not None else tuple(kernel or (1, 1))
+    padding = attrs.padding
+    dil = attrs.dilations if kernel is None else (1, 1)
     require(
         len(strides) == 2 and all(s >= 1 for s in strides),
         f"strides must be 2 positive values [h, w], got {list(strides)}",
@@ -334,7 +349,14 @@ class Conv2dOp(RlxOp):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups")
+    strides = ints_def(None, doc="[h, w] steps (default [1, 1]).")
+    padding = ints_def((0, 0, 0, 0), doc="[top, left, bottom, right] zero padding.")
+    dilations = ints_def((1, 1), doc="[h, w] kernel dilations.")
+    groups = int_def(1, doc="Channel groups (C and F divisible by it).")
+
+    def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(strides, padding, dilations) with their defaults."""
+        return self.strides or (1, 1), self.padding, self.dilations
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -344,8 +366,7 @@ class Conv2dOp(RlxOp):
         require(
             len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>"
         )
-        groups = attr_int(attrs, "groups", 1)
-        assert groups is not None
+        groups = attrs.groups
         require(groups >= 1, f"groups must be >= 1, got {groups}")
         require(
             xs[1] == DYN or xs[1] % groups == 0,
@@ -376,7 +397,14 @@ class Pool2dOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("kind", "kernel", "strides", "padding")
+    kind = enum_def(POOL_KINDS, doc="max or avg.")
+    kernel = ints_def(doc="[h, w] window.")
+    strides = ints_def(None, doc="[h, w] steps (default: the kernel).")
+    padding = ints_def((0, 0, 0, 0), doc="[top, left, bottom, right] padding.")
+
+    def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(strides, padding) with their defaults."""
+        return self.strides if self.strides is not None else self.kernel, self.padding
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -386,12 +414,7 @@ class Pool2dOp(RlxOp):
         require(
             is_float(t.element_type), f"pool2d needs a floating-point operand, got {t.element_type}"
         )
-        require(
-            "kind" in attrs and "kernel" in attrs, "missing required attribute 'kind' or 'kernel'"
-        )
-        attr_enum(attrs, "kind", POOL_KINDS)
-        kernel = attr_ints(attrs, "kernel")
-        assert kernel is not None
+        kernel = attrs.kernel
         require(
             len(kernel) == 2 and all(k >= 1 for k in kernel),
             f"kernel must be 2 positive values [h, w], got {list(kernel)}",

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Region
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
     region_def,
@@ -23,7 +24,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import (
     RlxOp,
-    attr_int,
     broadcast_shapes,
     fmt_shape,
     require,
@@ -31,9 +31,10 @@ from rlx.dialects.rlx.base import (
     tensor,
     types_compatible,
 )
+from rlx.dialects.rlx.fields import AttrValues, int_def
 
 Types = Sequence[TensorType]
-Attrs = dict[str, Attribute]
+Attrs = AttrValues
 Given = Sequence[Attribute] | None
 
 
@@ -53,7 +54,7 @@ class ScanOp(RlxOp):
         "`(` $inits `)` `over` `(` $xs `)` attr-dict `:` `(` type($inits) `)` `,` `(` type($xs) `)`"
         " `->` `(` type($outs) `)` $body"
     )
-    ATTRS: ClassVar[tuple[str, ...]] = ("length",)
+    length = int_def(doc="The number of steps (the leading dim of every xs).")
 
     def __init__(
         self,
@@ -63,13 +64,12 @@ class ScanOp(RlxOp):
         body: Region,
         length: int,
     ):
-        from rlx.dialects.rlx.base import i64_attr
-
-        super().__init__(
+        IRDLOperation.__init__(
+            self,
             operands=[inits, xs],
             result_types=[result_types],
             regions=[body],
-            attributes={"length": i64_attr(length)},
+            attributes=self.encode_attrs({"length": length}),
         )
 
     @classmethod
@@ -77,11 +77,8 @@ class ScanOp(RlxOp):
         raise AssertionError("scan results are checked against its body in verify_")
 
     def verify_(self) -> None:
-        length = attr_int(dict(self.attributes), "length")
-        require(
-            length is not None and length >= 0, "attribute 'length' must be a non-negative integer"
-        )
-        assert length is not None
+        length = self.length
+        require(length >= 0, "attribute 'length' must be a non-negative integer")
         inits = [o.type for o in self.inits]
         xs = [o.type for o in self.xs]
         block = self.body.block
@@ -139,7 +136,7 @@ class ElementwiseRegionOp(RlxOp):
     )
 
     def __init__(self, inputs: Sequence, result_type: Attribute, body: Region):
-        super().__init__(operands=[inputs], result_types=[result_type], regions=[body])
+        IRDLOperation.__init__(self, operands=[inputs], result_types=[result_type], regions=[body])
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -187,7 +184,7 @@ class YieldOp(RlxOp):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, *values: object):
-        super().__init__(operands=[list(values)])
+        IRDLOperation.__init__(self, operands=[list(values)])
 
     def verify_(self) -> None:
         return

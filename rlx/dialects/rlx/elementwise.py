@@ -13,7 +13,6 @@ from xdsl.traits import Pure
 
 from rlx.dialects.rlx.base import (
     RlxOp,
-    attr_enum,
     broadcast_shapes,
     fmt_shape,
     given_result,
@@ -26,6 +25,7 @@ from rlx.dialects.rlx.base import (
     tensor,
     types_compatible,
 )
+from rlx.dialects.rlx.fields import AttrValues, enum_def
 
 
 class UnaryOp(RlxOp):
@@ -41,7 +41,7 @@ class UnaryOp(RlxOp):
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         (t,) = operand_types
@@ -170,7 +170,7 @@ class BinaryOp(RlxOp):
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         e = same_elem(operand_types)
@@ -230,17 +230,15 @@ class CompareOp(RlxOp):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("predicate",)
+    predicate = enum_def(PREDICATES, doc="eq, ne, lt, le, gt or ge.")
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
-        require("predicate" in attrs, "missing required attribute 'predicate'")
-        attr_enum(attrs, "predicate", PREDICATES)
         same_elem(operand_types)
         shape = broadcast_shapes(*(shape_of(t) for t in operand_types))
         return [tensor(shape, i1)]
@@ -261,7 +259,7 @@ class WhereOp(RlxOp):
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         c, a, b = operand_types
@@ -286,7 +284,7 @@ class CastOp(RlxOp):
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         out = given_result(given, "rlx.cast")

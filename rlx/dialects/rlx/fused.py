@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
@@ -19,8 +18,6 @@ from xdsl.traits import Pure
 
 from rlx.dialects.rlx.base import (
     RlxOp,
-    attr_bool,
-    attr_enum,
     broadcast_shapes,
     fmt_shape,
     is_float,
@@ -30,10 +27,11 @@ from rlx.dialects.rlx.base import (
     tensor,
     types_compatible,
 )
-from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, matmul_shape
+from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, epsilon_def, matmul_shape
+from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def
 
 Types = Sequence[TensorType]
-Attrs = dict[str, Attribute]
+Attrs = AttrValues
 Given = Sequence[Attribute] | None
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
@@ -49,13 +47,12 @@ class FusedMatmulBiasActOp(RlxOp):
     bias = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("activation",)
+    activation = enum_def(ACTIVATIONS, "none", doc="Applied to x @ w + bias.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         e = same_elem(operand_types)
         require(is_float(e), f"fused_matmul_bias_act needs floating-point operands, got {e}")
-        attr_enum(attrs, "activation", ACTIVATIONS, "none")
         mm = matmul_shape(shape_of(operand_types[0]), shape_of(operand_types[1]))
         bs = shape_of(operand_types[2])
         require(len(bs) <= 1, f"bias must have rank <= 1, got tensor<{fmt_shape(bs)}>")
@@ -76,7 +73,7 @@ class FusedSwigluOp(RlxOp):
     operands_ = var_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("gate_first",)
+    gate_first = bool_def(False, doc="Packed form: the gate half comes first.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -86,7 +83,7 @@ class FusedSwigluOp(RlxOp):
         )
         e = same_elem(operand_types)
         require(is_float(e), f"fused_swiglu needs floating-point operands, got {e}")
-        gate_first = attr_bool(attrs, "gate_first")
+        gate_first = attrs.gate_first
         if len(operand_types) == 1:
             s = shape_of(operand_types[0])
             require(
@@ -121,7 +118,7 @@ class FusedResidualLayerNormOp(RlxOp):
     beta = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+    epsilon = epsilon_def()
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -140,7 +137,7 @@ class FusedResidualRmsNormOp(RlxOp):
     beta = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("epsilon",)
+    epsilon = epsilon_def()
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:

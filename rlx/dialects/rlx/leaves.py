@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import attr_def, irdl_op_definition, result_def, traits_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -22,14 +22,12 @@ from xdsl.traits import (
 
 from rlx.dialects.rlx.base import (
     RlxOp,
-    attr_float,
-    attr_int,
-    attr_str,
     given_result,
     is_float,
     require,
     shape_of,
 )
+from rlx.dialects.rlx.fields import AttrValues, dense_def, float_def, int_def, str_def
 
 
 @irdl_op_definition
@@ -37,21 +35,19 @@ class ParamOp(RlxOp):
     """A named weight, bound at run time by `CompiledGraph.set_param` (or by `bind-params`)."""
 
     name = "rlx.param"
-    param_name = attr_def(StringAttr, attr_name="name")
+    param_name = str_def(attr_name="name", doc="The weight's name (its key in set_params).")
     result = result_def(TensorType)
     traits = traits_def(Pure())
     ASSEMBLY_FORMAT: ClassVar[str | None] = "$name attr-dict `:` type($result)"
-    ATTRS: ClassVar[tuple[str, ...]] = ("name",)
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
-        name = attr_str(attrs, "name")
-        require(bool(name), "param name must be a non-empty string")
+        require(bool(attrs.param_name), "param name must be a non-empty string")
         return [given_result(given, "rlx.param")]
 
 
@@ -60,20 +56,19 @@ class ConstantOp(RlxOp):
     """A literal tensor; `value` is a dense elements attribute of the result type."""
 
     name = "rlx.constant"
-    value = attr_def(DenseIntOrFPElementsAttr)
+    value = dense_def(doc="The literal (its type is the result type).")
     result = result_def(TensorType)
     traits = traits_def(Pure(), ConstantLike())
     ASSEMBLY_FORMAT: ClassVar[str | None] = None
-    ATTRS: ClassVar[tuple[str, ...]] = ("value",)
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
-        v = attrs["value"]
+        v = attrs.value
         assert isinstance(v, DenseIntOrFPElementsAttr)
         vt = v.get_type()
         require(isinstance(vt, TensorType), f"constant value must be a tensor, got {vt}")
@@ -82,7 +77,7 @@ class ConstantOp(RlxOp):
         return [vt]  # type: ignore[list-item]
 
     def __init__(self, value: DenseIntOrFPElementsAttr):
-        super().__init__(attributes={"value": value}, result_types=[value.get_type()])
+        IRDLOperation.__init__(self, attributes={"value": value}, result_types=[value.get_type()])
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
@@ -130,7 +125,7 @@ class RngOp(RlxOp):
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         out = given_result(given, cls.name)
@@ -139,29 +134,27 @@ class RngOp(RlxOp):
             f"random tensors must be floating point, got {out.element_type}",
         )
         require(all(d >= 0 for d in shape_of(out)), "random tensors need a static shape")
-        attr_int(attrs, "seed_offset")
-        for a in cls.ATTRS:
-            if a != "seed_offset":
-                attr_float(attrs, a)
         return [out]
 
 
 @irdl_op_definition
 class RngUniformOp(RngOp):
     name = "rlx.rng_uniform"
-    ATTRS: ClassVar[tuple[str, ...]] = ("low", "high", "seed_offset")
+    low = float_def(0.0, doc="Lower bound (inclusive).")
+    high = float_def(1.0, doc="Upper bound (exclusive).")
+    seed_offset = int_def(None, doc="Stream offset (assigned by the rng pass when absent).")
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         out = super().infer(operand_types, attrs, given)
-        low, high = attr_float(attrs, "low", 0.0), attr_float(attrs, "high", 1.0)
+        low, high = attrs.low, attrs.high
         require(
-            low is not None and high is not None and low <= high,
+            low <= high,
             f"low ({low}) must not exceed high ({high})",
         )
         return out
@@ -170,16 +163,18 @@ class RngUniformOp(RngOp):
 @irdl_op_definition
 class RngNormalOp(RngOp):
     name = "rlx.rng_normal"
-    ATTRS: ClassVar[tuple[str, ...]] = ("mean", "std", "seed_offset")
+    mean = float_def(0.0, doc="Mean of the distribution.")
+    std = float_def(1.0, doc="Standard deviation (non-negative).")
+    seed_offset = int_def(None, doc="Stream offset (assigned by the rng pass when absent).")
 
     @classmethod
     def infer(
         cls,
         operand_types: Sequence[TensorType],
-        attrs: dict[str, Attribute],
+        attrs: AttrValues,
         given: Sequence[Attribute] | None = None,
     ) -> list[TensorType]:
         out = super().infer(operand_types, attrs, given)
-        std = attr_float(attrs, "std", 1.0)
-        require(std is not None and std >= 0, f"std must be non-negative, got {std}")
+        std = attrs.std
+        require(std >= 0, f"std must be non-negative, got {std}")
         return out

@@ -4,9 +4,8 @@ low-precision GEMM (fp8/fp6/fp4 and custom fNeXmY formats) and GGML packed matmu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, f32, i8
+from xdsl.dialects.builtin import TensorType, f32, i8
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
 from xdsl.traits import Pure
@@ -15,11 +14,6 @@ from xdsl.utils.exceptions import VerifyException
 from rlx.dialects.rlx.base import (
     UI8,
     RlxOp,
-    attr_enum,
-    attr_floats,
-    attr_int,
-    attr_ints,
-    attr_str,
     fmt_shape,
     is_float,
     normalize_axis,
@@ -27,37 +21,41 @@ from rlx.dialects.rlx.base import (
     shape_of,
     tensor,
 )
+from rlx.dialects.rlx.fields import (
+    AttrValues,
+    enum_def,
+    float_or_floats_def,
+    int_def,
+    int_or_ints_def,
+    str_def,
+)
+from rlx.formats.lowp import parse_format, parse_layout, scale_shape
 
 Types = Sequence[TensorType]
-Attrs = dict[str, Attribute]
+Attrs = AttrValues
 Given = Sequence[Attribute] | None
 
 
 def _check_affine(attrs: Attrs, shape: tuple[int, ...]) -> None:
     """scale/zero_point are scalars (per tensor) or arrays along `axis` (per channel)."""
-    scale, zp = attrs.get("scale"), attrs.get("zero_point")
-    require(scale is not None, "missing required attribute 'scale'")
-    if isinstance(scale, FloatAttr):
-        require(scale.value.data > 0, f"scale must be positive, got {scale.value.data}")
+    scale, zp = attrs.scale, attrs.zero_point
+    if isinstance(scale, float):
+        require(scale > 0, f"scale must be positive, got {scale}")
         require(
-            zp is None or isinstance(zp, IntegerAttr),
+            zp is None or isinstance(zp, int),
             "a per-tensor scale needs a scalar zero_point (i64)",
         )
-        require("axis" not in attrs, "attribute 'axis' is only valid with per-channel scale arrays")
+        require(attrs.axis is None, "attribute 'axis' is only valid with per-channel scale arrays")
         return
-    scales = attr_floats(attrs, "scale")
-    require(scales is not None, "scale must be an f64 attribute or an array<f64: ...>")
-    assert scales is not None
-    axis = attr_int(attrs, "axis")
+    scales = scale
+    axis = attrs.axis
     require(axis is not None, "per-channel scales need attribute 'axis'")
-    assert axis is not None
     ax = normalize_axis(axis, len(shape))
     require(len(scales) == shape[ax], f"{len(scales)} scales for axis {axis} of size {shape[ax]}")
     require(all(s > 0 for s in scales), "scales must be positive")
     if zp is not None:
-        zps = attr_ints(attrs, "zero_point")
         require(
-            zps is not None and len(zps) == len(scales),
+            isinstance(zp, tuple) and len(zp) == len(scales),
             "per-channel zero_point must be an array<i64> with one value per channel",
         )
 
@@ -70,7 +68,9 @@ class QuantizeOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis")
+    scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
+    zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
+    axis = int_def(None, doc="The channel axis of per-channel scales.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -91,7 +91,9 @@ class DequantizeOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis")
+    scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
+    zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
+    axis = int_def(None, doc="The channel axis of per-channel scales.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -111,7 +113,10 @@ class FakeQuantizeOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("scale", "zero_point", "axis", "bits")
+    scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
+    zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
+    axis = int_def(None, doc="The channel axis of per-channel scales.")
+    bits = int_def(8, doc="Quantized width in bits, in [2, 16].")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -121,17 +126,13 @@ class FakeQuantizeOp(RlxOp):
             f"fake_quantize needs a floating-point operand, got {t.element_type}",
         )
         _check_affine(attrs, shape_of(t))
-        bits = attr_int(attrs, "bits", 8)
-        require(bits is not None and 2 <= bits <= 16, f"bits must be in [2, 16], got {bits}")
+        bits = attrs.bits
+        require(2 <= bits <= 16, f"bits must be in [2, 16], got {bits}")
         return [t]
 
 
-def check_format(name: str | None, attr: str) -> str:
+def check_format(name: str, attr: str) -> str:
     """A low-precision format name as `rlx.formats.lowp.parse_format` accepts it."""
-    from rlx.formats.lowp import parse_format
-
-    require(name is not None, f"missing required attribute '{attr}'")
-    assert name is not None
     try:
         parse_format(name)
     except ValueError as e:
@@ -141,8 +142,6 @@ def check_format(name: str | None, attr: str) -> str:
 
 def scale_type(layout: str | None, rows: int, k: int) -> TensorType:
     """per_tensor: one f32; block layouts (mx, nvfp4): one encoded byte per row per block of K."""
-    from rlx.formats.lowp import parse_layout, scale_shape
-
     try:
         kind = parse_layout(layout or "per_tensor").kind
         shape = scale_shape(layout or "per_tensor", rows, k)
@@ -165,15 +164,16 @@ class ScaledQuantScaleOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("format", "scale_layout")
+    format = str_def(doc="Low-precision format of the codes (e.g. f8e4m3, f4e2m1).")
+    scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
         require(t.element_type == f32, f"operand must be f32, got {t.element_type}")
         rows, k = _rank2(t, "operand")
-        check_format(attr_str(attrs, "format"), "format")
-        return [scale_type(attr_str(attrs, "scale_layout"), rows, k)]
+        check_format(attrs.format, "format")
+        return [scale_type(attrs.scale_layout, rows, k)]
 
 
 @irdl_op_definition
@@ -185,15 +185,16 @@ class ScaledQuantizeOp(RlxOp):
     scale = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("format", "scale_layout")
+    format = str_def(doc="Low-precision format of the codes (e.g. f8e4m3, f4e2m1).")
+    scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         x, s = operand_types
         require(x.element_type == f32, f"operand must be f32, got {x.element_type}")
         rows, k = _rank2(x, "operand")
-        check_format(attr_str(attrs, "format"), "format")
-        want = scale_type(attr_str(attrs, "scale_layout"), rows, k)
+        check_format(attrs.format, "format")
+        want = scale_type(attrs.scale_layout, rows, k)
         require(s == want, f"scale must be {want} for this layout, got {s}")
         return [tensor((rows, k), UI8)]
 
@@ -210,7 +211,9 @@ class ScaledMatmulOp(RlxOp):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("lhs_format", "rhs_format", "scale_layout")
+    lhs_format = str_def(doc="Format of the lhs codes (e.g. f8e4m3).")
+    rhs_format = str_def(doc="Format of the rhs codes.")
+    scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -219,9 +222,9 @@ class ScaledMatmulOp(RlxOp):
         m, k = _rank2(a, "lhs codes")
         n, k2 = _rank2(b, "rhs codes")
         require(k == k2, f"lhs has K={k}, rhs has K={k2} (rhs is [N, K])")
-        check_format(attr_str(attrs, "lhs_format"), "lhs_format")
-        check_format(attr_str(attrs, "rhs_format"), "rhs_format")
-        layout = attr_str(attrs, "scale_layout")
+        check_format(attrs.lhs_format, "lhs_format")
+        check_format(attrs.rhs_format, "rhs_format")
+        layout = attrs.scale_layout
         require(
             sa == scale_type(layout, m, k),
             f"lhs scale must be {scale_type(layout, m, k)}, got {sa}",
@@ -250,20 +253,16 @@ class DequantMatmulOp(RlxOp):
     packed = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("scheme", "n", "k")
+    scheme = enum_def(tuple(GGML_BLOCKS), doc="GGML block format: q8_0 or tq2_0.")
+    n = int_def(doc="Rows of W (output features).")
+    k = int_def(doc="Columns of W (input features).")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         x, p = operand_types
-        scheme = attr_enum(attrs, "scheme", tuple(GGML_BLOCKS))
-        require(scheme is not None, "missing required attribute 'scheme'")
-        assert scheme is not None
-        n, k = attr_int(attrs, "n"), attr_int(attrs, "k")
-        require(
-            n is not None and k is not None and n > 0 and k > 0,
-            "attributes 'n' and 'k' must be positive",
-        )
-        assert n is not None and k is not None
+        scheme = attrs.scheme
+        n, k = attrs.n, attrs.k
+        require(n > 0 and k > 0, "attributes 'n' and 'k' must be positive")
         block, nbytes = GGML_BLOCKS[scheme]
         require(k % block == 0, f"k ({k}) must be a multiple of the {scheme} block size {block}")
         require(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
-from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
@@ -14,8 +13,6 @@ from xdsl.traits import Pure
 from rlx.dialects.rlx.base import (
     DYN,
     RlxOp,
-    attr_int,
-    attr_ints,
     broadcast_shapes,
     dims_compatible,
     fmt_shape,
@@ -28,9 +25,10 @@ from rlx.dialects.rlx.base import (
     shape_of,
     tensor,
 )
+from rlx.dialects.rlx.fields import AttrValues, int_def, ints_def
 
 Types = Sequence[TensorType]
-Attrs = dict[str, Attribute]
+Attrs = AttrValues
 Given = Sequence[Attribute] | None
 
 
@@ -68,15 +66,13 @@ class TransposeOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("permutation",)
+    permutation = ints_def(doc="Result dim i is operand dim permutation[i].")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
         s = shape_of(t)
-        perm = attr_ints(attrs, "permutation")
-        require(perm is not None, "missing required attribute 'permutation'")
-        assert perm is not None
+        perm = attrs.permutation
         require(
             sorted(perm) == list(range(len(s))),
             f"permutation {list(perm)} is not a permutation of the {len(s)} axes",
@@ -92,20 +88,16 @@ class SliceOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("starts", "limits", "strides")
+    starts = ints_def(doc="First index of every axis.")
+    limits = ints_def(doc="End index (exclusive) of every axis.")
+    strides = ints_def(None, doc="Step of every axis (default 1 on every axis).")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
         s = shape_of(t)
-        starts, limits = attr_ints(attrs, "starts"), attr_ints(attrs, "limits")
-        require(
-            starts is not None and limits is not None,
-            "missing required attribute 'starts' or 'limits'",
-        )
-        assert starts is not None and limits is not None
-        strides = attr_ints(attrs, "strides", [1] * len(s))
-        assert strides is not None
+        starts, limits = attrs.starts, attrs.limits
+        strides = attrs.strides or (1,) * len(s)
         require(
             len(starts) == len(limits) == len(strides) == len(s),
             f"starts/limits/strides need {len(s)} values each, got {len(starts)}/{len(limits)}/{len(strides)}",
@@ -129,7 +121,7 @@ class ConcatOp(RlxOp):
     xs = var_operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = int_def(doc="The concatenated axis (negative counts from the end).")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -138,8 +130,7 @@ class ConcatOp(RlxOp):
         shapes = [shape_of(t) for t in operand_types]
         rank = len(shapes[0])
         require(all(len(s) == rank for s in shapes), "concat operands must have the same rank")
-        require("axis" in attrs, "missing required attribute 'axis'")
-        axis = normalize_axis(attr_int(attrs, "axis", 0) or 0, rank)
+        axis = normalize_axis(attrs.axis, rank)
         out = list(shapes[0])
         for s in shapes[1:]:
             for i in range(rank):
@@ -185,7 +176,7 @@ class GatherOp(RlxOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = int_def(0, doc="The indexed axis (negative counts from the end).")
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -195,5 +186,5 @@ class GatherOp(RlxOp):
             f"indices must be integers, got {idx.element_type}",
         )
         s = shape_of(x)
-        axis = normalize_axis(attr_int(attrs, "axis", 0) or 0, len(s))
+        axis = normalize_axis(attrs.axis, len(s))
         return [tensor((*s[:axis], *shape_of(idx), *s[axis + 1 :]), x.element_type)]

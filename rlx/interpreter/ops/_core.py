@@ -1,7 +1,9 @@
 """Shared machinery of the reference interpreter: dtypes, attribute decoding, op registry.
 
-Nothing here depends on the rlx dialect's Python op classes: ops are identified by name
-(`op_name`) and their attributes are decoded generically (`to_python`).
+Implementations are keyed by op class (`@register(SoftmaxOp)`; xDSL ops by name) and read
+attributes through the op's typed accessors (`ctx.op.axis`). An rlx op parsed without the
+dialect (an `UnregisteredOp`) is read through a typed view: an instance of its class with
+the same attributes and operand types (`typed_view`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation
 
 from rlx import dtypes as _dtypes
+from rlx.dialects.rlx import OPS_BY_NAME
 
 __all__ = [
     "InterpreterError",
@@ -37,6 +40,9 @@ __all__ = [
     "OpContext",
     "REGISTRY",
     "register",
+    "typed_view",
+    "implementation",
+    "registered_names",
     "numpy_dtype",
     "element_type",
     "to_python",
@@ -233,12 +239,14 @@ def op_name(op: Operation) -> str:
 
 # --------------------------------------------------------------------------- registry
 
-_REQUIRED: Any = object()
-
 
 @dataclass
 class OpContext:
-    """What an op implementation may look at besides its operand arrays."""
+    """What an op implementation may look at besides its operand arrays.
+
+    `op` is the typed op (its accessors decode attributes: `ctx.op.axis`); `source` is the
+    op as it stands in the IR (the same op, or the unregistered op `op` is a view of), whose
+    regions and properties region ops read."""
 
     op: Operation
     name: str
@@ -246,25 +254,15 @@ class OpContext:
     rng_backend: str
     run_block: Callable[[Block, Sequence[np.ndarray]], list[np.ndarray]]
     call: Callable[[str, Sequence[np.ndarray]], list[np.ndarray]] | None = None
+    source: Operation | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is None:
+            self.source = self.op
 
     def error(self, msg: str) -> InterpreterError:
         """An InterpreterError whose message names this op."""
         return InterpreterError(f"{self.name}: {msg}")
-
-    def has(self, key: str) -> bool:
-        """Whether the op carries attribute (or property) `key`."""
-        return key in self.op.attributes or key in self.op.properties
-
-    def attr(self, key: str, default: Any = _REQUIRED) -> Any:
-        """Attribute `key` decoded with `to_python` (properties are looked at too)."""
-        a = self.op.attributes.get(key)
-        if a is None:
-            a = self.op.properties.get(key)
-        if a is None:
-            if default is _REQUIRED:
-                raise self.error(f"missing required attribute '{key}'")
-            return default
-        return to_python(a)
 
     def result_type(self, i: int = 0) -> Attribute:
         """The type of result `i`."""
@@ -286,16 +284,49 @@ class OpContext:
 
 
 OpFn = Callable[..., Any]
-REGISTRY: dict[str, tuple[OpFn, tuple[int, int | None]]] = {}
+OpKey = type[Operation] | str
+REGISTRY: dict[OpKey, tuple[OpFn, tuple[int, int | None]]] = {}
+"""Op class (rlx ops) or op name (xDSL's arith/math ops) -> (implementation, arity)."""
 
 
-def register(*names: str, nargs: int | tuple[int, int | None] = 1) -> Callable[[OpFn], OpFn]:
-    """Register `fn(ctx, *operands)` for op names; `nargs` is a count or (min, max|None)."""
+def register(*keys: OpKey, nargs: int | tuple[int, int | None] = 1) -> Callable[[OpFn], OpFn]:
+    """Register `fn(ctx, *operands)` for op classes (or names); `nargs` is a count or
+    (min, max|None)."""
     arity = (nargs, nargs) if isinstance(nargs, int) else nargs
 
     def deco(fn: OpFn) -> OpFn:
-        for n in names:
-            REGISTRY[n] = (fn, arity)
+        for k in keys:
+            REGISTRY[k] = (fn, arity)
         return fn
 
     return deco
+
+
+def typed_view(op: Operation) -> Operation:
+    """`op` itself, or for an unregistered rlx op an instance of its class with the same
+    attributes, properties and operand/result types (detached: operands are arguments of
+    a throwaway block), so implementations can use the typed accessors."""
+    if not isinstance(op, UnregisteredOp):
+        return op
+    cls = OPS_BY_NAME.get(op.op_name.data)
+    if cls is None:
+        return op
+    scratch = Block(arg_types=[o.type for o in op.operands])
+    attrs = {k: v for k, v in op.attributes.items() if k != "op_name__"}
+    return cls.create(
+        operands=list(scratch.args),
+        result_types=[r.type for r in op.results],
+        attributes=attrs,
+        properties=dict(op.properties),
+    )
+
+
+def implementation(op: Operation) -> tuple[OpFn, tuple[int, int | None]] | None:
+    """The registered implementation of `op` (by class, else by name), or None."""
+    entry = REGISTRY.get(type(op))
+    return entry if entry is not None else REGISTRY.get(op_name(op))
+
+
+def registered_names() -> frozenset[str]:
+    """Names of every op with an implementation."""
+    return frozenset(k if isinstance(k, str) else k.name for k in REGISTRY)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlx.dialects.rlx import OPS_BY_NAME
+from rlx.dialects.rlx.elementwise import CastOp, CompareOp, WhereOp
 from rlx.interpreter.ops._core import (
     OpContext,
     convert,
@@ -97,7 +99,7 @@ def _unary(kind: str) -> Callable[[OpContext, np.ndarray], np.ndarray]:
 
 
 for _k in FLOAT_UNARY:
-    register(f"rlx.{_k}")(_unary(_k))
+    register(OPS_BY_NAME[f"rlx.{_k}"])(_unary(_k))
 
 
 def int_div_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -156,7 +158,7 @@ def _binary(kind: str) -> Callable[[OpContext, np.ndarray, np.ndarray], np.ndarr
 
 
 for _k in _FLOAT_BINARY:
-    register(f"rlx.{_k}", nargs=2)(_binary(_k))
+    register(OPS_BY_NAME[f"rlx.{_k}"], nargs=2)(_binary(_k))
 
 _COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "eq": np.equal,
@@ -168,10 +170,10 @@ _COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
-@register("rlx.compare", nargs=2)
+@register(CompareOp, nargs=2)
 def compare(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """rlx.compare {predicate}: i1 result with broadcasting (IEEE: NaN != everything)."""
-    pred = ctx.attr("predicate")
+    pred = ctx.op.predicate
     if pred not in _COMPARE:
         raise ctx.error(f"unknown predicate {pred!r}")
     if a.dtype != b.dtype:
@@ -181,7 +183,7 @@ def compare(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _COMPARE[pred](a, b)
 
 
-@register("rlx.where", nargs=3)
+@register(WhereOp, nargs=3)
 def where(ctx: OpContext, cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """rlx.where(cond, a, b): a where cond else b, all three broadcast."""
     if cond.dtype != np.bool_:
@@ -191,7 +193,7 @@ def where(ctx: OpContext, cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.
     return np.where(cond, a, b)
 
 
-@register("rlx.cast")
+@register(CastOp)
 def cast(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.cast: to the result element type (see `convert` for the exact rules)."""
     return convert(x, ctx.result_dtype())

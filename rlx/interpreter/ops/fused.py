@@ -10,6 +10,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlx.dialects.rlx.fused import (
+    FusedMatmulBiasActOp,
+    FusedResidualLayerNormOp,
+    FusedResidualRmsNormOp,
+    FusedSwigluOp,
+)
 from rlx.interpreter.ops._core import OpContext, is_float, register
 from rlx.interpreter.ops.elementwise import gelu, gelu_tanh, relu, silu
 from rlx.interpreter.ops.reduce import layer_norm_f64, rms_norm_f64
@@ -37,19 +43,19 @@ def _mm(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise ctx.error(str(e)) from None
 
 
-@register("rlx.fused_matmul_bias_act", nargs=3)
+@register(FusedMatmulBiasActOp, nargs=3)
 def fused_matmul_bias_act(
     ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray
 ) -> np.ndarray:
     """act(x @ w + bias) {activation="none"|"relu"|"gelu"|"gelu_tanh"|"silu"}."""
-    act = ctx.attr("activation", "none")
+    act = ctx.op.activation
     if act not in ACTIVATIONS:
         raise ctx.error(f"unknown activation {act!r}")
     x, w, bias = _f64(ctx, x, w, bias)
     return ACTIVATIONS[act](_mm(ctx, x, w) + bias)
 
 
-@register("rlx.fused_swiglu", nargs=(1, 3))
+@register(FusedSwigluOp, nargs=(1, 3))
 def fused_swiglu(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
     """silu(x@w_gate)·(x@w_up), or on one packed [..., 2N] operand {gate_first=false}:
     up = first half, gate = second half (swapped when gate_first), silu(gate)·up."""
@@ -63,20 +69,20 @@ def fused_swiglu(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
         raise ctx.error(f"packed operand needs an even last dim, got {p.shape}")
     h = p.shape[-1] // 2
     first, second = p[..., :h], p[..., h:]
-    gate, up = (first, second) if ctx.attr("gate_first", False) else (second, first)
+    gate, up = (first, second) if ctx.op.gate_first else (second, first)
     return silu(gate) * up
 
 
-@register("rlx.fused_residual_layer_norm", nargs=4)
+@register(FusedResidualLayerNormOp, nargs=4)
 def fused_residual_layer_norm(
     ctx: OpContext, x: np.ndarray, res: np.ndarray, gamma: np.ndarray, beta: np.ndarray
 ) -> np.ndarray:
     """layer_norm(x + residual) {epsilon=1e-5} (the sum is not rounded)."""
     x, res, gamma, beta = _f64(ctx, x, res, gamma, beta)
-    return layer_norm_f64(x + res, gamma, beta, float(ctx.attr("epsilon", 1e-5)))
+    return layer_norm_f64(x + res, gamma, beta, ctx.op.epsilon)
 
 
-@register("rlx.fused_residual_rms_norm", nargs=(3, 4))
+@register(FusedResidualRmsNormOp, nargs=(3, 4))
 def fused_residual_rms_norm(
     ctx: OpContext,
     x: np.ndarray,
@@ -87,4 +93,4 @@ def fused_residual_rms_norm(
     """rms_norm(x + residual) {epsilon=1e-5} (the sum is not rounded)."""
     xs = _f64(ctx, x, res, gamma, *([] if beta is None else [beta]))
     b = xs[3] if beta is not None else None
-    return rms_norm_f64(xs[0] + xs[1], xs[2], b, float(ctx.attr("epsilon", 1e-5)))
+    return rms_norm_f64(xs[0] + xs[1], xs[2], b, ctx.op.epsilon)

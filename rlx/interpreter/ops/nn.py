@@ -6,10 +6,9 @@ elementwise and computes in f32 (f64 for f64 operands); max-pool is exact.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 
 
@@ -51,7 +50,7 @@ def attention_f64(
     return np.matmul(p, v)
 
 
-@register("rlx.attention", nargs=(3, 4))
+@register(AttentionOp, nargs=(3, 4))
 def attention(
     ctx: OpContext, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None = None
 ) -> np.ndarray:
@@ -69,16 +68,16 @@ def attention(
         raise ctx.error(f"q, k, v must have rank 4, got {q.shape}, {k.shape}, {v.shape}")
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ctx.error(f"incompatible q/k/v shapes {q.shape}, {k.shape}, {v.shape}")
-    mask_kind = ctx.attr("mask_kind", "bias" if bias is not None else "none")
+    mask_kind = ctx.op.mask_kind
     if mask_kind not in ("none", "causal", "sliding_window", "bias"):
         raise ctx.error(f"unknown mask_kind {mask_kind!r}")
     if (mask_kind == "bias") != (bias is not None):
         raise ctx.error("mask_kind 'bias' requires exactly 4 operands (and vice versa)")
-    window = ctx.attr("window", None)
+    window = ctx.op.window
     if mask_kind == "sliding_window" and window is None:
         raise ctx.error("mask_kind 'sliding_window' requires a 'window' attribute")
-    scale = float(ctx.attr("scale", 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0))
-    softcap = ctx.attr("softcap", None)
+    scale = ctx.op.score_scale()
+    softcap = ctx.op.softcap
     try:
         return attention_f64(
             q,
@@ -94,7 +93,7 @@ def attention(
         raise ctx.error(str(e)) from None
 
 
-@register("rlx.rope", nargs=3)
+@register(RopeOp, nargs=3)
 def rope(ctx: OpContext, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     """rlx.rope {n_rot = D}: rotate-half RoPE on the first n_rot dims of x [..., S, D].
 
@@ -107,7 +106,7 @@ def rope(ctx: OpContext, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.
     if x.ndim < 2:
         raise ctx.error(f"x must have rank >= 2, got {x.shape}")
     d = x.shape[-1]
-    n_rot = int(ctx.attr("n_rot", d))
+    n_rot = ctx.op.rotated_dims()
     if n_rot % 2 or not 0 <= n_rot <= d:
         raise ctx.error(f"n_rot={n_rot} must be even and <= {d}")
     h = n_rot // 2
@@ -125,8 +124,8 @@ def rope(ctx: OpContext, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.
     return np.concatenate([r1, r2, xc[..., n_rot:]], axis=-1)
 
 
-def _pair(ctx: OpContext, key: str, default: tuple[int, ...], n: int) -> tuple[int, ...]:
-    val = tuple(int(v) for v in ctx.attr(key, default))
+def _pair(ctx: OpContext, key: str, value: tuple[int, ...] | None, n: int) -> tuple[int, ...]:
+    val = tuple(value or ())
     if len(val) != n:
         raise ctx.error(f"'{key}' must have {n} entries, got {val}")
     return val
@@ -140,7 +139,7 @@ def _out_size(ctx: OpContext, size: int, k_eff: int, stride: int) -> int:
     return (size - k_eff) // stride + 1
 
 
-@register("rlx.conv2d", nargs=(2, 3))
+@register(Conv2dOp, nargs=(2, 3))
 def conv2d(
     ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
 ) -> np.ndarray:
@@ -150,10 +149,11 @@ def conv2d(
         raise ctx.error(f"x and w must have rank 4, got {x.shape}, {w.shape}")
     if x.dtype != w.dtype or x.dtype == np.bool_:
         raise ctx.error(f"unsupported element types {x.dtype}, {w.dtype}")
-    sh, sw = _pair(ctx, "strides", (1, 1), 2)
-    pt, pl, pb, pr = _pair(ctx, "padding", (0, 0, 0, 0), 4)
-    dh, dw = _pair(ctx, "dilations", (1, 1), 2)
-    g = int(ctx.attr("groups", 1))
+    strides, padding, dilations = ctx.op.spatial()
+    sh, sw = _pair(ctx, "strides", strides, 2)
+    pt, pl, pb, pr = _pair(ctx, "padding", padding, 4)
+    dh, dw = _pair(ctx, "dilations", dilations, 2)
+    g = ctx.op.groups
     n, c, _, _ = x.shape
     f, cg, kh, kw = w.shape
     if min(pt, pl, pb, pr) < 0 or dh < 1 or dw < 1:
@@ -179,21 +179,22 @@ def conv2d(
     return out
 
 
-@register("rlx.pool2d")
+@register(Pool2dOp)
 def pool2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.pool2d(x [N,C,H,W]) {kind, kernel, strides=kernel, padding=0}.
 
     max pads with -inf (the integer minimum for integers); avg divides by the number of
     non-padded elements in each window (a window entirely in padding gives NaN).
     """
-    kind = ctx.attr("kind")
+    kind = ctx.op.kind
     if kind not in ("max", "avg"):
         raise ctx.error(f"unknown pool kind {kind!r}")
     if x.ndim != 4:
         raise ctx.error(f"x must have rank 4, got {x.shape}")
-    kh, kw = _pair(ctx, "kernel", (), 2)
-    sh, sw = _pair(ctx, "strides", (kh, kw), 2)
-    pt, pl, pb, pr = _pair(ctx, "padding", (0, 0, 0, 0), 4)
+    kh, kw = _pair(ctx, "kernel", ctx.op.kernel, 2)
+    strides, padding = ctx.op.spatial()
+    sh, sw = _pair(ctx, "strides", strides, 2)
+    pt, pl, pb, pr = _pair(ctx, "padding", padding, 4)
     if min(pt, pl, pb, pr) < 0 or kh < 1 or kw < 1:
         raise ctx.error("padding must be >= 0 and kernel >= 1")
     pads = ((0, 0), (0, 0), (pt, pb), (pl, pr))

@@ -10,19 +10,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlx.dialects.rlx.leaves import RngNormalOp, RngUniformOp
+from rlx.dialects.rlx.quant import (
+    DequantizeOp,
+    DequantMatmulOp,
+    FakeQuantizeOp,
+    QuantizeOp,
+    ScaledMatmulOp,
+    ScaledQuantizeOp,
+    ScaledQuantScaleOp,
+)
 from rlx.interpreter.ops._core import OpContext, is_float, register
 from rlx.interpreter.ops.tensor import norm_axis
 
 
 def _qparams(ctx: OpContext, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """scale (f64) and zero_point (int64), shaped to broadcast against the operand."""
-    scale = np.asarray(ctx.attr("scale"), dtype=np.float64)
-    zp = np.asarray(ctx.attr("zero_point", 0), dtype=np.int64)
+    op = ctx.op
+    scale = np.asarray(op.scale, dtype=np.float64)
+    zp = np.asarray(op.zero_point if op.zero_point is not None else 0, dtype=np.int64)
     if scale.ndim == 0 and zp.ndim == 0:
         return scale, zp
-    if not ctx.has("axis"):
+    if op.axis is None:
         raise ctx.error("per-channel scale/zero_point needs an 'axis' attribute")
-    axis = norm_axis(ctx, ctx.attr("axis"), ndim)
+    axis = norm_axis(ctx, op.axis, ndim)
     shape = [1] * ndim
     shape[axis] = -1
     return scale.reshape(shape), zp.reshape(shape)
@@ -42,7 +53,7 @@ def _check_x(ctx: OpContext, x: np.ndarray) -> None:
         raise ctx.error(f"needs a float operand, got {x.dtype}")
 
 
-@register("rlx.quantize")
+@register(QuantizeOp)
 def quantize(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.quantize {scale, zero_point, axis}: float -> integer codes, clamped to the result
     integer type's range ([-128, 127] for i8)."""
@@ -55,7 +66,7 @@ def quantize(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return quantize_codes(x, scale, zp, int(info.min), int(info.max))
 
 
-@register("rlx.dequantize")
+@register(DequantizeOp)
 def dequantize(ctx: OpContext, q: np.ndarray) -> np.ndarray:
     """rlx.dequantize {scale, zero_point, axis}: (q - zp) · scale, in f64."""
     if q.dtype.kind not in "iu":
@@ -64,11 +75,11 @@ def dequantize(ctx: OpContext, q: np.ndarray) -> np.ndarray:
     return (q.astype(np.int64) - zp).astype(np.float64) * scale
 
 
-@register("rlx.fake_quantize")
+@register(FakeQuantizeOp)
 def fake_quantize(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.fake_quantize {scale, zero_point, axis, bits=8}: quantize then dequantize."""
     _check_x(ctx, x)
-    bits = int(ctx.attr("bits", 8))
+    bits = ctx.op.bits
     if not 1 <= bits <= 32:
         raise ctx.error(f"bits must be in [1, 32], got {bits}")
     scale, zp = _qparams(ctx, x.ndim)
@@ -76,27 +87,27 @@ def fake_quantize(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return (q - zp).astype(np.float64) * scale
 
 
-@register("rlx.scaled_quant_scale")
+@register(ScaledQuantScaleOp)
 def scaled_quant_scale(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.scaled_quant_scale {format, scale_layout}: the block scales of x (rlx.formats.lowp)."""
     from rlx.formats import lowp
 
-    fmt = lowp.parse_format(ctx.attr("format"))
-    layout = lowp.parse_layout(ctx.attr("scale_layout"))
+    fmt = lowp.parse_format(ctx.op.format)
+    layout = lowp.parse_layout(ctx.op.scale_layout)
     return lowp.quant_scale(x, fmt, layout)
 
 
-@register("rlx.scaled_quantize", nargs=2)
+@register(ScaledQuantizeOp, nargs=2)
 def scaled_quantize(ctx: OpContext, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """rlx.scaled_quantize {format, scale_layout}: ui8 codes of x (rlx.formats.lowp)."""
     from rlx.formats import lowp
 
-    fmt = lowp.parse_format(ctx.attr("format"))
-    layout = lowp.parse_layout(ctx.attr("scale_layout"))
+    fmt = lowp.parse_format(ctx.op.format)
+    layout = lowp.parse_layout(ctx.op.scale_layout)
     return lowp.quantize(x, scale, fmt, layout)
 
 
-@register("rlx.scaled_matmul", nargs=(4, 5))
+@register(ScaledMatmulOp, nargs=(4, 5))
 def scaled_matmul(
     ctx: OpContext,
     a: np.ndarray,
@@ -108,28 +119,28 @@ def scaled_matmul(
     """rlx.scaled_matmul {lhs_format, rhs_format, scale_layout}: a · bᵀ of scaled codes."""
     from rlx.formats import lowp
 
-    lhs = lowp.parse_format(ctx.attr("lhs_format"))
-    rhs = lowp.parse_format(ctx.attr("rhs_format"))
-    layout = lowp.parse_layout(ctx.attr("scale_layout"))
+    lhs = lowp.parse_format(ctx.op.lhs_format)
+    rhs = lowp.parse_format(ctx.op.rhs_format)
+    layout = lowp.parse_layout(ctx.op.scale_layout)
     return lowp.scaled_matmul(a, b, a_scale, b_scale, lhs, rhs, layout, bias=bias)
 
 
-@register("rlx.dequant_matmul", nargs=2)
+@register(DequantMatmulOp, nargs=2)
 def dequant_matmul(ctx: OpContext, x: np.ndarray, packed: np.ndarray) -> np.ndarray:
     """rlx.dequant_matmul {scheme, n, k}: x [..., K] @ Wᵀ, W = ggml.dequantize(...) [N, K]."""
     from rlx.formats import ggml
 
     _check_x(ctx, x)
-    n, k = int(ctx.attr("n")), int(ctx.attr("k"))
+    n, k = ctx.op.n, ctx.op.k
     if x.shape[-1:] != (k,):
         raise ctx.error(f"x must end in K={k}, got {x.shape}")
-    w = np.asarray(ggml.dequantize(packed, ctx.attr("scheme"), n, k), dtype=np.float64)
+    w = np.asarray(ggml.dequantize(packed, ctx.op.scheme, n, k), dtype=np.float64)
     if w.shape != (n, k):
         raise ctx.error(f"dequantized weight has shape {w.shape}, expected {(n, k)}")
     return np.matmul(x.astype(np.float64), w.T)
 
 
-@register("rlx.rng_uniform", nargs=0)
+@register(RngUniformOp, nargs=0)
 def rng_uniform(ctx: OpContext) -> np.ndarray:
     """rlx.rng_uniform {low=0, high=1, seed_offset=0}: `philox.uniform` in the result dtype
     (zeros with rng_backend 'zero')."""
@@ -138,12 +149,12 @@ def rng_uniform(ctx: OpContext) -> np.ndarray:
         return np.zeros(shape)
     from rlx.formats import philox
 
-    low, high = float(ctx.attr("low", 0.0)), float(ctx.attr("high", 1.0))
-    off = int(ctx.attr("seed_offset", 0))
+    low, high = ctx.op.low, ctx.op.high
+    off = ctx.op.seed_offset or 0
     return philox.uniform(ctx.rng_seed, off, shape, low, high, ctx.result_dtype())
 
 
-@register("rlx.rng_normal", nargs=0)
+@register(RngNormalOp, nargs=0)
 def rng_normal(ctx: OpContext) -> np.ndarray:
     """rlx.rng_normal {mean=0, std=1, seed_offset=0}: `philox.normal` in the result dtype
     (zeros with rng_backend 'zero')."""
@@ -152,6 +163,6 @@ def rng_normal(ctx: OpContext) -> np.ndarray:
         return np.zeros(shape)
     from rlx.formats import philox
 
-    mean, std = float(ctx.attr("mean", 0.0)), float(ctx.attr("std", 1.0))
-    off = int(ctx.attr("seed_offset", 0))
+    mean, std = ctx.op.mean, ctx.op.std
+    off = ctx.op.seed_offset or 0
     return philox.normal(ctx.rng_seed, off, shape, mean, std, ctx.result_dtype())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlx.dialects.rlx.compute import CumsumOp, LayerNormOp, MatmulOp, ReduceOp, RmsNormOp, SoftmaxOp
 from rlx.interpreter.ops._core import OpContext, is_float, register, wide
 from rlx.interpreter.ops.tensor import norm_axis
 
@@ -22,7 +23,7 @@ def _identity(kind: str, dt: np.dtype) -> object:
     return -np.inf if kind == "max" else np.inf
 
 
-@register("rlx.reduce")
+@register(ReduceOp)
 def reduce(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.reduce {kind, axes (default all), keepdims=false}.
 
@@ -30,9 +31,9 @@ def reduce(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     integers); mean of nothing is NaN.  Integer mean truncates toward zero.  max/min
     propagate NaN.
     """
-    kind = ctx.attr("kind")
-    axes_attr = ctx.attr("axes", None)
-    keepdims = bool(ctx.attr("keepdims", False))
+    kind = ctx.op.kind
+    axes_attr = ctx.op.axes
+    keepdims = ctx.op.keepdims
     axes = tuple(range(x.ndim)) if axes_attr is None else tuple(axes_attr)
     axes = tuple(norm_axis(ctx, a, x.ndim) for a in axes)
     if len(set(axes)) != len(axes):
@@ -68,23 +69,23 @@ def softmax_f64(x: np.ndarray, axis: int) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-@register("rlx.softmax")
+@register(SoftmaxOp)
 def softmax(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.softmax {axis=-1}: exp(x - max) / sum(exp(x - max)) along axis, in f64."""
     if not is_float(x.dtype):
         raise ctx.error(f"needs a float operand, got {x.dtype}")
-    return softmax_f64(x, norm_axis(ctx, ctx.attr("axis", -1), x.ndim))
+    return softmax_f64(x, norm_axis(ctx, ctx.op.axis, x.ndim))
 
 
-@register("rlx.cumsum")
+@register(CumsumOp)
 def cumsum(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.cumsum {axis=-1, exclusive=false}: running sum; exclusive starts at 0."""
     if x.dtype == np.bool_:
         raise ctx.error("cumsum of i1 is not supported")
-    axis = norm_axis(ctx, ctx.attr("axis", -1), x.ndim)
+    axis = norm_axis(ctx, ctx.op.axis, x.ndim)
     w = wide(x)
     c = np.cumsum(w, axis=axis)
-    if ctx.attr("exclusive", False):
+    if ctx.op.exclusive:
         zero_shape = list(x.shape)
         zero_shape[axis] = 1
         head = np.zeros(zero_shape, dtype=c.dtype)
@@ -98,7 +99,7 @@ def matmul_wide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(wide(a), wide(b))
 
 
-@register("rlx.matmul", nargs=2)
+@register(MatmulOp, nargs=2)
 def matmul(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """rlx.matmul: np.matmul for rank >= 2 operands, batch dims broadcast."""
     if a.ndim < 2 or b.ndim < 2:
@@ -138,17 +139,17 @@ def _check_float(ctx: OpContext, *xs: np.ndarray) -> None:
             raise ctx.error(f"needs float operands, got {x.dtype}")
 
 
-@register("rlx.layer_norm", nargs=3)
+@register(LayerNormOp, nargs=3)
 def layer_norm(ctx: OpContext, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """rlx.layer_norm {epsilon=1e-5}: over the last axis, in f64."""
     _check_float(ctx, x, gamma, beta)
-    return layer_norm_f64(x, gamma, beta, float(ctx.attr("epsilon", 1e-5)))
+    return layer_norm_f64(x, gamma, beta, ctx.op.epsilon)
 
 
-@register("rlx.rms_norm", nargs=(2, 3))
+@register(RmsNormOp, nargs=(2, 3))
 def rms_norm(
     ctx: OpContext, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None
 ) -> np.ndarray:
     """rlx.rms_norm {epsilon=1e-5}: x / sqrt(mean(x²) + eps) · gamma (+ beta), in f64."""
     _check_float(ctx, x, gamma, *([] if beta is None else [beta]))
-    return rms_norm_f64(x, gamma, beta, float(ctx.attr("epsilon", 1e-5)))
+    return rms_norm_f64(x, gamma, beta, ctx.op.epsilon)

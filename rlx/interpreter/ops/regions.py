@@ -5,30 +5,33 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Block
 
-from rlx.interpreter.ops._core import OpContext, convert, numpy_dtype, register
+from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+from rlx.interpreter.ops._core import OpContext, convert, numpy_dtype, register, to_python
 
 
 def _single_block(ctx: OpContext) -> Block:
-    if len(ctx.op.regions) != 1 or len(ctx.op.regions[0].blocks) != 1:
+    src = ctx.source
+    assert src is not None
+    if len(src.regions) != 1 or len(src.regions[0].blocks) != 1:
         raise ctx.error("expects exactly one region with one block")
-    block = ctx.op.regions[0].blocks.first
+    block = src.regions[0].blocks.first
     assert block is not None
     return block
 
 
 def _segments(ctx: OpContext, n_operands: int) -> tuple[int, int]:
-    seg = ctx.op.properties.get("operandSegmentSizes") or ctx.op.attributes.get(
-        "operandSegmentSizes"
-    )
+    src = ctx.source
+    assert src is not None
+    seg = src.properties.get("operandSegmentSizes") or src.attributes.get("operandSegmentSizes")
     if seg is None:
         raise ctx.error("missing 'operandSegmentSizes' property")
-    sizes = tuple(ctx.attr("operandSegmentSizes"))
+    sizes = tuple(to_python(seg))
     if len(sizes) != 2 or sum(sizes) != n_operands:
         raise ctx.error(f"operandSegmentSizes {sizes} does not split {n_operands} operands")
     return int(sizes[0]), int(sizes[1])
 
 
-@register("rlx.scan", nargs=(0, None))
+@register(ScanOp, nargs=(0, None))
 def scan(ctx: OpContext, *operands: np.ndarray) -> list[np.ndarray]:
     """rlx.scan(inits..., xs...) {length}: jax.lax.scan.
 
@@ -38,7 +41,7 @@ def scan(ctx: OpContext, *operands: np.ndarray) -> list[np.ndarray]:
     length is 0).  Carries keep the dtype of their block arguments.
     """
     n_init, n_xs = _segments(ctx, len(operands))
-    length = int(ctx.attr("length"))
+    length = ctx.op.length
     block = _single_block(ctx)
     if len(block.args) != n_init + n_xs:
         raise ctx.error(f"body takes {len(block.args)} arguments, expected {n_init + n_xs}")
@@ -68,7 +71,7 @@ def scan(ctx: OpContext, *operands: np.ndarray) -> list[np.ndarray]:
     return carries + ys
 
 
-@register("rlx.elementwise_region", nargs=(0, None))
+@register(ElementwiseRegionOp, nargs=(0, None))
 def elementwise_region(ctx: OpContext, *inputs: np.ndarray) -> list[np.ndarray]:
     """rlx.elementwise_region(inputs...): the scalar body applied over the broadcast inputs.
 

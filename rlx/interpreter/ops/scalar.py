@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rlx.interpreter.ops._core import OpContext, convert, fcompute, register
+from rlx.interpreter.ops._core import OpContext, convert, fcompute, register, to_python
 from rlx.interpreter.ops.elementwise import erf, int_div_trunc
 
 
@@ -214,7 +214,7 @@ def fpowi(ctx: OpContext, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 @register("arith.constant", nargs=0)
 def arith_constant(ctx: OpContext) -> np.ndarray:
     """arith.constant: a scalar (IntegerAttr/FloatAttr) or dense value."""
-    value = np.asarray(ctx.attr("value"))
+    value = np.asarray(to_python(ctx.op.value))
     t = ctx.result_type()
     if hasattr(t, "get_shape") and value.shape != tuple(t.get_shape()):
         value = np.broadcast_to(value, ctx.result_shape())
@@ -236,7 +236,7 @@ _CMPF: dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 @register("arith.cmpf", nargs=2)
 def cmpf(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """arith.cmpf: ordered (o*) predicates are false on NaN, unordered (u*) true."""
-    p = int(ctx.attr("predicate"))
+    p = ctx.op.predicate.value.data
     a, b = fcompute(a), fcompute(b)
     nan = np.isnan(a) | np.isnan(b)
     if p == 0:
@@ -264,7 +264,7 @@ _CMPI: dict[int, tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], Callable]
 @register("arith.cmpi", nargs=2)
 def cmpi(ctx: OpContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """arith.cmpi: eq ne slt sle sgt sge ult ule ugt uge."""
-    p = int(ctx.attr("predicate"))
+    p = ctx.op.predicate.value.data
     if p not in _CMPI:
         raise ctx.error(f"unknown predicate {p}")
     fn, view = _CMPI[p]

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlx.interpreter.ops._core import OpContext, register
+from rlx.dialects.rlx.leaves import ConstantOp
+from rlx.dialects.rlx.shape import (
+    BroadcastToOp,
+    ConcatOp,
+    GatherOp,
+    ReshapeOp,
+    SliceOp,
+    TransposeOp,
+)
+from rlx.interpreter.ops._core import OpContext, register, to_python
 
 
 def norm_axis(ctx: OpContext, axis: int, rank: int) -> int:
@@ -18,10 +27,10 @@ def norm_axis(ctx: OpContext, axis: int, rank: int) -> int:
     return axis % rank
 
 
-@register("rlx.constant", nargs=0)
+@register(ConstantOp, nargs=0)
 def constant(ctx: OpContext) -> np.ndarray:
     """rlx.constant {value: dense}: the value (a splat is broadcast to the result shape)."""
-    value = ctx.attr("value")
+    value = to_python(ctx.op.value)
     if not isinstance(value, np.ndarray):
         raise ctx.error(f"'value' must be a dense elements attribute, got {value}")
     shape = ctx.result_shape()
@@ -32,7 +41,7 @@ def constant(ctx: OpContext) -> np.ndarray:
     return value
 
 
-@register("rlx.reshape")
+@register(ReshapeOp)
 def reshape(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.reshape: row-major reshape to the result shape (element count must match;
     one dynamic result dim is inferred)."""
@@ -46,24 +55,24 @@ def reshape(ctx: OpContext, x: np.ndarray) -> np.ndarray:
         raise ctx.error(f"cannot reshape {x.shape} to {t}") from None
 
 
-@register("rlx.transpose")
+@register(TransposeOp)
 def transpose(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.transpose {permutation}: out.shape[i] = x.shape[permutation[i]]."""
-    perm = tuple(ctx.attr("permutation"))
+    perm = ctx.op.permutation
     if sorted(perm) != list(range(x.ndim)):
         raise ctx.error(f"permutation {perm} is not a permutation of rank {x.ndim}")
     return np.transpose(x, perm)
 
 
-@register("rlx.slice")
+@register(SliceOp)
 def slice_(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.slice {starts, limits, strides}: x[starts[i]:limits[i]:strides[i]] per axis.
 
     Requires 0 <= start <= limit <= dim and stride >= 1.
     """
-    starts = tuple(ctx.attr("starts"))
-    limits = tuple(ctx.attr("limits"))
-    strides = tuple(ctx.attr("strides", (1,) * x.ndim))
+    starts = ctx.op.starts
+    limits = ctx.op.limits
+    strides = ctx.op.strides or (1,) * x.ndim
     if not len(starts) == len(limits) == len(strides) == x.ndim:
         raise ctx.error(f"starts/limits/strides must all have rank {x.ndim} entries")
     index = []
@@ -74,19 +83,19 @@ def slice_(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return x[tuple(index)]
 
 
-@register("rlx.concat", nargs=(1, None))
+@register(ConcatOp, nargs=(1, None))
 def concat(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
     """rlx.concat {axis}: concatenate along axis (negative allowed); same element type."""
     if len({x.dtype for x in xs}) != 1:
         raise ctx.error(f"operand element types differ: {[str(x.dtype) for x in xs]}")
-    axis = norm_axis(ctx, ctx.attr("axis"), xs[0].ndim)
+    axis = norm_axis(ctx, ctx.op.axis, xs[0].ndim)
     try:
         return np.concatenate(xs, axis=axis)
     except ValueError as e:
         raise ctx.error(str(e)) from None
 
 
-@register("rlx.broadcast_to")
+@register(BroadcastToOp)
 def broadcast_to(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.broadcast_to: NumPy broadcasting to the result shape."""
     shape = ctx.result_shape()
@@ -96,13 +105,13 @@ def broadcast_to(ctx: OpContext, x: np.ndarray) -> np.ndarray:
         raise ctx.error(f"cannot broadcast {x.shape} to {shape}") from None
 
 
-@register("rlx.gather", nargs=2)
+@register(GatherOp, nargs=2)
 def gather(ctx: OpContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """rlx.gather {axis=0}: np.take(x, indices, axis); negative indices count from the end,
     out-of-range indices are an error."""
     if indices.dtype.kind not in "iu":
         raise ctx.error(f"indices must be integers, got {indices.dtype}")
-    axis = norm_axis(ctx, ctx.attr("axis", 0), x.ndim)
+    axis = norm_axis(ctx, ctx.op.axis, x.ndim)
     n = x.shape[axis]
     idx = indices.astype(np.int64)
     if np.any((idx < -n) | (idx >= n)):

@@ -33,14 +33,12 @@ The dot products and sums use reassoc+contract so LLVM can vectorize the inner l
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import math as mathd
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from rlx.dialects.rlx.base import attr_float, attr_int, attr_str
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -84,17 +82,16 @@ class _Attn:
     """The attributes and shapes of one rlx.attention op."""
 
     def __init__(self, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        a = dict(op.attributes)
         self.q, self.k, self.v = ins[:3]
         self.bias = ins[3] if len(ins) > 3 else None
         self.out = outs[0]
         self.b, self.h, self.sq, self.d = shape(self.q)
         self.sk, self.dv = shape(self.k)[2], shape(self.v)[3]
         self.ct = compute_type(elem(self.q))
-        self.scale = attr_float(a, "scale", 1.0 / math.sqrt(self.d) if self.d else 1.0)
-        self.softcap = attr_float(a, "softcap")
-        self.kind = attr_str(a, "mask_kind", "bias" if self.bias is not None else "none")
-        self.window = attr_int(a, "window")
+        self.scale = op.score_scale()
+        self.softcap = op.softcap
+        self.kind = op.mask_kind
+        self.window = op.window
         self.offset = self.sk - self.sq
 
     def key_range(self, kb: KernelBuilder, i: SSAValue, last: SSAValue) -> tuple[Dim, Dim]:
@@ -330,7 +327,7 @@ def emit_rope(
     xs = shape(x)
     n = len(xs)
     dd = xs[-1]
-    n_rot = attr_int(dict(op.attributes), "n_rot", dd) or dd
+    n_rot = op.rotated_dims()
     half = n_rot // 2
     hs = [*xs[:-1], half]
     zeros = [0] * (n - 1)

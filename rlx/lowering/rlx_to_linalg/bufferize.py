@@ -48,6 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.rlx_to_linalg import parallel
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
@@ -185,10 +186,9 @@ class FuncLowering:
     def _collect_params(self, block: Block) -> dict[str, Attribute]:
         params: dict[str, Attribute] = {}
         for o in block.walk():
-            if o.name != "rlx.param":
+            if not isinstance(o, ParamOp):
                 continue
-            name = o.attributes["name"]
-            assert isinstance(name, StringAttr)
+            name = StringAttr(o.param_name)
             t = o.results[0].type
             if name.data in params and params[name.data] != t:
                 raise PassFailedException(
@@ -262,12 +262,10 @@ class FuncLowering:
 
     def lower_op(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
         name = op.name
-        if name == "rlx.param":
-            attr = op.attributes["name"]
-            assert isinstance(attr, StringAttr)
-            vmap[op.results[0]] = self.params[attr.data]
-        elif name == "rlx.constant" and not _is_splat(op):
-            value = op.attributes["value"]
+        if isinstance(op, ParamOp):
+            vmap[op.results[0]] = self.params[op.param_name]
+        elif isinstance(op, ConstantOp) and not _is_splat(op):
+            value = op.value
             assert isinstance(value, DenseIntOrFPElementsAttr)
             sym, t = self.kernels.constant(value)
             vmap[op.results[0]] = self.mb.v(memref.GetGlobalOp(sym, t))
@@ -324,8 +322,8 @@ class FuncLowering:
         for r, b in zip(op.results, outs, strict=True):
             vmap[r] = b
 
-    def _splat(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
-        value = op.attributes["value"]
+    def _splat(self, op: ConstantOp, vmap: dict[SSAValue, SSAValue]) -> None:
+        value = op.value
         assert isinstance(value, DenseIntOrFPElementsAttr)
         r = op.results[0]
         out = self.result_buffer(r)
@@ -363,7 +361,7 @@ def _name_args(old: Block, new: Block, params: Sequence[str], n_out: int) -> Non
 
 def _is_splat(op: Operation) -> bool:
     """A dense constant whose elements are all equal (lowered to a fill kernel)."""
-    value = op.attributes.get("value")
+    value = op.value if isinstance(op, ConstantOp) else None
     if not isinstance(value, DenseIntOrFPElementsAttr):
         return False
     n = int(np.prod(shape(op.results[0]), dtype=np.int64))

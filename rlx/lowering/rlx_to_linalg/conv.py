@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_int, attr_ints, attr_str, is_unsigned
+from rlx.dialects.rlx.base import is_unsigned
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     KernelBuilder,
     compute_type,
@@ -42,17 +42,16 @@ def tap_range(
 def emit_conv2d(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    a = dict(op.attributes)
     x, w = ins[:2]
     bias = ins[2] if len(ins) > 2 else None
     out = outs[0]
     _, _, h, wd = shape(x)
     f_, cg, kh, kw = shape(w)
     n_, _, oh, ow = shape(out)
-    sh, sw = attr_ints(a, "strides", (1, 1)) or (1, 1)
-    pt, pl, _, _ = attr_ints(a, "padding", (0, 0, 0, 0)) or (0, 0, 0, 0)
-    dh, dw = attr_ints(a, "dilations", (1, 1)) or (1, 1)
-    groups = attr_int(a, "groups", 1) or 1
+    sh, sw = op.strides or (1, 1)
+    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
+    dh, dw = op.dilations or (1, 1)
+    groups = op.groups or 1
     fg = f_ // groups
     ct = compute_type(elem(out))
     plane = out if ct == elem(out) else kb.scratch([oh, ow], ct)
@@ -85,12 +84,11 @@ def emit_pool2d(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
-    a = dict(op.attributes)
     x, out = ins[0], outs[0]
-    kind = attr_str(a, "kind")
-    kh, kw = attr_ints(a, "kernel") or (1, 1)
-    sh, sw = attr_ints(a, "strides", (kh, kw)) or (kh, kw)
-    pt, pl, _, _ = attr_ints(a, "padding", (0, 0, 0, 0)) or (0, 0, 0, 0)
+    kind = op.kind
+    kh, kw = op.kernel or (1, 1)
+    sh, sw = op.strides or (kh, kw)
+    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
     n_, c_, h, wd = shape(x)
     oh, ow = shape(out)[2:]
     e = elem(op.operands[0])

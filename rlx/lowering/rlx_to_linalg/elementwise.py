@@ -16,7 +16,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_str, is_unsigned
+from rlx.dialects.rlx.base import is_unsigned
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_CONTRACT,
     PARALLEL,
@@ -191,7 +191,7 @@ def emit_binary(
 def emit_compare(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    pred = attr_str(dict(op.attributes), "predicate")
+    pred = op.predicate
     assert pred is not None
     unsigned = _unsigned(op.operands[0])
     maps, iters = _maps(op)

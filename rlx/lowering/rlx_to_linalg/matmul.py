@@ -31,7 +31,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
-from rlx.dialects.rlx.base import attr_bool, attr_str
 from rlx.lowering.rlx_to_linalg.elementwise import float_unary
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
@@ -265,7 +264,7 @@ def emit_matmul(
 def emit_fused_matmul_bias_act(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    act = attr_str(dict(op.attributes), "activation", "none")
+    act = op.activation
     assert act is not None
     x, w, bias = ins
     out = outs[0]
@@ -299,9 +298,7 @@ def emit_fused_swiglu(
             kb.subview(ins[0], [*zeros, 0], os_),
             kb.subview(ins[0], [*zeros, os_[-1]], os_),
         )
-        gate, up = (
-            (first, second) if attr_bool(dict(op.attributes), "gate_first") else (second, first)
-        )
+        gate, up = (first, second) if op.gate_first else (second, first)
         kb.generic([gate, up], [out], [identity(n)] * 3, [PARALLEL] * n,
                    lambda g, u, _o: [kb.mulf(float_unary(kb, "silu", g), u)])  # fmt: skip
         return

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from xdsl.dialects import math as mathd
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_float
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -45,7 +44,7 @@ def _norm(
     n = len(xs)
     d = xs[-1]
     ct = compute_type(elem(ins[0]))
-    eps = attr_float(dict(op.attributes), "epsilon", 1e-5)
+    eps = op.epsilon
     assert eps is not None
     rows = list(xs[:-1])
     idm, rmap, pmap = identity(n), amap(n, [dim(i) for i in range(n - 1)]), amap(n, [dim(n - 1)])

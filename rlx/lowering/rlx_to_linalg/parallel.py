@@ -28,7 +28,6 @@ from math import prod
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation
 
-from rlx.dialects.rlx.base import attr_int
 from rlx.lowering.rlx_to_linalg.types import byte_size, shape
 
 CHUNK_ELEMENTS = 1 << 14
@@ -87,7 +86,7 @@ def _row_limit(op: Operation, rank: int) -> int | None:
     if op.name in _LAST_AXIS:
         return rank - 1
     if op.name == "rlx.softmax":
-        ax = attr_int(dict(op.attributes), "axis", -1)
+        ax = op.axis
         ax = -1 if ax is None else ax
         return ax + rank if ax < 0 else ax
     return None

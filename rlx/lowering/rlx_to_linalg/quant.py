@@ -12,14 +12,10 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f16, f32, f64, i16, i32, i64
+from xdsl.dialects.builtin import f16, f32, f64, i16, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import (
-    attr_floats,
-    attr_int,
-    attr_ints,
-    attr_str,
     is_unsigned,
     normalize_axis,
 )
@@ -38,16 +34,14 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
 
 def _affine_params(kb: KernelBuilder, op: Operation, n: int) -> tuple[list[SSAValue], list, object]:
     """(extra generic inputs, their maps, getter(args) -> (scale f64, zp i64))."""
-    a = dict(op.attributes)
-    scale = a["scale"]
-    zp_attr = a.get("zero_point")
-    if isinstance(scale, FloatAttr):
-        s = kb.const(scale.value.data, f64)
-        z = kb.const(zp_attr.value.data if isinstance(zp_attr, IntegerAttr) else 0, i64)
+    scale, zp = op.scale, op.zero_point
+    if isinstance(scale, float):
+        s = kb.const(scale, f64)
+        z = kb.const(zp if isinstance(zp, int) else 0, i64)
         return [], [], lambda _extra: (s, z)
-    scales = attr_floats(a, "scale") or ()
-    zps = attr_ints(a, "zero_point") or (0,) * len(scales)
-    axis = normalize_axis(attr_int(a, "axis", 0) or 0, n)
+    scales = scale
+    zps = zp if isinstance(zp, tuple) else (0,) * len(scales)
+    axis = normalize_axis(op.axis or 0, n)
     tabs = [kb.table([float(v) for v in scales], f64), kb.table([int(v) for v in zps], i64)]
     m = amap(n, [dim(axis)])
     return tabs, [m, m], lambda extra: (extra[0], extra[1])
@@ -98,7 +92,7 @@ def emit_fake_quantize(
 ) -> None:
     n = len(shape(ins[0]))
     tabs, maps, get = _affine_params(kb, op, n)
-    bits = attr_int(dict(op.attributes), "bits", 8) or 8
+    bits = op.bits or 8
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
     def body(x: SSAValue, *rest: SSAValue) -> list[SSAValue]:
@@ -124,9 +118,8 @@ def emit_dequant_matmul(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """out[..., n] = sum over blocks of d * sum_j x[..., j] * q_j, blocks decoded in place."""
-    a = dict(op.attributes)
-    scheme = attr_str(a, "scheme")
-    nn, kk = attr_int(a, "n"), attr_int(a, "k")
+    scheme = op.scheme
+    nn, kk = op.n, op.k
     assert nn is not None and kk is not None
     x, packed = ins
     out = outs[0]

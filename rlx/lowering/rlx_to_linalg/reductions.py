@@ -20,10 +20,6 @@ from xdsl.dialects.builtin import IntegerType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.base import (
-    attr_bool,
-    attr_int,
-    attr_ints,
-    attr_str,
     is_unsigned,
     normalize_axis,
 )
@@ -80,13 +76,12 @@ def combine(kb: KernelBuilder, kind: str, acc: SSAValue, x: SSAValue, unsigned: 
 def emit_reduce(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    a = dict(op.attributes)
-    kind = attr_str(a, "kind")
+    kind = op.kind
     assert kind is not None
     xs = shape(ins[0])
     n = len(xs)
-    axes = {normalize_axis(x, n) for x in attr_ints(a, "axes", range(n)) or ()}
-    keep = attr_bool(a, "keepdims")
+    axes = {normalize_axis(x, n) for x in (op.axes if op.axes is not None else range(n))}
+    keep = op.keepdims
     e = elem(op.operands[0])
     unsigned = _unsigned(e)
     out = outs[0]
@@ -130,7 +125,7 @@ def emit_softmax(
     x = ins[0]
     xs = shape(x)
     n = len(xs)
-    ax = normalize_axis(attr_int(dict(op.attributes), "axis", -1) or 0, n)
+    ax = normalize_axis(op.axis or 0, n)
     ct = compute_type(elem(x))
     rows = [d for i, d in enumerate(xs) if i != ax]
     m, s = kb.scratch(rows, ct), kb.scratch(rows, ct)
@@ -176,11 +171,10 @@ def emit_cumsum(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """Running sum along axis: floats accumulate in f64 (the loop is sequential anyway)."""
-    a = dict(op.attributes)
     x, out = ins[0], outs[0]
     xs = shape(x)
-    ax = normalize_axis(attr_int(a, "axis", -1) or 0, len(xs))
-    excl = attr_bool(a, "exclusive")
+    ax = normalize_axis(op.axis or 0, len(xs))
+    excl = op.exclusive
     e = elem(op.operands[0])
     at = f64 if is_float_t(e) else signless(e)
     inner = xs[ax + 1 :]

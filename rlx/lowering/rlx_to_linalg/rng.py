@@ -19,7 +19,6 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float64Type, IntegerType, MemRefType, f32, f64, i64
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_float, attr_int
 from rlx.formats import philox
 from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, KernelBuilder, elem, shape
 
@@ -94,14 +93,13 @@ def emit_rng_uniform(
     if kb.rng_backend == "zero":
         kb.fill(outs[0], 0.0)
         return
-    a = dict(op.attributes)
     out = _flat(kb, outs[0])
     n = shape(out)[0]
     wt = f64 if isinstance(elem(out), Float64Type) else f32
     npt = np.float64 if wt == f64 else np.float32
-    lo = npt(attr_float(a, "low", 0.0))
-    span = npt(npt(attr_float(a, "high", 1.0)) - lo)
-    key = philox.stream_key(kb.rng_seed, attr_int(a, "seed_offset", 0) or 0)
+    lo = npt(op.low)
+    span = npt(npt(op.high) - lo)
+    key = philox.stream_key(kb.rng_seed, op.seed_offset or 0)
 
     def write(words: list[SSAValue], first: SSAValue, count: int) -> None:
         for lane in range(count):
@@ -120,12 +118,11 @@ def emit_rng_normal(
     if kb.rng_backend == "zero":
         kb.fill(outs[0], 0.0)
         return
-    a = dict(op.attributes)
     out = _flat(kb, outs[0])
     n = shape(out)[0]
-    mean = kb.const(float(attr_float(a, "mean", 0.0) or 0.0), f64)
-    std = kb.const(float(attr_float(a, "std", 1.0) or 0.0), f64)
-    key = philox.stream_key(kb.rng_seed, attr_int(a, "seed_offset", 0) or 0)
+    mean = kb.const(float(op.mean or 0.0), f64)
+    std = kb.const(float(op.std or 0.0), f64)
+    key = philox.stream_key(kb.rng_seed, op.seed_offset or 0)
 
     def write(words: list[SSAValue], first: SSAValue, count: int) -> None:
         for e in range(count):

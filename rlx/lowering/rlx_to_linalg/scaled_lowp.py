@@ -20,7 +20,6 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IndexType, f32, f64, i32, i64
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_str
 from rlx.formats import lowp
 from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, FM_RED, KernelBuilder, elem, shape
 
@@ -116,9 +115,8 @@ def _block_amax(
 def emit_scaled_quant_scale(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    a = dict(op.attributes)
-    fmt = lowp.parse_format(attr_str(a, "format") or "")
-    lay = lowp.parse_layout(attr_str(a, "scale_layout") or "per_tensor")
+    fmt = lowp.parse_format(op.format or "")
+    lay = lowp.parse_layout(op.scale_layout or "per_tensor")
     x, out = ins[0], outs[0]
     rows, k = shape(x)
     mf = kb.const(float(np.float32(lowp.max_finite(fmt))), f32)
@@ -165,12 +163,11 @@ def _e8m0_byte(kb: KernelBuilder, q: SSAValue) -> SSAValue:
 def emit_scaled_quantize(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    a = dict(op.attributes)
-    fmt = lowp.parse_format(attr_str(a, "format") or "")
+    fmt = lowp.parse_format(op.format or "")
     x, scale = ins
     out = outs[0]
     rows, k = shape(x)
-    sc = Scales(kb, scale, attr_str(a, "scale_layout"))
+    sc = Scales(kb, scale, op.scale_layout)
     blk_len = sc.block_len(k)
     zero = kb.const(0.0, f32)
     with kb.nest([rows, k]) as (r, p):
@@ -184,15 +181,14 @@ def emit_scaled_matmul(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """out[i, j] = sum over K blocks (in order, f32) of (sa * sb) * f32(sum_p da db in f64)."""
-    a = dict(op.attributes)
     ca, cb, sa_m, sb_m = ins[:4]
     bias = ins[4] if len(ins) > 4 else None
     out = outs[0]
     m, k = shape(ca)
     n = shape(cb)[0]
-    ta = decode_table(kb, lowp.parse_format(attr_str(a, "lhs_format") or ""), f64)
-    tb = decode_table(kb, lowp.parse_format(attr_str(a, "rhs_format") or ""), f64)
-    layout = attr_str(a, "scale_layout")
+    ta = decode_table(kb, lowp.parse_format(op.lhs_format or ""), f64)
+    tb = decode_table(kb, lowp.parse_format(op.rhs_format or ""), f64)
+    layout = op.scale_layout
     sa, sb = Scales(kb, sa_m, layout), Scales(kb, sb_m, layout)
     blen = sa.block_len(k)
     nblk = -(-k // blen) if k else 0

@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from rlx.dialects.rlx.base import attr_int
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, memref_of, shape
 from rlx.lowering.rlx_to_linalg.kernels import copy_kernel
 
@@ -51,7 +50,7 @@ def lower_scan(fl: FuncLowering, op: Operation, vmap: dict[SSAValue, SSAValue]) 
     seg = op.properties.get("operandSegmentSizes") or op.attributes.get("operandSegmentSizes")
     n_init = int(seg.get_values()[0])  # type: ignore[union-attr]
     inits, xs = list(op.operands[:n_init]), list(op.operands[n_init:])
-    length = attr_int(dict(op.attributes), "length", 0) or 0
+    length = op.length or 0
     block = op.regions[0].block
     term = block.last_op
     assert term is not None

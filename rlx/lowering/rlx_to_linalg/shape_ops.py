@@ -12,7 +12,7 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, MemRefType, i64
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_int, attr_ints, is_unsigned, normalize_axis
+from rlx.dialects.rlx.base import is_unsigned, normalize_axis
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     PARALLEL,
     KernelBuilder,
@@ -71,7 +71,7 @@ def emit_transpose(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """Iterate in output order (unit-stride stores); input dim perm[i] is output dim i."""
-    perm = attr_ints(dict(op.attributes), "permutation")
+    perm = op.permutation
     assert perm is not None
     n = len(perm)
     inv = [0] * n
@@ -91,11 +91,10 @@ def emit_slice(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """A copy out of a static strided subview."""
-    a = dict(op.attributes)
     out = shape(outs[0])
     n = len(out)
-    starts = attr_ints(a, "starts")
-    strides = attr_ints(a, "strides", [1] * n)
+    starts = op.starts
+    strides = op.strides or (1,) * n
     assert starts is not None and strides is not None
     src = kb.subview(ins[0], starts, out, strides)
     kb.generic(
@@ -123,7 +122,7 @@ def emit_concat(
 ) -> None:
     """One copy per operand into its subview of the output."""
     n = len(shape(outs[0]))
-    axis = normalize_axis(attr_int(dict(op.attributes), "axis", 0) or 0, n)
+    axis = normalize_axis(op.axis or 0, n)
     off = 0
     for x in ins:
         xs = shape(x)
@@ -140,7 +139,7 @@ def emit_gather(
     """out[pre, idx, post] = x[pre, indices[idx] (+ n if negative), post]."""
     x, indices = ins
     xs, ishape = shape(x), shape(indices)
-    axis = normalize_axis(attr_int(dict(op.attributes), "axis", 0) or 0, len(xs))
+    axis = normalize_axis(op.axis or 0, len(xs))
     unsigned = is_unsigned(elem(op.operands[1]))
     n = kb.idx(xs[axis])
     zero = kb.idx(0)

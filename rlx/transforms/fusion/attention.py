@@ -6,7 +6,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from rlx.dialects.rlx.base import attr_int, attr_ints, f64_attr
+from rlx.dialects.rlx.base import f64_attr
 from rlx.dialects.rlx.compute import MatmulOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp
 from rlx.dialects.rlx.shape import TransposeOp
@@ -46,7 +46,7 @@ class FuseAttention(RewritePattern):
         sm = producer(out.a, SoftmaxOp)
         if sm is None or not _single(sm.result, out):
             return
-        axis = attr_int(dict(sm.attributes), "axis", -1)
+        axis = sm.axis
         if axis not in (-1, rank(sm.result) - 1):
             return
         chain: list[Operation] = [sm]
@@ -72,7 +72,7 @@ class FuseAttention(RewritePattern):
         tr = producer(scores.b, TransposeOp)
         if tr is None or not _single(tr.result, scores) or rank(tr.x) != 4:
             return
-        if attr_ints(dict(tr.attributes), "permutation") != (0, 1, 3, 2):
+        if tr.permutation != (0, 1, 3, 2):
             return
         q, k, v = scores.a, tr.x, out.b
         if rank(q) != 4 or rank(v) != 4:

@@ -81,7 +81,7 @@ def make_op(
     cls: type[RlxOp] = OPS_BY_NAME[name]
     attributes = dict(attrs or {})
     try:
-        types = cls.infer([o.type for o in operands], attributes, given)  # type: ignore[misc]
+        types = cls.infer_from([o.type for o in operands], attributes, given)  # type: ignore[misc]
     except VerifyException:
         return None
     op = cls.create(operands=list(operands), result_types=list(types), attributes=attributes)

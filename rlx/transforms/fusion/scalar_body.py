@@ -20,8 +20,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from rlx.dialects.rlx.base import attr_str
-
 
 class Unsupported(Exception):
     """The op (or its element types) has no scalar arith/math form."""
@@ -155,7 +153,7 @@ def build_scalar(e: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValu
     if kind == "where":
         return e.op(arith.SelectOp(args[0], args[1], args[2]))
     if kind == "compare":
-        pred = attr_str(dict(op.attributes), "predicate") or "eq"
+        pred = op.predicate or "eq"
         if isinstance(types[0], AnyFloat):
             return e.op(arith.CmpfOp(args[0], args[1], _CMPF[pred]))
         table = _CMPU if _width(types[0]) == 1 else _CMPI

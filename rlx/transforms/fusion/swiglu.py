@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from rlx.dialects.rlx.base import attr_ints, bool_attr, shape_of
+from rlx.dialects.rlx.base import bool_attr, shape_of
 from rlx.dialects.rlx.compute import MatmulOp
 from rlx.dialects.rlx.elementwise import MulOp, SiluOp
 from rlx.dialects.rlx.shape import SliceOp
@@ -62,9 +62,8 @@ class FuseSwigluDualMatmul(RewritePattern):
 def _half(sl: SliceOp) -> tuple[SSAValue, int, int] | None:
     """(source, start, limit) of a unit-stride slice taking only part of the last axis."""
     shape = shape_of(sl.x.type)
-    attrs = dict(sl.attributes)
-    starts, limits = attr_ints(attrs, "starts"), attr_ints(attrs, "limits")
-    strides = attr_ints(attrs, "strides", [1] * len(shape))
+    starts, limits = sl.starts, sl.limits
+    strides = sl.strides or (1,) * len(shape)
     if not shape or starts is None or limits is None or strides is None:
         return None
     if any(s != 1 for s in strides):
