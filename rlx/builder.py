@@ -31,10 +31,10 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
-from rlx.dialects.rlx.base import RlxOp, shape_of, tensor, to_attr
+from rlx.dialects.rlx.base import RlxOp, broadcast_shapes, shape_of, tensor, to_attr
 from rlx.dialects.rlx.control import ElementwiseRegionOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp
-from rlx.dtypes import element_type
+from rlx.dtypes import element_type, numpy_dtype
 
 Value = SSAValue
 
@@ -111,7 +111,6 @@ class Graph:
         with ImplicitBuilder(block):
             out = body(*block.args)
             YieldOp(out)
-        from rlx.dialects.rlx.base import broadcast_shapes
 
         shape = broadcast_shapes(*(shape_of(v.type) for v in inputs))
         op = ElementwiseRegionOp(list(inputs), tensor(shape, out.type), Region(block))
@@ -178,7 +177,6 @@ def _elem(v: Value) -> Attribute:
 
 
 def _np_dtype(dtype: Any) -> Any:
-    from rlx.dtypes import numpy_dtype
 
     return numpy_dtype(element_type(dtype))
 

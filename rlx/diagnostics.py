@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import TYPE_CHECKING, Literal
 
 from xdsl.utils.exceptions import PassFailedException
 
@@ -123,13 +123,6 @@ class OpError(PassFailedException):
         self.op = op
         self.message = message
         self.notes = tuple(notes)
-
-
-def emit_error(
-    op: Operation, message: str, notes: Sequence[tuple[Operation | None, str]] = ()
-) -> NoReturn:
-    """Fail the current pass with an error located at `op` (raises `OpError`)."""
-    raise OpError(op, message, notes)
 
 
 class DiagnosticEngine:

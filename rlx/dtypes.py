@@ -128,14 +128,3 @@ def to_dense_attr(value: Any, t: Attribute) -> Any:
     assert isinstance(t, TensorType)
     arr = np.ascontiguousarray(np.asarray(value).astype(numpy_dtype(t.element_type), copy=False))
     return DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))
-
-
-def from_dense_attr(attr: Any) -> np.ndarray:
-    """The NumPy array of a dense elements attribute (splats are expanded)."""
-    t = attr.get_type()
-    dt = numpy_dtype(t.element_type)
-    shape = tuple(t.get_shape())
-    flat = np.frombuffer(attr.data.data, dtype=dt)
-    if flat.size == 1 and int(np.prod(shape)) != 1:
-        return np.full(shape, flat[0], dtype=dt)
-    return flat.reshape(shape).copy()

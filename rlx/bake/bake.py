@@ -16,11 +16,19 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
+import rlx
 from rlx.bake import artifact, memory, rewrites
 from rlx.bake.profiles import BakeOptions, BakeProfile
 from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dtypes import type_name
+from rlx.interpreter import _arg_names
+from rlx.runtime.compiler import load_module, make_context
+from rlx.transforms.bind_dims import bind_dims
+from rlx.transforms.canonicalize import RlxCanonicalizePass
+from rlx.transforms.constant_folding import ConstantFoldingPass
+from rlx.transforms.dce import DeadCodeEliminationPass
+from rlx.weights import load
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, index, total): called before each pipeline stage."""
@@ -108,7 +116,6 @@ def _io(t: Any, name: str) -> dict[str, Any]:
 
 def signature(module: ModuleOp, entry: str = "main") -> dict[str, Any]:
     """Inputs (`rlx.name` or `arg<i>`) and outputs (`out<i>`) of the entry function."""
-    from rlx.interpreter import _arg_names
 
     f = entry_func(module, entry)
     ins = list(f.function_type.inputs.data)
@@ -129,8 +136,6 @@ def _weights(weights: Any) -> Mapping[str, Any]:
     if weights is None:
         return {}
     if isinstance(weights, str | Path):
-        from rlx.weights import load
-
         return load(weights)
     if not isinstance(weights, Mapping):
         raise TypeError(
@@ -181,10 +186,6 @@ def _bake_module(
     entry: str,
     progress: Progress | None,
 ) -> Baked:
-    from rlx.runtime.compiler import load_module, make_context
-    from rlx.transforms.canonicalize import RlxCanonicalizePass
-    from rlx.transforms.constant_folding import ConstantFoldingPass
-    from rlx.transforms.dce import DeadCodeEliminationPass
 
     t0 = time.perf_counter()
     step = iter(range(len(STAGES)))
@@ -200,8 +201,6 @@ def _bake_module(
     ctx = make_context()
     module, _ = load_module(source, ctx)
     if dim_binding:
-        from rlx.transforms.bind_dims import bind_dims
-
         bind_dims(module, dict(dim_binding))
     values = _weights(weights)
     report.ops_before = _count(module)
@@ -280,7 +279,6 @@ def bake_with_report(
     **overrides: Any,
 ) -> tuple[Path, BakeReport]:
     """`bake`, also returning the BakeReport."""
-    import rlx
 
     opts = resolve_options(profile, overrides)
     out = _output_path(module, output)

@@ -9,12 +9,13 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from rlx.bake import artifact, memory
+from rlx.runtime.compiler import compile as rlx_compile
+from rlx.runtime.compiler import load_module, make_context
 
 
 def materialize(path: str | Path | artifact.Artifact, verify: bool = True) -> ModuleOp:
     """The baked module of an artifact with every weight placeholder replaced by a
     constant holding the table bytes (checks happen before parsing)."""
-    from rlx.runtime.compiler import load_module, make_context
 
     art = path if isinstance(path, artifact.Artifact) else artifact.read(path, verify=verify)
     try:
@@ -32,7 +33,6 @@ def load(path: str | Path, options: Any = None, *, verify: bool = True) -> Any:
     Returns a CompiledGraph whose weights are constants (only `params_remaining`, the
     params the bake did not bind, are left to `set_param`). `options`: a CompileOptions.
     """
-    from rlx.runtime.compiler import compile as rlx_compile
 
     art = artifact.read(path, verify=verify)
     module = materialize(art)

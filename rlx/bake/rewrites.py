@@ -28,6 +28,10 @@ from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.quant import DequantMatmulOp
 from rlx.dtypes import numpy_dtype, to_dense_attr, type_name
 from rlx.formats import ggml
+from rlx.transforms.bind_params import bind_params
+from rlx.transforms.bind_quant_params import bind_quant_params
+from rlx.transforms.expansion import Expansion
+from rlx.weights import PackedWeight
 
 NAME_ATTR = "rlx.name"
 """Attribute holding a weight constant's name (its param name, or `w<i>`)."""
@@ -132,9 +136,6 @@ def _erase_if_dead(op: Operation) -> None:
 def specialize(module: ModuleOp, weights: Mapping[str, object]) -> list[str]:
     """Bind params to `weights` (dense via bind_params, GGML-packed via bind_quant_params)
     and name the new constants after their params. Returns the bound names in graph order."""
-    from rlx.transforms.bind_params import bind_params
-    from rlx.transforms.bind_quant_params import bind_quant_params
-    from rlx.weights import PackedWeight
 
     # bind_params replaces each param in place, so block positions identify the constants
     where: dict[int, tuple[Block, dict[int, str]]] = {}
@@ -168,7 +169,6 @@ def _is_zero(op: ConstantOp) -> bool:
 
 def skip_zero(module: ModuleOp, stats: RewriteStats) -> None:
     """matmul(x, 0) -> zeros; fused_matmul_bias_act(x, 0, b) -> act(zeros + b) (exact)."""
-    from rlx.transforms.decompositions import Expansion
 
     for op in list(module.walk()):
         if not isinstance(op, MatmulOp | FusedMatmulBiasActOp):

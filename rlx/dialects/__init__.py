@@ -1,4 +1,7 @@
-"""Dialect registry: name -> lazy factory, as xDSL's own `get_all_dialects`."""
+"""Dialect registry: name -> lazy factory, as xDSL's own `get_all_dialects`.
+
+The factories import their dialect on first use (start-up laziness: `rlx-opt` loads only
+the dialects a file uses)."""
 
 from collections.abc import Callable
 

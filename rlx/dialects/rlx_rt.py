@@ -22,6 +22,8 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, var_operand_d
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from rlx.dtypes import numpy_dtype
+
 
 @irdl_op_definition
 class ParallelCallOp(IRDLOperation):
@@ -121,7 +123,6 @@ def _elements(t: MemRefType) -> int:
 
 def _byte_width(t: Attribute) -> int | None:
     """Storage bytes of one element (`rlx.dtypes`: its NumPy dtype), None if it has none."""
-    from rlx.dtypes import numpy_dtype
 
     try:
         return numpy_dtype(t).itemsize

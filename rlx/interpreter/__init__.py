@@ -35,6 +35,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import Rlx
+from rlx.dialects.rlx.control import YieldOp
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.interpreter.ops import REGISTRY  # noqa: F401  (importing it registers every implementation)
 from rlx.interpreter.ops._core import (
@@ -74,6 +75,10 @@ __all__ = [
 ]
 
 _TERMINATORS = frozenset({"func.return", "rlx.yield", "scf.yield", "linalg.yield"})
+
+STRUCTURAL: frozenset[type[Operation]] = frozenset({ParamOp, YieldOp})
+"""rlx ops the interpreter evaluates itself rather than through `REGISTRY`: params are
+looked up in the bound values, `rlx.yield` ends a region body."""
 
 
 def parse_module(text: str, *, with_rlx: bool = True) -> ModuleOp:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rlx.builder import Graph, Value
+from rlx.weights import load
 
 F32_MIN = float(np.finfo(np.float32).min)
 
@@ -201,7 +202,6 @@ def strip_prefix(state: Mapping[str, Any]) -> dict[str, Any]:
 def load_state_dict(path: str | Path) -> dict[str, np.ndarray]:
     """Tensors of a .safetensors/.npz/.gguf file (or a directory's model.safetensors),
     names without the `bert.` prefix."""
-    from rlx.weights import load
 
     p = Path(path)
     if p.is_dir():

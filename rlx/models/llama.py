@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rlx.builder import Graph, Value
+from rlx.weights import load
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,6 @@ def cache_names(cfg: LlamaConfig) -> list[str]:
 
 def load_state_dict(path: str | Path) -> dict[str, np.ndarray]:
     """Tensors of a .safetensors/.npz/.gguf file, or of a directory's model.safetensors."""
-    from rlx.weights import load
 
     p = Path(path)
     if p.is_dir():

@@ -22,6 +22,7 @@ import ctypes
 import threading
 
 from rlx.lowering.blas_abi import SYMBOLS, available, enabled, lookup
+from rlx.runtime.llvm_host import _initialise, _target_machine
 
 __all__ = ["SYMBOLS", "THREADED_MACS", "available", "enabled", "register"]
 
@@ -102,7 +103,6 @@ def _publish(found: dict[str, int]) -> None:
         for dtype, addr in found.items():
             llvm.add_symbol(SYMBOLS[dtype], addr)
         return
-    from rlx.runtime.jit import _initialise, _target_machine
 
     _initialise()
     llvm.add_symbol("rlx_openblas_set_num_threads_local", local)

@@ -33,6 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import rlx
+from rlx.runtime import blas, jit
+from rlx.runtime.compiled import Artifact, Signature
+from rlx.runtime.jit import JitModule, ensure_runtime_symbols
 from rlx.runtime.options import CompileOptions
 
 if TYPE_CHECKING:
@@ -89,8 +93,6 @@ def code_fingerprint() -> str:
     import llvmlite
     import xdsl
 
-    import rlx
-
     root = Path(rlx.__file__).parent
     h = hashlib.sha256(f"{rlx.__version__}|{xdsl.__version__}|{llvmlite.__version__}".encode())
     for p in sorted(root.rglob("*.py")):
@@ -109,7 +111,6 @@ def host_cpu() -> str:
 
 def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -> str:
     h = hashlib.sha256()
-    from rlx.runtime import blas
 
     # Code compiled where BLAS was available calls it: never load it where it is not.
     blas_key = f"blas={blas.available('f32')},{blas.available('f64')}"
@@ -249,8 +250,6 @@ def _llvm() -> tuple[Any, Any, Any]:
     """(llvmlite.binding, the JIT's LLVM lock, a host target machine for MCJIT)."""
     import llvmlite.binding as llvm
 
-    from rlx.runtime import jit
-
     lock = getattr(jit, "_LOCK", _FALLBACK_LOCK)
     with lock:
         llvm.initialize_native_target()
@@ -277,7 +276,6 @@ class ObjectModule:
     (`address`, `llvm_ir`, `asm`) without re-running LLVM. Keep it alive while calling."""
 
     def __init__(self, obj: bytes, llvm_ir: str) -> None:
-        from rlx.runtime import blas
 
         blas.register()  # cached code may call the BLAS symbols: publish them first
         llvm, lock, tm = _llvm()
@@ -309,8 +307,6 @@ class ObjectModule:
 
 def load_artifact(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
     """Rebuild an artifact from a disk entry: object code if it loads, else JIT the IR."""
-    from rlx.runtime.compiled import Artifact, Signature
-    from rlx.runtime.jit import JitModule, ensure_runtime_symbols
 
     ensure_runtime_symbols()  # bf16 helpers the object code may call
     sig = Signature.from_json(meta["signature"])

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from rlx.runtime.option_pipeline import FieldStatus
+
 KINDS = ("input", "prepared", "param", "output", "arena")
 STAGES = ("input", "rlx", "linalg", "loops", "llvm", "llvm-ir", "asm")
 PREP_PREFIX = "__rlx_prep_"
@@ -245,7 +247,6 @@ class CompiledGraph:
 
     def pipeline_report(self) -> str:
         """One line per CompileOptions field: default / applied / skipped / no effect."""
-        from rlx.runtime.option_pipeline import FieldStatus
 
         return "\n".join(FieldStatus(**r).line() for r in self._art.report)
 

@@ -48,12 +48,16 @@ from rlx.diagnostics import (
     diagnostic_from_exception,
     render,
 )
+from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
+from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
 from rlx.runtime import option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.jit import JitModule, to_llvm_ir
 from rlx.runtime.options import CompileOptions
+from rlx.transforms.bind_dims import unbound_dims
 
 BACKEND = "llvm-cpu"
 """Part of the cache key: names the code generator."""
@@ -65,7 +69,6 @@ class CompileError(ValueError):
 
 def make_context() -> Context:
     """Closed world, as rlx-opt: rlx plus the upstream dialects."""
-    from rlx.dialects import get_all_dialects
 
     ctx = Context()
     for name, factory in get_all_dialects().items():
@@ -167,7 +170,6 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
 
 
 def _dtype_name(elem: Any) -> str:
-    from rlx.dtypes import numpy_dtype
 
     return numpy_dtype(elem).name
 
@@ -293,7 +295,6 @@ def _check_argument_count(module: ModuleOp, entry: str) -> None:
 
 def _check_static(module: ModuleOp) -> None:
     """Code generation needs static shapes: name the dynamic dims still unbound."""
-    from rlx.transforms.bind_dims import unbound_dims
 
     missing = unbound_dims(module)
     if missing:
@@ -381,7 +382,6 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     report = [vars(r) for r in plan.report]
     if not jit:
         return Artifact(sig, None, 0, report, stages, prepare=prep, reports=reports)
-    from rlx.runtime.jit import JitModule, to_llvm_ir
 
     t0 = time.perf_counter()
     try:

@@ -28,6 +28,8 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
+from rlx.runtime import blas, parallel
+from rlx.runtime.llvm_host import _initialise, _target_machine
 
 __all__ = ["JitModule", "compile_module", "ensure_runtime_symbols", "to_llvm_ir"]
 
@@ -37,17 +39,6 @@ __all__ = ["JitModule", "compile_module", "ensure_runtime_symbols", "to_llvm_ir"
 
 
 _LOCK = threading.RLock()
-_INITIALISED = False
-
-
-def _initialise() -> None:
-    global _INITIALISED
-    if _INITIALISED:
-        return
-    llvm_binding.initialize_native_target()
-    llvm_binding.initialize_native_asmprinter()
-    llvm_binding.initialize_native_asmparser()
-    _INITIALISED = True
 
 
 _SUPPORT_IR = r"""
@@ -100,7 +91,6 @@ def ensure_runtime_symbols() -> None:
     kernels call ``rlx_parallel_for``, see ``rlx.runtime.parallel``).
     """
     global _SUPPORT_ENGINE
-    from rlx.runtime import parallel
 
     with _LOCK:
         if _SUPPORT_ENGINE is None:
@@ -124,13 +114,6 @@ def _compile_support_runtime(cpu: str, features: str) -> Any:
     return engine
 
 
-def _target_machine(opt_level: int, cpu: str, features: str, jit: bool) -> Any:
-    target = llvm_binding.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=cpu, features=features, opt=opt_level, codemodel="jitdefault", jit=jit
-    )
-
-
 class JitModule:
     """A compiled module: O3-optimised for the host and loaded by MCJIT.
 
@@ -148,7 +131,6 @@ class JitModule:
         features: str | None = None,
         unroll: bool = False,
     ) -> None:
-        from rlx.runtime import blas
 
         blas.register()  # generated matmuls may call the BLAS symbols: publish them first
         with _LOCK:

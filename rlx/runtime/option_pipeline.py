@@ -31,7 +31,12 @@ from typing import Any
 import numpy as np
 from xdsl.passes import ModulePass
 
-from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig
+from rlx.lowering import get_all_lowering_passes
+from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
+from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig, env_flag
+from rlx.transforms import get_all_passes
+from rlx.transforms.dispatch_report import count_kinds, dispatch_report
+from rlx.transforms.fusion_report import analyze_fusion
 
 Opts = CompileOptions
 PassFactory = Callable[[], type[ModulePass]]
@@ -214,9 +219,6 @@ def pass_registry() -> dict[str, PassFactory]:
     """Upstream xDSL passes overridden by rlx transforms and lowerings (as rlx-opt does)."""
     from xdsl.transforms import get_all_passes as upstream
 
-    from rlx.lowering import get_all_lowering_passes
-    from rlx.transforms import get_all_passes
-
     reg = dict(upstream())
     reg.update(get_all_passes())
     reg.update(get_all_lowering_passes())
@@ -225,7 +227,6 @@ def pass_registry() -> dict[str, PassFactory]:
 
 def llvm_pipeline() -> tuple[ModulePass, ...]:
     """LOOPS_TO_LLVM: the memref-level ABI module -> llvm dialect."""
-    from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
 
     return tuple(LOOPS_TO_LLVM)
 
@@ -314,11 +315,6 @@ def build_plan(
     return plan
 
 
-def format_report(report: list[FieldStatus]) -> str:
-    """One line per field, as printed by `CompiledGraph.pipeline_report()`."""
-    return "\n".join(r.line() for r in report)
-
-
 class ReportProbe:
     """Cheap snapshots of the graph phase for `CompiledGraph.dispatch_report()` /
     `fusion_report()`: op-kind counts before `kernel-dispatch` and after `legalize`
@@ -336,7 +332,6 @@ class ReportProbe:
 
     def before(self, stage: str, module: Any) -> None:
         """Call before running the pass of `stage` on `module`."""
-        from rlx.transforms.dispatch_report import count_kinds
 
         i = self._order.index(stage)
         if i >= self._kd and "before" not in self.counts:
@@ -350,14 +345,11 @@ class ReportProbe:
         """Call after the pass of `stage` ran."""
         self.ran.add(stage)
         if stage == "fusion" and self._fusion_before is not None:
-            from rlx.transforms.fusion_report import analyze_fusion
-
             self.texts["fusion"] = analyze_fusion(self._fusion_before, module).format()
             self._fusion_before = None
 
     def finish(self, module: Any) -> dict[str, str]:
         """Report texts ("dispatch", "fusion") at the end of the graph phase."""
-        from rlx.transforms.dispatch_report import count_kinds, dispatch_report
 
         before = self.counts.get("before") or count_kinds(module)
         after = self.counts.get("after") or count_kinds(module)
@@ -378,8 +370,6 @@ def print_reports(reports: dict[str, str], opts: CompileOptions, built: bool) ->
     """Dispatch/fusion reports on stderr when asked (verbose, RLX_*_REPORT), unless the
     pass itself already printed it during this compile."""
     import sys
-
-    from rlx.runtime.options import env_flag
 
     ran = set(reports.get("ran", "").split(","))
     dispatch_env = env_flag("RLX_DISPATCH_REPORT") or env_flag("RLX_VERBOSE")

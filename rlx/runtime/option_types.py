@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
+from rlx.dialects.rlx import OPS_BY_NAME
 from rlx.formats.lowp import parse_format, parse_layout
+from rlx.transforms import dispatch_config
+from rlx.transforms import precision as precision_pass
+from rlx.transforms import rng as rng_pass
+from rlx.transforms.fusion import fusion as fusion_pass
 
-PRECISIONS = ("f32", "f16", "bf16")
+PRECISIONS = precision_pass.PRECISIONS
 _PRECISION_ALIASES = {
     "float32": "f32",
     "float": "f32",
@@ -23,23 +28,17 @@ _PRECISION_ALIASES = {
     "half": "f16",
     "bfloat16": "bf16",
 }
-POLICIES = ("always-f32", "always-f16", "auto-mixed", "auto-mixed-conservative", "auto-mixed-bf16")
-POLICY_CLASSES = ("compute", "reduction", "elementwise", "data_movement")
-RNG_BACKENDS = ("philox", "zero")
-FUSION_TARGETS = ("cpu", "none")
-DISPATCH_POLICIES = ("prefer-native", "common", "native")
+POLICIES = tuple(precision_pass.POLICIES)
+"""Precision policies: those the `precision-policy` pass declares."""
+POLICY_CLASSES = tuple(c.replace("-", "_") for c in precision_pass.CLASSES)
+RNG_BACKENDS = rng_pass.RNG_BACKENDS
+FUSION_TARGETS = fusion_pass.TARGETS
+DISPATCH_POLICIES = dispatch_config.POLICIES
 _DISPATCH_ALIASES = {
     "prefer-native": "prefer-native", "prefer_native": "prefer-native", "prefernative": "prefer-native",
     "common": "common", "force_common": "common", "force-common": "common", "forcecommon": "common",
     "native": "native", "force_native": "native", "force-native": "native", "forcenative": "native",
 }  # fmt: skip
-_FALSY = ("", "0", "false", "off", "no")
-
-
-def env_flag(name: str) -> bool:
-    """RLX flag semantics: set and not one of empty/0/false/off/no (case-insensitive)."""
-    v = os.environ.get(name)
-    return v is not None and v.strip().lower() not in _FALSY
 
 
 def _bad(field_name: str, value: Any, accepted: str) -> ValueError:
@@ -76,31 +75,11 @@ class RngOptions:
             raise _bad("rng.backend", self.backend, ", ".join(RNG_BACKENDS))
 
 
-@dataclass(frozen=True)
-class FusionOptions:
-    """Fusion pattern toggles (the `fusion` pass's options) and elementwise-region limits.
-
-    `skip_fusion` disables every pattern (RLX's name; the pass sees target "none");
-    `max_steps` / `max_inputs` bound elementwise regions, 0 = unbounded (the CPU value);
-    `report` prints the fusion report to stderr.
-    """
-
-    skip_fusion: bool = False
-    matmul_bias_act: bool = True
-    residual_layer_norm: bool = True
-    residual_rms_norm: bool = True
-    rms_norm_reshape: bool = True
-    swiglu_dual_matmul: bool = True
-    shared_input_matmul: bool = True
-    swiglu: bool = True
-    attention: bool = True
-    elementwise_region: bool = True
-    max_steps: int = 0
-    max_inputs: int = 0
-    report: bool = False
+class _FusionOptionsBase:
+    """Validation and construction shared by the generated `FusionOptions`."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)
             if f.name.startswith("max_"):
                 if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -109,16 +88,38 @@ class FusionOptions:
                 _bool(f"fusion_opts.{f.name}", v)
 
     @classmethod
-    def from_value(cls, v: FusionOptions | Mapping[str, Any]) -> FusionOptions:
-        if isinstance(v, FusionOptions):
+    def from_value(cls, v: Any) -> Any:
+        if isinstance(v, cls):
             return v
         if not isinstance(v, Mapping):
             raise _bad("fusion_opts", v, "a FusionOptions or a dict of its fields")
-        known = [f.name for f in fields(cls)]
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
         unknown = [k for k in v if k not in known]
         if unknown:
             raise _bad("fusion_opts", unknown[0], ", ".join(known))
         return cls(**v)
+
+
+_NOT_FUSION_OPTIONS = ("target", "assert_clean")
+"""`fusion` pass options that `CompileOptions` sets through its own fields
+(`fusion_target`, `assert_fusion_clean`)."""
+
+FusionOptions = make_dataclass(
+    "FusionOptions",
+    [("skip_fusion", bool, field(default=False))]
+    + [
+        (f.name, f.type, field(default=f.default))
+        for f in fields(fusion_pass.FusionPass)
+        if f.name not in _NOT_FUSION_OPTIONS
+    ],
+    bases=(_FusionOptionsBase,),
+    frozen=True,
+)
+FusionOptions.__module__ = __name__
+FusionOptions.__doc__ = """Fusion pattern toggles and elementwise-region limits: the `fusion` pass's
+options (one bool per pattern, `max_steps`, `max_inputs`, `report`; generated from the pass's
+declaration, so they cannot drift), plus `skip_fusion`, RLX's switch that disables every
+pattern (the pass then sees target "none")."""
 
 
 @dataclass(frozen=True)
@@ -209,8 +210,6 @@ def _check_policy(v: Any) -> Any:
     if v is None or (isinstance(v, str) and v in POLICIES):
         return v
     if isinstance(v, Mapping) and v:
-        from rlx.dialects.rlx import OPS_BY_NAME
-
         for k, p in v.items():
             op = isinstance(k, str) and f"rlx.{k.removeprefix('rlx.')}" in OPS_BY_NAME
             if not (op or k in POLICY_CLASSES) or p not in PRECISIONS:
@@ -313,7 +312,6 @@ _PLAIN = ("dce", "constant_folding", "verbose")
 def _supported(ops: Iterable[str]) -> tuple[str, ...]:
     """Op kinds (`matmul` or `rlx.matmul`) checked against the dialect; stored without `rlx.`."""
     names = _names("supported_ops", ops)
-    from rlx.dialects.rlx import OPS_BY_NAME
 
     out = []
     for n in names:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlx.env import env_flag
 from rlx.runtime.option_types import (
     _CHECKS,
     _PLAIN,
@@ -42,7 +43,6 @@ from rlx.runtime.option_types import (
     KernelDispatchConfig,
     RngOptions,
     ScaledQuantConfig,
-    env_flag,
 )
 
 __all__ = [

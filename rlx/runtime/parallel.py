@@ -34,6 +34,8 @@ import sys
 import threading
 from typing import Any
 
+from rlx.runtime.llvm_host import _initialise, _target_machine
+
 ENV = "RLX_NUM_THREADS"
 
 _COMMON_IR = r"""
@@ -296,8 +298,6 @@ def register() -> str:
         if "backend" in _STATE:
             return str(_STATE["backend"])
         import llvmlite.binding as llvm
-
-        from rlx.runtime.jit import _initialise, _target_machine
 
         _initialise()
         threads = _threads_from_env()

@@ -18,6 +18,7 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.dialects.rlx.base import shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dtypes import numpy_dtype, to_dense_attr, type_name
+from rlx.weights import PackedWeight, load
 
 
 def bind_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[str]:
@@ -26,7 +27,6 @@ def bind_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[
     Shapes must match exactly; floats are converted to the param's float type, integers must
     match the param's type. Errors name the param.
     """
-    from rlx.weights import PackedWeight
 
     bound: list[str] = []
     for op in list(module.walk()):
@@ -69,7 +69,6 @@ class BindParams(ModulePass):
     """The weight file; params not in it stay params."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        from rlx.weights import load
 
         if not self.path:
             raise PassFailedException(

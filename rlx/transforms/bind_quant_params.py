@@ -17,11 +17,11 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.quant import DequantMatmulOp
 from rlx.dtypes import to_dense_attr
+from rlx.weights import PackedWeight, load
 
 
 def bind_quant_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[str]:
     """Bind each param that feeds a dequant_matmul's packed operand; errors name the param."""
-    from rlx.weights import PackedWeight
 
     bound: list[str] = []
     for op in list(module.walk()):
@@ -63,7 +63,6 @@ class BindQuantParams(ModulePass):
     """The .gguf file holding Q8_0 / TQ2_0 tensors named like the params."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        from rlx.weights import load
 
         if not self.path:
             raise PassFailedException(

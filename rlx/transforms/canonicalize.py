@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from rlx.dialects.rlx.base import DYN, is_int, shape_of
+from rlx.dialects.rlx.base import DYN, ints_attr, is_int, shape_of
 from rlx.dialects.rlx.elementwise import (
     AddOp,
     CastOp,
@@ -36,15 +36,15 @@ from rlx.dialects.rlx.elementwise import (
 )
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
+from rlx.interpreter import to_numpy
 from rlx.transforms.dce import RemoveDeadOp
-from rlx.transforms.decompositions import dense
+from rlx.transforms.expansion import dense
 
 
 def const_value(v: SSAValue) -> np.ndarray | None:
     """The array of an `rlx.constant` result, else None."""
     if not isinstance(v.owner, ConstantOp):
         return None
-    from rlx.interpreter import to_numpy
 
     return to_numpy(v.owner.value)
 
@@ -134,7 +134,6 @@ class SimplifyTranspose(RewritePattern):
         if composed == sorted(composed):
             rewriter.replace(op, [], [inner.x])
             return
-        from rlx.dialects.rlx.base import ints_attr
 
         new = TransposeOp.create(
             operands=[inner.x],

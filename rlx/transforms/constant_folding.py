@@ -21,9 +21,11 @@ from xdsl.pattern_rewriter import (
 from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.dialects.rlx.control import YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
+from rlx.interpreter import InterpreterError, eval_op, to_numpy
+from rlx.interpreter.formula import evaluate
 from rlx.transforms.canonicalize import simplify_patterns
 from rlx.transforms.dce import RemoveDeadOp
-from rlx.transforms.decompositions import dense
+from rlx.transforms.expansion import dense
 
 
 def foldable(op: Operation, max_elements: int) -> bool:
@@ -43,18 +45,18 @@ def foldable(op: Operation, max_elements: int) -> bool:
 
 @dataclass
 class FoldConstantOp(RewritePattern):
-    """Replace an op on constants by the constants of its reference-evaluated results."""
+    """Replace an op on constants by the constants of its evaluated results."""
 
     max_elements: int
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not foldable(op, self.max_elements):
             return
-        from rlx.interpreter import InterpreterError, eval_op, to_numpy
-
         args = [to_numpy(o.owner.value) for o in op.operands]  # type: ignore[union-attr]
         try:
-            outs = eval_op(op, args)
+            # Elementwise ops fold by their formula (the one the compiled code runs),
+            # everything else by the reference interpreter.
+            outs = [evaluate(op, args)] if hasattr(op, "formula") else eval_op(op, args)
         except (InterpreterError, ValueError, ArithmeticError):
             return  # the op would fail at run time too: leave it there
         new = [

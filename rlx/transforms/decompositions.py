@@ -18,158 +18,46 @@ Fused kernels expand one level (e.g. `fused_residual_layer_norm` -> `add` +
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType, i1
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import i1
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
-from rlx.dialects.rlx.base import (
-    DYN,
-    shape_of,
-    tensor,
-    to_attr,
+from rlx.dialects.rlx.base import DYN, shape_of
+from rlx.dialects.rlx.compute import AttentionOp, LayerNormOp, RmsNormOp, RopeOp, SoftmaxOp
+from rlx.dialects.rlx.elementwise import GeluOp, GeluTanhOp, ReluOp, RsqrtOp, SigmoidOp, SiluOp
+from rlx.dialects.rlx.fused import (
+    FusedMatmulBiasActOp,
+    FusedResidualLayerNormOp,
+    FusedResidualRmsNormOp,
+    FusedSwigluOp,
 )
-from rlx.dialects.rlx.leaves import ConstantOp
-from rlx.dtypes import numpy_dtype
+from rlx.dialects.rlx.quant import DequantMatmulOp, ScaledMatmulOp
+from rlx.transforms.expansion import Expansion, TensorScalar, _elem, static_shape
+from rlx.transforms.quant_decompositions import dequant_matmul, scaled_matmul
 
-# ----------------------------------------------------------------------------- helpers
+# ----------------------------------------------------------------------------- kinds
 
 
-def kind_of(op: Operation) -> str:
+def kind_of(op: Operation | type[Operation]) -> str:
     """The op kind used by dispatch and legalization: the op name without `rlx.`."""
     return op.name.removeprefix("rlx.")
-
-
-def dense(value: object, t: TensorType) -> DenseIntOrFPElementsAttr:
-    """A dense attribute of exactly type `t` holding `value` (one element = a splat)."""
-    dt = numpy_dtype(t.element_type)
-    from rlx.interpreter.ops._core import convert
-
-    a = np.ascontiguousarray(convert(np.asarray(value), dt))
-    if a.dtype == np.bool_:
-        raw = np.where(a, np.uint8(0xFF), np.uint8(0)).tobytes()
-    elif a.dtype.kind in "iuf":
-        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
-    else:
-        raw = a.tobytes()
-    return DenseIntOrFPElementsAttr(t, BytesAttr(raw))
-
-
-def static_shape(v: SSAValue) -> tuple[int, ...] | None:
-    s = shape_of(v.type)
-    return None if DYN in s else s
-
-
-@dataclass
-class Expansion:
-    """Builds replacement ops in order; `value` (set by the decomposition) replaces the op."""
-
-    ops: list[Operation] = field(default_factory=list[Operation])
-
-    def emit(
-        self, name: str, *operands: SSAValue, result_type: Attribute | None = None, **attrs: object
-    ) -> SSAValue:
-        """Append `rlx.<name>` with inferred result type (ops whose type carries meaning
-        take `result_type`)."""
-        cls = OPS_BY_NAME[f"rlx.{name}"]
-        attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
-        given = None if result_type is None else [result_type]
-        types = cls.infer_from([o.type for o in operands], attributes, given)  # type: ignore[arg-type]
-        op = cls.create(operands=list(operands), result_types=types, attributes=attributes)
-        self.ops.append(op)
-        return op.results[0]
-
-    def const(self, value: object, elem: Attribute, shape: Sequence[int] = ()) -> SSAValue:
-        """A constant of element type `elem` (a rank-0 scalar by default)."""
-        op = ConstantOp(dense(value, tensor(shape, elem)))
-        self.ops.append(op)
-        return op.result
-
-    # shorthands for the primitive vocabulary
-    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit("add", a, b)
-
-    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit("sub", a, b)
-
-    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit("mul", a, b)
-
-    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit("div", a, b)
-
-    def reduce(self, x: SSAValue, kind: str, axis: int = -1) -> SSAValue:
-        return self.emit("reduce", x, kind=kind, axes=[axis], keepdims=True)
-
-    def slice_last(self, x: SSAValue, start: int, stop: int) -> SSAValue:
-        s = shape_of(x.type)
-        starts = [0] * (len(s) - 1) + [start]
-        return self.emit("slice", x, starts=starts, limits=[*s[:-1], stop], strides=[1] * len(s))
 
 
 Decomposition = Callable[[Operation], "tuple[list[Operation], SSAValue] | None"]
 
 
-def _elem(v: SSAValue) -> Attribute:
-    assert isinstance(v.type, TensorType)
-    return v.type.element_type
-
-
 # ----------------------------------------------------------------------------- activations
 
 
-def sigmoid_of(e: Expansion, x: SSAValue) -> SSAValue:
-    """1 / (1 + exp(-x))."""
-    one = e.const(1.0, _elem(x))
-    return e.div(one, e.add(one, e.emit("exp", e.emit("neg", x))))
-
-
-def _sigmoid(op: Operation) -> tuple[list[Operation], SSAValue]:
+def _formula(op: Operation) -> tuple[list[Operation], SSAValue]:
+    """An elementwise op as its formula over whole tensors (gelu, silu, relu, rsqrt, ...)."""
     e = Expansion()
-    return e.ops, sigmoid_of(e, op.operands[0])
-
-
-def _silu(op: Operation) -> tuple[list[Operation], SSAValue]:
-    e = Expansion()
-    x = op.operands[0]
-    return e.ops, e.mul(x, sigmoid_of(e, x))
-
-
-def _gelu(op: Operation) -> tuple[list[Operation], SSAValue]:
-    """0.5·x·(1 + erf(x / √2))."""
-    e = Expansion()
-    x = op.operands[0]
-    t = _elem(x)
-    inner = e.emit("erf", e.div(x, e.const(math.sqrt(2.0), t)))
-    return e.ops, e.mul(e.mul(e.const(0.5, t), x), e.add(e.const(1.0, t), inner))
-
-
-def _gelu_tanh(op: Operation) -> tuple[list[Operation], SSAValue]:
-    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
-    e = Expansion()
-    x = op.operands[0]
-    t = _elem(x)
-    cube = e.mul(e.mul(e.mul(e.const(0.044715, t), x), x), x)
-    inner = e.emit("tanh", e.mul(e.const(math.sqrt(2.0 / math.pi), t), e.add(x, cube)))
-    return e.ops, e.mul(e.mul(e.const(0.5, t), x), e.add(e.const(1.0, t), inner))
-
-
-def _relu(op: Operation) -> tuple[list[Operation], SSAValue]:
-    e = Expansion()
-    x = op.operands[0]
-    return e.ops, e.emit("max", x, e.const(0, _elem(x)))
-
-
-def _rsqrt(op: Operation) -> tuple[list[Operation], SSAValue]:
-    e = Expansion()
-    x = op.operands[0]
-    return e.ops, e.div(e.const(1.0, _elem(x)), e.emit("sqrt", x))
+    return e.ops, op.formula(TensorScalar(e), *op.operands)  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -321,44 +209,38 @@ def _fused_residual_rms_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
     return e.ops, e.emit("rms_norm", e.add(x, r), *rest, epsilon=_eps(op))
 
 
-# ----------------------------------------------------------------------------- quantized matmuls
-
-
-def _scaled_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
-    from rlx.transforms.quant_decompositions import scaled_matmul
-
-    return scaled_matmul(op)
-
-
-def _dequant_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
-    from rlx.transforms.quant_decompositions import dequant_matmul
-
-    return dequant_matmul(op)
-
-
 # ----------------------------------------------------------------------------- registries
 
-LOGICAL_KERNELS: dict[str, Decomposition] = {
-    "softmax": _softmax,
-    "layer_norm": _layer_norm,
-    "rms_norm": _rms_norm,
-    "attention": _attention,
-    "rope": _rope,
-    "gelu": _gelu,
-    "gelu_tanh": _gelu_tanh,
-    "silu": _silu,
-    "sigmoid": _sigmoid,
-    "fused_matmul_bias_act": _fused_matmul_bias_act,
-    "fused_swiglu": _fused_swiglu,
-    "fused_residual_layer_norm": _fused_residual_layer_norm,
-    "fused_residual_rms_norm": _fused_residual_rms_norm,
-    "scaled_matmul": _scaled_matmul,
-    "dequant_matmul": _dequant_matmul,
-}
-"""Logical kernels: native op or common-IR decomposition, chosen by `DispatchConfig`."""
+DecompositionTable = dict[type[Operation], Decomposition]
 
-LOWERINGS: dict[str, Decomposition] = {"relu": _relu, "rsqrt": _rsqrt}
-"""Rewrites of primitive-ish kinds used by `legalize` only."""
+LOGICAL: DecompositionTable = {
+    SoftmaxOp: _softmax,
+    LayerNormOp: _layer_norm,
+    RmsNormOp: _rms_norm,
+    AttentionOp: _attention,
+    RopeOp: _rope,
+    GeluOp: _formula,
+    GeluTanhOp: _formula,
+    SiluOp: _formula,
+    SigmoidOp: _formula,
+    FusedMatmulBiasActOp: _fused_matmul_bias_act,
+    FusedSwigluOp: _fused_swiglu,
+    FusedResidualLayerNormOp: _fused_residual_layer_norm,
+    FusedResidualRmsNormOp: _fused_residual_rms_norm,
+    ScaledMatmulOp: scaled_matmul,
+    DequantMatmulOp: dequant_matmul,
+}
+"""Logical kernels (op class -> decomposition): native op or common-IR decomposition,
+chosen by `DispatchConfig`."""
+
+PRIMITIVE: DecompositionTable = {ReluOp: _formula, RsqrtOp: _formula}
+"""Rewrites of primitive-ish ops used by `legalize` only."""
+
+LOGICAL_KERNELS: dict[str, Decomposition] = {kind_of(c): f for c, f in LOGICAL.items()}
+"""`LOGICAL` by kind name (the names `supported-ops` / `force-native` take)."""
+
+LOWERINGS: dict[str, Decomposition] = {kind_of(c): f for c, f in PRIMITIVE.items()}
+"""`PRIMITIVE` by kind name."""
 
 ALWAYS_LEGAL = frozenset({"param", "constant", "yield"})
 """Kinds every backend materializes itself (leaves and the region terminator)."""
@@ -368,10 +250,10 @@ ALL_KINDS = tuple(sorted(n.removeprefix("rlx.") for n in OPS_BY_NAME))
 
 
 def decompose(
-    op: Operation, table: dict[str, Decomposition] = LOGICAL_KERNELS
+    op: Operation, table: DecompositionTable = LOGICAL
 ) -> tuple[list[Operation], SSAValue] | None:
-    """The expansion of `op` from `table`, or None when its kind has none / it cannot."""
-    fn = table.get(kind_of(op)) if op.name.startswith("rlx.") else None
+    """The expansion of `op` from `table`, or None when its class has none / it cannot."""
+    fn = table.get(type(op))
     if fn is None:
         return None
     try:
@@ -381,7 +263,7 @@ def decompose(
 
 
 def rewrite_with_decomposition(
-    op: Operation, table: dict[str, Decomposition], rewriter: PatternRewriter
+    op: Operation, table: DecompositionTable, rewriter: PatternRewriter
 ) -> bool:
     """Replace `op` by its expansion from `table` (new ops keep its location); False if none."""
     expansion = decompose(op, table)

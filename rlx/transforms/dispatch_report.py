@@ -15,7 +15,6 @@ the rewrite), `native`. Leaves (`param`, `constant`) and `yield` are not listed.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -23,8 +22,9 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
+from rlx.env import env_flag
 from rlx.transforms.decompositions import ALWAYS_LEGAL, LOGICAL_KERNELS, kind_of
-from rlx.transforms.kernel_dispatch import DispatchConfig
+from rlx.transforms.dispatch_config import DispatchConfig
 
 PATHS = ("native", "common-ir", "rewritten", "unsupported")
 
@@ -148,12 +148,6 @@ def dispatch_report(
     return DispatchReport(
         policy, tuple(sorted(claimed)), tuple(summaries), still, backend, tuple(sorted(common))
     )
-
-
-def env_flag(name: str) -> bool:
-    """RLX env flag: truthy unless unset, empty, or 0/false/off/no (case-insensitive)."""
-    v = os.environ.get(name)
-    return v is not None and v.strip().lower() not in ("", "0", "false", "off", "no")
 
 
 def report_requested() -> bool:

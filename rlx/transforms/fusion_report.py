@@ -22,6 +22,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import PassFailedException
 
+from rlx.diagnostics import OpError, loc_from_attr
 from rlx.dialects.rlx.base import shape_of
 from rlx.dialects.rlx.compute import MatmulOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
@@ -29,6 +30,8 @@ from rlx.dialects.rlx.elementwise import AddOp, MulOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.shape import ConcatOp, SliceOp
 from rlx.transforms.fusion.matmul_bias_act import FUSABLE_ACTIVATIONS
+from rlx.transforms.fusion.shared_input_matmul import shared_group
+from rlx.transforms.fusion.swiglu import dual_matmuls
 
 FUSED_KINDS = (
     "fused_matmul_bias_act",
@@ -121,12 +124,7 @@ class FusionReport:
         msg = f"fusion contract violated: {len(self.missed)} missed patterns\n{self.format()}"
         op = next((m.op for m in self.missed if m.op is not None), None)
         if op is not None:
-            try:
-                from rlx.diagnostics import OpError
-            except ImportError:
-                pass
-            else:
-                return OpError(op, msg)
+            return OpError(op, msg)
         return PassFailedException(msg)
 
 
@@ -169,8 +167,6 @@ class _Scanner:
 
     def where(self, op: Operation) -> str:
         try:
-            from rlx.diagnostics import loc_from_attr
-
             loc = loc_from_attr(op.location)
         except ImportError:
             loc = None
@@ -204,7 +200,6 @@ class _Scanner:
         return self.missed
 
     def swiglu(self, mul: MulOp) -> None:
-        from rlx.transforms.fusion.swiglu import dual_matmuls
 
         found = dual_matmuls(mul)
         if found is None or found[1].a is found[2].a:
@@ -223,7 +218,6 @@ class _Scanner:
                 return
 
     def shared(self, ops: list[Operation]) -> None:
-        from rlx.transforms.fusion.shared_input_matmul import shared_group
 
         done: set[int] = set()
         for op in ops:

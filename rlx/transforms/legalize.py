@@ -17,18 +17,21 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from rlx.diagnostics import OpError
 from rlx.dialects.rlx.base import shape_of, tensor
+from rlx.dialects.rlx.control import ElementwiseRegionOp
+from rlx.transforms import dispatch_report as dr
 from rlx.transforms.decompositions import (
     ALL_KINDS,
     ALWAYS_LEGAL,
-    LOGICAL_KERNELS,
-    LOWERINGS,
-    Decomposition,
-    Expansion,
+    LOGICAL,
+    PRIMITIVE,
+    DecompositionTable,
     kind_of,
     rewrite_with_decomposition,
 )
-from rlx.transforms.kernel_dispatch import parse_kinds
+from rlx.transforms.dispatch_config import parse_kinds
+from rlx.transforms.expansion import Expansion
 
 MAX_ROUNDS = 16
 
@@ -101,12 +104,12 @@ def _elementwise_region(op: Operation) -> tuple[list[Operation], SSAValue] | Non
     return None
 
 
-LEGALIZE_REWRITES: dict[str, Decomposition] = {
-    **LOGICAL_KERNELS,
-    **LOWERINGS,
-    "elementwise_region": _elementwise_region,
+LEGALIZE_REWRITES: DecompositionTable = {
+    **LOGICAL,
+    **PRIMITIVE,
+    ElementwiseRegionOp: _elementwise_region,
 }
-"""Every rewrite `legalize` may apply to an unclaimed kind."""
+"""Every rewrite `legalize` may apply to an unclaimed op (by class)."""
 
 
 def is_legal(op: Operation, supported: frozenset[str]) -> bool:
@@ -162,8 +165,6 @@ class LegalizePass(ModulePass):
     supported_ops: tuple[str, ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from rlx.diagnostics import OpError
-        from rlx.transforms import dispatch_report as dr
 
         supported = parse_kinds(self.supported_ops, ALL_KINDS, "op kind in supported-ops")
         if not supported:

@@ -27,34 +27,23 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from rlx.dialects.rlx import OPS_BY_NAME
 from rlx.dialects.rlx.base import RlxOp, is_float, shape_of, tensor
 from rlx.dialects.rlx.control import ElementwiseRegionOp
-from rlx.dialects.rlx.elementwise import BINARY_OPS, UNARY_OPS, CastOp
+from rlx.dialects.rlx.elementwise import CastOp
+from rlx.dialects.rlx.traits import (
+    COMPUTE,
+    DATA_MOVEMENT,
+    ELEMENTWISE,
+    REDUCTION,
+    precision_class,
+)
 from rlx.dtypes import element_type, type_name
 
-COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT, BOUNDARY, PINNED = (
-    "compute", "reduction", "elementwise", "data-movement", "boundary", "pinned",
-)  # fmt: skip
 CLASSES = (COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT)
-"""The op classes a policy assigns a type to (boundary and pinned ops are never retyped)."""
+"""The op classes a policy assigns a type to (boundary and pinned ops are never retyped);
+each op declares its class with the `PrecisionClass` trait (rlx.dialects.rlx.traits)."""
 
-_OPS_OF_CLASS: dict[str, tuple[str, ...]] = {
-    COMPUTE: ("matmul", "conv2d", "attention", "fused_matmul_bias_act", "fused_swiglu"),
-    REDUCTION: (
-        "layer_norm", "rms_norm", "softmax", "reduce", "cumsum",
-        "fused_residual_layer_norm", "fused_residual_rms_norm",
-    ),
-    ELEMENTWISE: (
-        *(op.name[4:] for op in (*UNARY_OPS, *BINARY_OPS)),
-        "compare", "where", "elementwise_region", "quantize", "dequantize", "fake_quantize",
-    ),
-    DATA_MOVEMENT: (
-        "reshape", "transpose", "slice", "concat", "broadcast_to", "gather", "rope", "pool2d",
-        "cast",
-    ),
-    BOUNDARY: ("param", "constant", "rng_uniform", "rng_normal"),
-    PINNED: ("scaled_quant_scale", "scaled_quantize", "scaled_matmul", "dequant_matmul", "scan"),
-}  # fmt: skip
-OP_CLASS: dict[str, str] = {f"rlx.{n}": c for c, ops in _OPS_OF_CLASS.items() for n in ops}
-"""rlx op name -> precision class; anything else (func.call, yield, ...) is pinned."""
+OP_CLASS: dict[str, str] = {name: precision_class(cls) for name, cls in OPS_BY_NAME.items()}
+"""rlx op name -> precision class, read from the ops' `PrecisionClass` traits (a view for
+reports and tests; the pass asks each op)."""
 
 PRECISIONS = ("f32", "f16", "bf16")
 _H, _B, _F = "f16", "bf16", "f32"
@@ -99,7 +88,8 @@ def parse_custom(text: str) -> dict[str, str]:
             )
         key = "data-movement" if key == "data_movement" else key
         name = key if key in CLASSES else f"rlx.{key.removeprefix('rlx.').replace('-', '_')}"
-        if name not in CLASSES and OP_CLASS.get(name) not in CLASSES:
+        op_cls = OPS_BY_NAME.get(name)
+        if name not in CLASSES and (op_cls is None or precision_class(op_cls) not in CLASSES):
             raise PassFailedException(
                 f"custom precision: '{key}' is not a retypable rlx op or an op class "
                 f"({', '.join(CLASSES)})"
@@ -136,7 +126,7 @@ def policy_targets(precision: str, policy: str, custom: str) -> TargetFn | None:
         return None
 
     def target(op: Operation) -> Attribute | None:
-        cls = OP_CLASS.get(op.name, PINNED)
+        cls = precision_class(op)
         if cls not in CLASSES:
             return None
         return element_type(table.get(op.name, table.get(cls, "f32")))
@@ -351,6 +341,3 @@ class PrecisionPolicy(ModulePass):
                 f"precision-policy needs a policy name, one of {_POLICY_NAMES}"
             )
         apply_precision(op, "f32", self.policy, self.custom)
-
-
-assert set(OP_CLASS) <= set(OPS_BY_NAME), set(OP_CLASS) - set(OPS_BY_NAME)

@@ -13,8 +13,9 @@ import numpy as np
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import DYN, shape_of
-from rlx.transforms.decompositions import Expansion
+from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.formats import lowp
+from rlx.transforms.expansion import Expansion
 
 
 def _table(e: Expansion, values: np.ndarray) -> SSAValue:
@@ -27,7 +28,6 @@ def _table(e: Expansion, values: np.ndarray) -> SSAValue:
 def scaled_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     """Decode codes and block scales with `gather` lookup tables, then the reference's
     blockwise TN product: acc += (sa[:, blk] · sb[:, blk]ᵀ) · (a_blk @ b_blkᵀ), in f32."""
-    from rlx.formats import lowp
 
     a, b, sa, sb, *bias = op.operands
     lay = lowp.parse_layout(op.scale_layout or "per_tensor")
@@ -117,12 +117,10 @@ def dequant_matmul(op: Operation) -> tuple[list[Operation], SSAValue] | None:
 
 
 def _ui8_type(v: SSAValue, shape: tuple[int, ...]) -> object:
-    from rlx.dialects.rlx.base import tensor
 
     return tensor(shape, v.type.element_type)  # type: ignore[attr-defined]
 
 
 def _f32_type(shape: tuple[int, ...]) -> object:
-    from rlx.dialects.rlx.base import tensor
 
     return tensor(shape, f32)

@@ -11,7 +11,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from rlx.dialects.rlx.base import DYN, RlxOp, shape_of, tensor
+from rlx.dialects.rlx.base import DYN, RlxOp, broadcast_shapes, shape_of, tensor
 from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
 
 
@@ -65,8 +65,6 @@ def reinfer_function(f: func.FuncOp) -> None:
 
 def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
     if isinstance(op, ElementwiseRegionOp):
-        from rlx.dialects.rlx.base import broadcast_shapes
-
         shape = broadcast_shapes(*(shape_of(o.type) for o in op.inputs))
         new = tensor(shape, op.result.type.element_type)  # type: ignore[union-attr]
         if new != op.result.type:

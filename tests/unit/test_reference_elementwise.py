@@ -61,6 +61,8 @@ UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "floor": (np.floor, "any"),
     "ceil": (np.ceil, "any"),
     "round": (np.round, "half"),
+    # positive x: the gate x/6 + 1/2 has no cancellation (near x = -3 it does)
+    "hard_swish": (lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0), "pos"),
 }
 
 

@@ -42,6 +42,7 @@ OP_CLASSES: dict[str, str] = {
     "rlx.floor": "elementwise:FloorOp",
     "rlx.ceil": "elementwise:CeilOp",
     "rlx.round": "elementwise:RoundOp",
+    "rlx.hard_swish": "elementwise:HardSwishOp",
     "rlx.add": "elementwise:AddOp",
     "rlx.sub": "elementwise:SubOp",
     "rlx.mul": "elementwise:MulOp",

@@ -25,6 +25,7 @@ from rlx.dialects.rlx.base import (
     tensor,
 )
 from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def, float_def, int_def, ints_def
+from rlx.dialects.rlx.traits import Compute, DataMovement, Reduction
 
 Types = Sequence[TensorType]
 Attrs = AttrValues
@@ -53,7 +54,7 @@ class MatmulOp(RlxOp):
     a = operand_def(TensorType)
     b = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Compute)
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -72,7 +73,7 @@ class ReduceOp(RlxOp):
     name = "rlx.reduce"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     kind = enum_def(REDUCE_KINDS, doc="The reduction.")
     axes = ints_def(None, doc="The reduced axes (all when absent).")
     keepdims = bool_def(False, doc="Keep the reduced axes as size 1.")
@@ -101,7 +102,7 @@ class SoftmaxOp(RlxOp):
     name = "rlx.softmax"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     axis = int_def(-1, doc="The normalized axis.")
 
     @classmethod
@@ -122,7 +123,7 @@ class CumsumOp(RlxOp):
     name = "rlx.cumsum"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     axis = int_def(-1, doc="The summed axis.")
     exclusive = bool_def(False, doc="Exclude the current element from its sum.")
 
@@ -176,7 +177,7 @@ class LayerNormOp(RlxOp):
     gamma = operand_def(TensorType)
     beta = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     epsilon = epsilon_def()
 
     @classmethod
@@ -195,7 +196,7 @@ class RmsNormOp(RlxOp):
     gamma = operand_def(TensorType)
     beta = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     epsilon = epsilon_def()
 
     @classmethod
@@ -218,7 +219,7 @@ class AttentionOp(RlxOp):
     v = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Compute)
     scale = float_def(None, doc="Score scale; absent: 1/sqrt(head_dim) (see `score_scale`).")
     mask_kind = enum_def(MASK_KINDS, "none", doc='"bias" iff a bias operand is given.')
     window = int_def(None, doc='Keys per query behind it, for mask_kind = "sliding_window".')
@@ -279,7 +280,7 @@ class RopeOp(RlxOp):
     cos = operand_def(TensorType)
     sin = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     n_rot = int_def(None, doc="Rotated dims (absent: all of the last dim; see `rotated_dims`).")
 
     def rotated_dims(self) -> int:
@@ -348,7 +349,7 @@ class Conv2dOp(RlxOp):
     w = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Compute)
     strides = ints_def(None, doc="[h, w] steps (default [1, 1]).")
     padding = ints_def((0, 0, 0, 0), doc="[top, left, bottom, right] zero padding.")
     dilations = ints_def((1, 1), doc="[h, w] kernel dilations.")
@@ -396,7 +397,7 @@ class Pool2dOp(RlxOp):
     name = "rlx.pool2d"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     kind = enum_def(POOL_KINDS, doc="max or avg.")
     kernel = ints_def(doc="[h, w] window.")
     strides = ints_def(None, doc="[h, w] steps (default: the kernel).")

@@ -32,6 +32,7 @@ from rlx.dialects.rlx.base import (
     types_compatible,
 )
 from rlx.dialects.rlx.fields import AttrValues, int_def
+from rlx.dialects.rlx.traits import Elementwise, Pinned
 
 Types = Sequence[TensorType]
 Attrs = AttrValues
@@ -48,7 +49,7 @@ class ScanOp(RlxOp):
     xs = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect())
+    traits = traits_def(RecursiveMemoryEffect(), Pinned)
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     ASSEMBLY_FORMAT: ClassVar[str | None] = (
         "`(` $inits `)` `over` `(` $xs `)` attr-dict `:` `(` type($inits) `)` `,` `(` type($xs) `)`"
@@ -130,7 +131,7 @@ class ElementwiseRegionOp(RlxOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect())
+    traits = traits_def(RecursiveMemoryEffect(), Elementwise)
     ASSEMBLY_FORMAT: ClassVar[str | None] = (
         "$inputs attr-dict `:` functional-type($inputs, $result) $body"
     )
@@ -179,12 +180,17 @@ class YieldOp(RlxOp):
 
     name = "rlx.yield"
     values = var_operand_def()
-    traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, ElementwiseRegionOp))
+    traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, ElementwiseRegionOp), Pinned)
     ASSEMBLY_FORMAT: ClassVar[str | None] = "($values^ `:` type($values))? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, *values: object):
         IRDLOperation.__init__(self, operands=[list(values)])
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        """No results; the yielded types are checked by the parent op's `verify_`."""
+        return []
 
     def verify_(self) -> None:
         return

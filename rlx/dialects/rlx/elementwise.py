@@ -11,6 +11,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from rlx.dialects.rlx import formula as f
 from rlx.dialects.rlx.base import (
     RlxOp,
     broadcast_shapes,
@@ -26,6 +27,8 @@ from rlx.dialects.rlx.base import (
     types_compatible,
 )
 from rlx.dialects.rlx.fields import AttrValues, enum_def
+from rlx.dialects.rlx.formula import ScalarBuilder, V
+from rlx.dialects.rlx.traits import DataMovement, Elementwise
 
 
 class UnaryOp(RlxOp):
@@ -33,9 +36,19 @@ class UnaryOp(RlxOp):
 
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
 
     FLOAT_ONLY: ClassVar[bool] = True
+    MATH: ClassVar[str | None] = None
+    """The builder primitive of a primitive op (`ScalarBuilder.math` function or method)."""
+
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        """The op's meaning on one scalar (see `rlx.dialects.rlx.formula`)."""
+        assert cls.MATH is not None, f"{cls.name} defines no formula"
+        if cls.MATH in f.MATH_FUNCTIONS:
+            return b.math(cls.MATH, x)
+        return getattr(b, cls.MATH)(x)
 
     @classmethod
     def infer(
@@ -57,12 +70,14 @@ class UnaryOp(RlxOp):
 class NegOp(UnaryOp):
     name = "rlx.neg"
     FLOAT_ONLY: ClassVar[bool] = False
+    MATH: ClassVar[str | None] = "neg"
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
     name = "rlx.abs"
     FLOAT_ONLY: ClassVar[bool] = False
+    MATH: ClassVar[str | None] = "abs"
 
 
 @irdl_op_definition
@@ -70,45 +85,63 @@ class ReluOp(UnaryOp):
     name = "rlx.relu"
     FLOAT_ONLY: ClassVar[bool] = False
 
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.relu(b, x)
+
 
 @irdl_op_definition
 class ExpOp(UnaryOp):
     name = "rlx.exp"
+    MATH: ClassVar[str | None] = "exp"
 
 
 @irdl_op_definition
 class LogOp(UnaryOp):
     name = "rlx.log"
+    MATH: ClassVar[str | None] = "log"
 
 
 @irdl_op_definition
 class SqrtOp(UnaryOp):
     name = "rlx.sqrt"
+    MATH: ClassVar[str | None] = "sqrt"
 
 
 @irdl_op_definition
 class RsqrtOp(UnaryOp):
     name = "rlx.rsqrt"
 
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.rsqrt(b, x)
+
 
 @irdl_op_definition
 class SinOp(UnaryOp):
     name = "rlx.sin"
+    MATH: ClassVar[str | None] = "sin"
 
 
 @irdl_op_definition
 class CosOp(UnaryOp):
     name = "rlx.cos"
+    MATH: ClassVar[str | None] = "cos"
 
 
 @irdl_op_definition
 class TanhOp(UnaryOp):
     name = "rlx.tanh"
+    MATH: ClassVar[str | None] = "tanh"
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryOp):
     name = "rlx.sigmoid"
+
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.sigmoid(b, x)
 
 
 @irdl_op_definition
@@ -117,6 +150,10 @@ class GeluOp(UnaryOp):
 
     name = "rlx.gelu"
 
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.gelu(b, x)
+
 
 @irdl_op_definition
 class GeluTanhOp(UnaryOp):
@@ -124,25 +161,36 @@ class GeluTanhOp(UnaryOp):
 
     name = "rlx.gelu_tanh"
 
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.gelu_tanh(b, x)
+
 
 @irdl_op_definition
 class SiluOp(UnaryOp):
     name = "rlx.silu"
 
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        return f.silu(b, x)
+
 
 @irdl_op_definition
 class ErfOp(UnaryOp):
     name = "rlx.erf"
+    MATH: ClassVar[str | None] = "erf"
 
 
 @irdl_op_definition
 class FloorOp(UnaryOp):
     name = "rlx.floor"
+    MATH: ClassVar[str | None] = "floor"
 
 
 @irdl_op_definition
 class CeilOp(UnaryOp):
     name = "rlx.ceil"
+    MATH: ClassVar[str | None] = "ceil"
 
 
 @irdl_op_definition
@@ -150,11 +198,24 @@ class RoundOp(UnaryOp):
     """Round to nearest, ties to even."""
 
     name = "rlx.round"
+    MATH: ClassVar[str | None] = "round"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """Hard swish (ONNX HardSwish, MobileNetV3): x · min(max(x/6 + 1/2, 0), 1)."""
+
+    name = "rlx.hard_swish"
+
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
+        gate = b.add(b.mul(x, b.const(1.0 / 6.0, x)), b.const(0.5, x))
+        return b.mul(x, b.min(b.max(gate, b.const(0.0, x)), b.const(1.0, x)))
 
 
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanhOp, SigmoidOp, ReluOp,
-    GeluOp, GeluTanhOp, SiluOp, ErfOp, FloorOp, CeilOp, RoundOp,
+    GeluOp, GeluTanhOp, SiluOp, ErfOp, FloorOp, CeilOp, RoundOp, HardSwishOp,
 )  # fmt: skip
 
 
@@ -164,7 +225,15 @@ class BinaryOp(RlxOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
+
+    PRIMITIVE: ClassVar[str] = ""
+    """The `ScalarBuilder` method this op is."""
+
+    @classmethod
+    def formula(cls, b: ScalarBuilder[V], lhs: V, rhs: V) -> V:
+        """The op's meaning on scalars (see `rlx.dialects.rlx.formula`)."""
+        return getattr(b, cls.PRIMITIVE)(lhs, rhs)
 
     @classmethod
     def infer(
@@ -182,16 +251,19 @@ class BinaryOp(RlxOp):
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "rlx.add"
+    PRIMITIVE: ClassVar[str] = "add"
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
     name = "rlx.sub"
+    PRIMITIVE: ClassVar[str] = "sub"
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
     name = "rlx.mul"
+    PRIMITIVE: ClassVar[str] = "mul"
 
 
 @irdl_op_definition
@@ -199,21 +271,25 @@ class DivOp(BinaryOp):
     """Division; integer division truncates toward zero."""
 
     name = "rlx.div"
+    PRIMITIVE: ClassVar[str] = "div"
 
 
 @irdl_op_definition
 class MaxOp(BinaryOp):
     name = "rlx.max"
+    PRIMITIVE: ClassVar[str] = "max"
 
 
 @irdl_op_definition
 class MinOp(BinaryOp):
     name = "rlx.min"
+    PRIMITIVE: ClassVar[str] = "min"
 
 
 @irdl_op_definition
 class PowOp(BinaryOp):
     name = "rlx.pow"
+    PRIMITIVE: ClassVar[str] = "pow"
 
 
 BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp)
@@ -229,8 +305,12 @@ class CompareOp(RlxOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
     predicate = enum_def(PREDICATES, doc="eq, ne, lt, le, gt or ge.")
+
+    def formula(self, b: ScalarBuilder[V], lhs: V, rhs: V) -> V:
+        """The comparison on scalars (see `rlx.dialects.rlx.formula`)."""
+        return b.compare(self.predicate, lhs, rhs)
 
     @classmethod
     def infer(
@@ -253,7 +333,12 @@ class WhereOp(RlxOp):
     a = operand_def(TensorType)
     b = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
+
+    @classmethod
+    def formula(cls, bld: ScalarBuilder[V], cond: V, a: V, b: V) -> V:
+        """cond ? a : b on scalars."""
+        return bld.select(cond, a, b)
 
     @classmethod
     def infer(
@@ -278,7 +363,13 @@ class CastOp(RlxOp):
     name = "rlx.cast"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
+
+    def formula(self, b: ScalarBuilder[V], x: V) -> V:
+        """x converted to the result's element type."""
+        t = self.result.type
+        assert isinstance(t, TensorType)
+        return b.cast(x, t.element_type)
 
     @classmethod
     def infer(

@@ -29,6 +29,7 @@ from rlx.dialects.rlx.base import (
 )
 from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, epsilon_def, matmul_shape
 from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def
+from rlx.dialects.rlx.traits import Compute, Reduction
 
 Types = Sequence[TensorType]
 Attrs = AttrValues
@@ -46,7 +47,7 @@ class FusedMatmulBiasActOp(RlxOp):
     w = operand_def(TensorType)
     bias = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Compute)
     activation = enum_def(ACTIVATIONS, "none", doc="Applied to x @ w + bias.")
 
     @classmethod
@@ -72,7 +73,7 @@ class FusedSwigluOp(RlxOp):
     name = "rlx.fused_swiglu"
     operands_ = var_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Compute)
     gate_first = bool_def(False, doc="Packed form: the gate half comes first.")
 
     @classmethod
@@ -117,7 +118,7 @@ class FusedResidualLayerNormOp(RlxOp):
     gamma = operand_def(TensorType)
     beta = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     epsilon = epsilon_def()
 
     @classmethod
@@ -136,7 +137,7 @@ class FusedResidualRmsNormOp(RlxOp):
     gamma = operand_def(TensorType)
     beta = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction)
     epsilon = epsilon_def()
 
     @classmethod

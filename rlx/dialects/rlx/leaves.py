@@ -28,6 +28,7 @@ from rlx.dialects.rlx.base import (
     shape_of,
 )
 from rlx.dialects.rlx.fields import AttrValues, dense_def, float_def, int_def, str_def
+from rlx.dialects.rlx.traits import Boundary
 
 
 @irdl_op_definition
@@ -37,7 +38,7 @@ class ParamOp(RlxOp):
     name = "rlx.param"
     param_name = str_def(attr_name="name", doc="The weight's name (its key in set_params).")
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Boundary)
     ASSEMBLY_FORMAT: ClassVar[str | None] = "$name attr-dict `:` type($result)"
 
     @classmethod
@@ -58,7 +59,7 @@ class ConstantOp(RlxOp):
     name = "rlx.constant"
     value = dense_def(doc="The literal (its type is the result type).")
     result = result_def(TensorType)
-    traits = traits_def(Pure(), ConstantLike())
+    traits = traits_def(Pure(), ConstantLike(), Boundary)
     ASSEMBLY_FORMAT: ClassVar[str | None] = None
 
     @classmethod
@@ -118,7 +119,7 @@ class RngOp(RlxOp):
     """Random tensor of the result type from the Philox4x64-10 stream of (seed, seed_offset)."""
 
     result = result_def(TensorType)
-    traits = traits_def(RngEffect())
+    traits = traits_def(RngEffect(), Boundary)
     ASSEMBLY_FORMAT: ClassVar[str | None] = "attr-dict `:` type($result)"
 
     @classmethod

@@ -29,6 +29,7 @@ from rlx.dialects.rlx.fields import (
     int_or_ints_def,
     str_def,
 )
+from rlx.dialects.rlx.traits import Elementwise, Pinned
 from rlx.formats.lowp import parse_format, parse_layout, scale_shape
 
 Types = Sequence[TensorType]
@@ -67,7 +68,7 @@ class QuantizeOp(RlxOp):
     name = "rlx.quantize"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
     scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
     zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
     axis = int_def(None, doc="The channel axis of per-channel scales.")
@@ -90,7 +91,7 @@ class DequantizeOp(RlxOp):
     name = "rlx.dequantize"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
     scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
     zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
     axis = int_def(None, doc="The channel axis of per-channel scales.")
@@ -112,7 +113,7 @@ class FakeQuantizeOp(RlxOp):
     name = "rlx.fake_quantize"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise)
     scale = float_or_floats_def(doc="Per-tensor scale, or one per channel along `axis`.")
     zero_point = int_or_ints_def(None, doc="Zero point(s) (default 0).")
     axis = int_def(None, doc="The channel axis of per-channel scales.")
@@ -163,7 +164,7 @@ class ScaledQuantScaleOp(RlxOp):
     name = "rlx.scaled_quant_scale"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Pinned)
     format = str_def(doc="Low-precision format of the codes (e.g. f8e4m3, f4e2m1).")
     scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
 
@@ -184,7 +185,7 @@ class ScaledQuantizeOp(RlxOp):
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Pinned)
     format = str_def(doc="Low-precision format of the codes (e.g. f8e4m3, f4e2m1).")
     scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
 
@@ -210,7 +211,7 @@ class ScaledMatmulOp(RlxOp):
     b_scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Pinned)
     lhs_format = str_def(doc="Format of the lhs codes (e.g. f8e4m3).")
     rhs_format = str_def(doc="Format of the rhs codes.")
     scale_layout = str_def("per_tensor", doc="per_tensor, mx<block> or nvfp4.")
@@ -252,7 +253,7 @@ class DequantMatmulOp(RlxOp):
     x = operand_def(TensorType)
     packed = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Pinned)
     scheme = enum_def(tuple(GGML_BLOCKS), doc="GGML block format: q8_0 or tq2_0.")
     n = int_def(doc="Rows of W (output features).")
     k = int_def(doc="Columns of W (input features).")

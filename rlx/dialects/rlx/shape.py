@@ -26,6 +26,7 @@ from rlx.dialects.rlx.base import (
     tensor,
 )
 from rlx.dialects.rlx.fields import AttrValues, int_def, ints_def
+from rlx.dialects.rlx.traits import DataMovement
 
 Types = Sequence[TensorType]
 Attrs = AttrValues
@@ -39,7 +40,7 @@ class ReshapeOp(RlxOp):
     name = "rlx.reshape"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -65,7 +66,7 @@ class TransposeOp(RlxOp):
     name = "rlx.transpose"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     permutation = ints_def(doc="Result dim i is operand dim permutation[i].")
 
     @classmethod
@@ -87,7 +88,7 @@ class SliceOp(RlxOp):
     name = "rlx.slice"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     starts = ints_def(doc="First index of every axis.")
     limits = ints_def(doc="End index (exclusive) of every axis.")
     strides = ints_def(None, doc="Step of every axis (default 1 on every axis).")
@@ -120,7 +121,7 @@ class ConcatOp(RlxOp):
     name = "rlx.concat"
     xs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     axis = int_def(doc="The concatenated axis (negative counts from the end).")
 
     @classmethod
@@ -150,7 +151,7 @@ class BroadcastToOp(RlxOp):
     name = "rlx.broadcast_to"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
@@ -175,7 +176,7 @@ class GatherOp(RlxOp):
     x = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), DataMovement)
     axis = int_def(0, doc="The indexed axis (negative counts from the end).")
 
     @classmethod

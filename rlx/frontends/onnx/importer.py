@@ -79,10 +79,6 @@ class Node:
         return v.decode() if isinstance(v, bytes) else v
 
     @property
-    def n_inputs(self) -> int:
-        return len(self.proto.input)
-
-    @property
     def n_outputs(self) -> int:
         return len(self.proto.output)
 

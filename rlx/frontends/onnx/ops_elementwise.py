@@ -16,7 +16,7 @@ from rlx.frontends.onnx.registry import converter
 _UNARY = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
     "Sqrt": "sqrt", "Neg": "neg", "Abs": "abs", "Erf": "erf", "Floor": "floor",
-    "Ceil": "ceil", "Round": "round", "Sin": "sin", "Cos": "cos",
+    "Ceil": "ceil", "Round": "round", "Sin": "sin", "Cos": "cos", "HardSwish": "hard_swish",
 }  # fmt: skip
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Max": "max", "Min": "min"}
 _COMPARE = {
@@ -244,12 +244,6 @@ def _hard_sigmoid(n: Node, x: SSAValue, alpha: float, beta: float) -> SSAValue:
 @converter("HardSigmoid", attrs=("alpha", "beta"))
 def hard_sigmoid(n: Node) -> list[SSAValue]:
     return [_hard_sigmoid(n, n.input(0), n.attr("alpha", 0.2), n.attr("beta", 0.5))]
-
-
-@converter("HardSwish", attrs=())
-def hard_swish(n: Node) -> list[SSAValue]:
-    x = n.input(0)
-    return [n.emit("mul", x, _hard_sigmoid(n, x, 1 / 6, 0.5))]
 
 
 def _softplus(n: Node, x: SSAValue) -> SSAValue:

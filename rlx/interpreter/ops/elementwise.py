@@ -59,6 +59,12 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, x.dtype.type(0))
 
 
+def hard_swish(x: np.ndarray) -> np.ndarray:
+    """x·min(max(x/6 + 1/2, 0), 1) (ONNX HardSwish: alpha = 1/6, beta = 1/2)."""
+    t = x.dtype.type
+    return x * np.minimum(np.maximum(x * t(1.0 / 6.0) + t(0.5), t(0)), t(1))
+
+
 FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "neg": np.negative,
     "abs": np.abs,
@@ -78,6 +84,7 @@ FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "floor": np.floor,
     "ceil": np.ceil,
     "round": np.rint,  # half to even
+    "hard_swish": hard_swish,
 }
 INT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "neg": np.negative,  # wraps: -INT_MIN == INT_MIN

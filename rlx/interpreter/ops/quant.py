@@ -20,6 +20,7 @@ from rlx.dialects.rlx.quant import (
     ScaledQuantizeOp,
     ScaledQuantScaleOp,
 )
+from rlx.formats import ggml, lowp, philox
 from rlx.interpreter.ops._core import OpContext, is_float, register
 from rlx.interpreter.ops.tensor import norm_axis
 
@@ -90,7 +91,6 @@ def fake_quantize(ctx: OpContext, x: np.ndarray) -> np.ndarray:
 @register(ScaledQuantScaleOp)
 def scaled_quant_scale(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.scaled_quant_scale {format, scale_layout}: the block scales of x (rlx.formats.lowp)."""
-    from rlx.formats import lowp
 
     fmt = lowp.parse_format(ctx.op.format)
     layout = lowp.parse_layout(ctx.op.scale_layout)
@@ -100,7 +100,6 @@ def scaled_quant_scale(ctx: OpContext, x: np.ndarray) -> np.ndarray:
 @register(ScaledQuantizeOp, nargs=2)
 def scaled_quantize(ctx: OpContext, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """rlx.scaled_quantize {format, scale_layout}: ui8 codes of x (rlx.formats.lowp)."""
-    from rlx.formats import lowp
 
     fmt = lowp.parse_format(ctx.op.format)
     layout = lowp.parse_layout(ctx.op.scale_layout)
@@ -117,7 +116,6 @@ def scaled_matmul(
     bias: np.ndarray | None = None,
 ) -> np.ndarray:
     """rlx.scaled_matmul {lhs_format, rhs_format, scale_layout}: a · bᵀ of scaled codes."""
-    from rlx.formats import lowp
 
     lhs = lowp.parse_format(ctx.op.lhs_format)
     rhs = lowp.parse_format(ctx.op.rhs_format)
@@ -128,7 +126,6 @@ def scaled_matmul(
 @register(DequantMatmulOp, nargs=2)
 def dequant_matmul(ctx: OpContext, x: np.ndarray, packed: np.ndarray) -> np.ndarray:
     """rlx.dequant_matmul {scheme, n, k}: x [..., K] @ Wᵀ, W = ggml.dequantize(...) [N, K]."""
-    from rlx.formats import ggml
 
     _check_x(ctx, x)
     n, k = ctx.op.n, ctx.op.k
@@ -147,7 +144,6 @@ def rng_uniform(ctx: OpContext) -> np.ndarray:
     shape = ctx.result_shape()
     if ctx.rng_backend == "zero":
         return np.zeros(shape)
-    from rlx.formats import philox
 
     low, high = ctx.op.low, ctx.op.high
     off = ctx.op.seed_offset or 0
@@ -161,7 +157,6 @@ def rng_normal(ctx: OpContext) -> np.ndarray:
     shape = ctx.result_shape()
     if ctx.rng_backend == "zero":
         return np.zeros(shape)
-    from rlx.formats import philox
 
     mean, std = ctx.op.mean, ctx.op.std
     off = ctx.op.seed_offset or 0

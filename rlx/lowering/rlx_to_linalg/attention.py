@@ -39,9 +39,11 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from rlx.dialects.rlx.compute import AttentionOp, RopeOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
+    Emitter,
     KernelBuilder,
     amap,
     bcast_exprs,
@@ -351,7 +353,7 @@ def emit_rope(
         kb.generic([xt], [ot], [idm, idm], [PARALLEL] * n, lambda v, _o: [v], compute=False)
 
 
-LOWERINGS = {
-    "rlx.attention": emit_attention,
-    "rlx.rope": emit_rope,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    AttentionOp: emit_attention,
+    RopeOp: emit_rope,
 }

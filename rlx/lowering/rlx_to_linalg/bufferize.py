@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,15 +48,26 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx.control import ScanOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
+from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.rlx_to_linalg import parallel
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
+from rlx.lowering.rlx_to_linalg.registry import LOWERINGS
+from rlx.lowering.rlx_to_linalg.scan import lower_scan
+from rlx.lowering.rlx_to_linalg.shape_ops import reshape_view
 
-Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]
 PASS = "convert-rlx-to-linalg"
+
+STRUCTURAL: frozenset[type[Operation]] = frozenset(
+    {ParamOp, ConstantOp, ReshapeOp, ScanOp, YieldOp}
+)
+"""Ops the bufferizer lowers itself instead of through a kernel emitter (`LOWERINGS`):
+params are ABI arguments, constants globals or fills, reshapes views, scans loops over
+their body (whose `rlx.yield` becomes the loop's carried values)."""
 
 _memref_memo = functools.lru_cache(maxsize=4096)(_memref_of)
 
@@ -83,12 +94,6 @@ def _alloc_op(t: MemRefType) -> memref.AllocOp:
 
 def _dealloc_op(v: SSAValue) -> memref.DeallocOp:
     return memref.DeallocOp.create(operands=[v])
-
-
-def lowerings() -> dict[str, Emitter]:
-    from rlx.lowering.rlx_to_linalg.registry import LOWERINGS
-
-    return LOWERINGS
 
 
 # ----------------------------------------------------------------------------- functions
@@ -229,9 +234,9 @@ class FuncLowering:
     @staticmethod
     def owns_buffer(op: Operation) -> bool:
         """Ops whose result gets a fresh buffer (so it can be the output buffer itself)."""
-        if op.name in ("rlx.param", "rlx.reshape"):
+        if isinstance(op, ParamOp | ReshapeOp):
             return False
-        if op.name == "rlx.constant":
+        if isinstance(op, ConstantOp):
             return _is_splat(op)
         return True
 
@@ -269,19 +274,15 @@ class FuncLowering:
             assert isinstance(value, DenseIntOrFPElementsAttr)
             sym, t = self.kernels.constant(value)
             vmap[op.results[0]] = self.mb.v(memref.GetGlobalOp(sym, t))
-        elif name == "rlx.constant":
+        elif isinstance(op, ConstantOp):
             self._splat(op, vmap)
-        elif name == "rlx.reshape":
-            from rlx.lowering.rlx_to_linalg.shape_ops import reshape_view
-
+        elif isinstance(op, ReshapeOp):
             vmap[op.results[0]] = reshape_view(
                 self, vmap[op.operands[0]], memref_of(op.results[0].type)
             )
-        elif name == "rlx.scan":
-            from rlx.lowering.rlx_to_linalg.scan import lower_scan
-
+        elif isinstance(op, ScanOp):
             lower_scan(self, op, vmap)
-        elif name in lowerings():
+        elif type(op) in LOWERINGS:
             self._kernel_call(op, vmap)
         else:
             raise PassFailedException(
@@ -289,7 +290,7 @@ class FuncLowering:
             )
 
     def _kernel_call(self, op: Operation, vmap: dict[SSAValue, SSAValue]) -> None:
-        emit = lowerings()[op.name]
+        emit = LOWERINGS[type(op)]
         ins = [vmap[o] for o in op.operands]
         outs = [self.result_buffer(r) for r in op.results]
         n = len(ins)

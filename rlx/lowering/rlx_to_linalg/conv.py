@@ -16,7 +16,9 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
+from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
+    Emitter,
     KernelBuilder,
     compute_type,
     elem,
@@ -132,7 +134,7 @@ def emit_pool2d(
             kb.store_c(r, out, [n, c, i, j])
 
 
-LOWERINGS = {
-    "rlx.conv2d": emit_conv2d,
-    "rlx.pool2d": emit_pool2d,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    Conv2dOp: emit_conv2d,
+    Pool2dOp: emit_pool2d,
 }

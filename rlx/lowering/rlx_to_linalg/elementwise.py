@@ -1,14 +1,14 @@
 """Elementwise ops: unary math, binary arithmetic (NumPy broadcasting as indexing maps with
 constant-0 results), compare, where, cast and `rlx.elementwise_region`.
 
-Each op is one `linalg.generic` whose iteration space is the result shape. Floats compute in
+Each op is one `linalg.generic` whose iteration space is the result shape and whose body is
+the op's formula (`rlx.dialects.rlx.formula`) built by `KernelScalar`. Floats compute in
 f32 (f64 for f64) with only the `contract` fast-math flag; integer division truncates
 toward zero and is guarded so that x/0 and INT_MIN/-1 cannot trap.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
@@ -17,9 +17,13 @@ from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
+from rlx.dialects.rlx.control import ElementwiseRegionOp
+from rlx.dialects.rlx.elementwise import BINARY_OPS, UNARY_OPS, CastOp, CompareOp, WhereOp
+from rlx.dialects.rlx.formula import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_CONTRACT,
     PARALLEL,
+    Emitter,
     KernelBuilder,
     bcast_map,
     elem,
@@ -39,54 +43,83 @@ _MATH = {
     "floor": mathd.FloorOp,
     "ceil": mathd.CeilOp,
     "round": mathd.RoundEvenOp,
-    "abs": mathd.AbsFOp,
 }
+_FPRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_IPRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_UPRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
-def sigmoid(kb: KernelBuilder, x: SSAValue) -> SSAValue:
-    """1 / (1 + exp(-x))."""
-    one = kb.const(1.0, x.type)
-    e = kb.unary(mathd.ExpOp, kb.mulf(x, kb.const(-1.0, x.type)))
-    return kb.divf(one, kb.addf(one, e))
+class KernelScalar:
+    """The kernel builder as a `ScalarBuilder`: the ops' formulas become `linalg.generic`
+    bodies. Floats compute in the compute type with the `contract` fast-math flag;
+    integers follow the signedness of the op's operands (`unsigned`)."""
+
+    def __init__(self, kb: KernelBuilder, unsigned: bool = False) -> None:
+        self.kb = kb
+        self.unsigned = unsigned
+
+    def const(self, value: float, like: SSAValue) -> SSAValue:
+        return self.kb.const(value, like.type)
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.addf(a, b) if is_float_t(a.type) else self.kb.addi(a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.subf(a, b) if is_float_t(a.type) else self.kb.subi(a, b)
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.mulf(a, b) if is_float_t(a.type) else self.kb.muli(a, b)
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.divf(a, b) if is_float_t(a.type) else int_div(self.kb, a, b, self.unsigned)
+
+    def _minmax(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        if is_float_t(a.type):
+            return self.kb.maxf(a, b) if kind == "max" else self.kb.minf(a, b)
+        cls = {("max", False): arith.MaxSIOp, ("max", True): arith.MaxUIOp,
+               ("min", False): arith.MinSIOp, ("min", True): arith.MinUIOp}[(kind, self.unsigned)]  # fmt: skip
+        return self.kb.v(cls(a, b))
+
+    def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._minmax("max", a, b)
+
+    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._minmax("min", a, b)
+
+    def pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if is_float_t(a.type):
+            return self.kb.bin(mathd.PowFOp, a, b, FM_CONTRACT)
+        return int_pow(self.kb, a, b)
+
+    def neg(self, x: SSAValue) -> SSAValue:
+        if is_float_t(x.type):
+            return self.kb.v(arith.NegfOp(x))
+        return self.kb.subi(self.kb.const(0, x.type), x)
+
+    def abs(self, x: SSAValue) -> SSAValue:
+        if is_float_t(x.type):
+            return self.kb.unary(mathd.AbsFOp, x)
+        return x if self.unsigned else self.kb.v(mathd.AbsIOp(x))
+
+    def math(self, fn: str, x: SSAValue) -> SSAValue:
+        return self.kb.unary(_MATH[fn], x)
+
+    def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        if is_float_t(a.type):
+            return self.kb.cmpf(_FPRED[predicate], a, b)
+        return self.kb.cmpi((_UPRED if self.unsigned else _IPRED)[predicate], a, b)
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.select(cond, a, b)
+
+    def cast(self, x: SSAValue, to: Attribute) -> SSAValue:
+        return self.kb.convert(x, to, signed=not self.unsigned, to_signed=not is_unsigned(to))
 
 
-def float_unary(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
-    """One float unary op (or activation) in x's compute type, as the reference computes it."""
-    t = x.type
-    c = lambda v: kb.const(v, t)  # noqa: E731
-    if kind == "none":
-        return x
-    if kind in _MATH:
-        return kb.unary(_MATH[kind], x)
-    if kind == "neg":
-        return kb.mulf(x, c(-1.0), arith.FastMathFlagsAttr("none"))
-    if kind == "rsqrt":
-        return kb.divf(c(1.0), kb.unary(mathd.SqrtOp, x))
-    if kind == "relu":
-        return kb.maxf(x, c(0.0))
-    if kind == "sigmoid":
-        return sigmoid(kb, x)
-    if kind == "silu":
-        return kb.mulf(x, sigmoid(kb, x))
-    if kind == "gelu":
-        e = kb.unary(mathd.ErfOp, kb.divf(x, c(math.sqrt(2.0))))
-        return kb.mulf(kb.mulf(c(0.5), x), kb.addf(c(1.0), e))
-    if kind == "gelu_tanh":
-        cube = kb.mulf(kb.mulf(kb.mulf(c(0.044715), x), x), x)
-        inner = kb.mulf(c(math.sqrt(2.0 / math.pi)), kb.addf(x, cube))
-        return kb.mulf(kb.mulf(c(0.5), x), kb.addf(c(1.0), kb.unary(mathd.TanhOp, inner)))
-    raise AssertionError(f"no float lowering for {kind}")
-
-
-def int_unary(kb: KernelBuilder, kind: str, x: SSAValue, unsigned: bool) -> SSAValue:
-    zero = kb.const(0, x.type)
-    if kind == "neg":
-        return kb.subi(zero, x)
-    if kind == "abs":
-        return x if unsigned else kb.v(mathd.AbsIOp(x))
-    if kind == "relu":
-        return x if unsigned else kb.imax(x, zero)
-    raise AssertionError(f"no integer lowering for {kind}")
+def activation(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
+    """A fused op's activation (`none`, `relu`, `gelu`, ...) on one float scalar, by the
+    activation's formula."""
+    return ACTIVATIONS[kind](KernelScalar(kb), x)
 
 
 def int_div(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
@@ -120,39 +153,6 @@ def int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     return kb.select(kb.cmpi("slt", b, zero), zero, res)
 
 
-def binary_scalar(
-    kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue, unsigned: bool
-) -> SSAValue:
-    if is_float_t(a.type):
-        ops = {
-            "add": kb.addf,
-            "sub": kb.subf,
-            "mul": kb.mulf,
-            "div": kb.divf,
-            "max": kb.maxf,
-            "min": kb.minf,
-        }
-        if kind in ops:
-            return ops[kind](a, b)
-        assert kind == "pow"
-        return kb.bin(mathd.PowFOp, a, b, FM_CONTRACT)
-    if kind in ("add", "sub", "mul"):
-        return {"add": kb.addi, "sub": kb.subi, "mul": kb.muli}[kind](a, b)
-    if kind == "div":
-        return int_div(kb, a, b, unsigned)
-    if kind in ("max", "min"):
-        cls = {("max", False): arith.MaxSIOp, ("max", True): arith.MaxUIOp,
-               ("min", False): arith.MinSIOp, ("min", True): arith.MinUIOp}[(kind, unsigned)]  # fmt: skip
-        return kb.v(cls(a, b))
-    assert kind == "pow"
-    return int_pow(kb, a, b)
-
-
-_FPRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
-_IPRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
-_UPRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
-
-
 def _maps(op: Operation) -> tuple[list, list[str]]:
     out = shape(op.results[0])
     maps = [bcast_map(shape(o), out) for o in op.operands] + [identity(len(out))]
@@ -164,65 +164,22 @@ def _unsigned(v: SSAValue) -> bool:
     return is_unsigned(e) or (isinstance(e, IntegerType) and e.width.data == 1)
 
 
-def emit_unary(
+def emit_formula(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    kind = op.name.removeprefix("rlx.")
-    unsigned = _unsigned(op.operands[0])
+    """One `linalg.generic` whose body is the op's formula (unary, binary, compare, cast)."""
+    b = KernelScalar(kb, _unsigned(op.operands[0]))
     maps, iters = _maps(op)
-
-    def body(x: SSAValue, _o: SSAValue) -> list[SSAValue]:
-        if is_float_t(x.type):
-            return [float_unary(kb, kind, x)]
-        return [int_unary(kb, kind, x, unsigned)]
-
-    kb.generic(ins, outs, maps, iters, body)
-
-
-def emit_binary(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    kind = op.name.removeprefix("rlx.")
-    unsigned = _unsigned(op.operands[0])
-    maps, iters = _maps(op)
-    kb.generic(ins, outs, maps, iters, lambda a, b, _o: [binary_scalar(kb, kind, a, b, unsigned)])
-
-
-def emit_compare(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    pred = op.predicate
-    assert pred is not None
-    unsigned = _unsigned(op.operands[0])
-    maps, iters = _maps(op)
-
-    def body(a: SSAValue, b: SSAValue, _o: SSAValue) -> list[SSAValue]:
-        if is_float_t(a.type):
-            return [kb.cmpf(_FPRED[pred], a, b)]
-        return [kb.cmpi((_UPRED if unsigned else _IPRED)[pred], a, b)]
-
-    kb.generic(ins, outs, maps, iters, body)
+    kb.generic(ins, outs, maps, iters, lambda *args: [op.formula(b, *args[:-1])])  # type: ignore[attr-defined]
 
 
 def emit_where(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
+    """`rlx.where` selects stored values (no widening to the compute type)."""
+    b = KernelScalar(kb)
     maps, iters = _maps(op)
-    kb.generic(ins, outs, maps, iters, lambda c, a, b, _o: [kb.select(c, a, b)], compute=False)
-
-
-def emit_cast(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    src_unsigned = _unsigned(op.operands[0])
-    dst: Attribute = elem(op.results[0])
-    dst_unsigned = is_unsigned(dst)
-    maps, iters = _maps(op)
-
-    def body(x: SSAValue, _o: SSAValue) -> list[SSAValue]:
-        return [kb.convert(x, dst, signed=not src_unsigned, to_signed=not dst_unsigned)]
-
-    kb.generic(ins, outs, maps, iters, body)
+    kb.generic(ins, outs, maps, iters, lambda c, x, y, _o: [op.formula(b, c, x, y)], compute=False)  # type: ignore[attr-defined]
 
 
 def emit_region(
@@ -253,17 +210,8 @@ def emit_region(
     )  # fmt: skip
 
 
-UNARY_NAMES = (
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-    "gelu", "gelu_tanh", "silu", "erf", "floor", "ceil", "round",
-)  # fmt: skip
-BINARY_NAMES = ("add", "sub", "mul", "div", "max", "min", "pow")
-
-LOWERINGS = {
-    **{f"rlx.{n}": emit_unary for n in UNARY_NAMES},
-    **{f"rlx.{n}": emit_binary for n in BINARY_NAMES},
-    "rlx.compare": emit_compare,
-    "rlx.where": emit_where,
-    "rlx.cast": emit_cast,
-    "rlx.elementwise_region": emit_region,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    **dict.fromkeys((*UNARY_OPS, *BINARY_OPS, CompareOp, CastOp), emit_formula),
+    WhereOp: emit_where,
+    ElementwiseRegionOp: emit_region,
 }

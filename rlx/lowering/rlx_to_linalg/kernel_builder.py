@@ -56,6 +56,7 @@ from rlx.lowering.rlx_to_linalg.types import (
 )
 
 __all__ = [
+    "Emitter",
     "FM_CONTRACT",
     "FM_NONE",
     "FM_RED",
@@ -423,3 +424,7 @@ def _nest(kb: KernelBuilder, bounds: list[int | SSAValue], ivs: list[SSAValue]) 
         ivs.append(iv)
         with _nest(kb, bounds[1:], ivs):
             yield
+
+
+Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]
+"""A kernel-body emitter of one op family: (builder, op, input buffers, output buffers)."""

@@ -31,11 +31,15 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
-from rlx.lowering.rlx_to_linalg.elementwise import float_unary
+from rlx.dialects.rlx.compute import MatmulOp
+from rlx.dialects.rlx.fused import FusedMatmulBiasActOp, FusedSwigluOp
+from rlx.lowering.blas_abi import SYMBOLS, available
+from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     REDUCTION,
+    Emitter,
     KernelBuilder,
     amap,
     bcast_exprs,
@@ -135,7 +139,6 @@ def _strides(shp: Sequence[int]) -> list[int]:
 def blas_ready(kb: KernelBuilder, dtype: str) -> bool:
     """True when generated code may call the GEMM of `dtype` ("f32"/"f64"): BLAS is
     enabled and found, and its symbol is declared in the kernel's module."""
-    from rlx.lowering.blas_abi import SYMBOLS, available
 
     return available(dtype) and _declare(kb, SYMBOLS[dtype], [IndexType()] * 13, [])
 
@@ -153,7 +156,6 @@ class Gemm:
     buffers (by reference) that every call refills."""
 
     def __init__(self, kb: KernelBuilder, dtype: str) -> None:
-        from rlx.lowering.blas_abi import SYMBOLS
 
         self.kb = kb
         self.symbol = SYMBOLS[dtype]
@@ -279,11 +281,11 @@ def emit_fused_matmul_bias_act(
             [out],
             [bmap, identity(n)],
             [PARALLEL] * n,
-            lambda bv, o: [float_unary(kb, act, kb.addf(o, bv))],
+            lambda bv, o: [activation(kb, act, kb.addf(o, bv))],
         )
     else:
         kb.generic([acc, bias], [out], [identity(n), bmap, identity(n)], [PARALLEL] * n,
-                   lambda v, bv, _o: [float_unary(kb, act, kb.addf(v, bv))])  # fmt: skip
+                   lambda v, bv, _o: [activation(kb, act, kb.addf(v, bv))])  # fmt: skip
 
 
 def emit_fused_swiglu(
@@ -300,7 +302,7 @@ def emit_fused_swiglu(
         )
         gate, up = (first, second) if op.gate_first else (second, first)
         kb.generic([gate, up], [out], [identity(n)] * 3, [PARALLEL] * n,
-                   lambda g, u, _o: [kb.mulf(float_unary(kb, "silu", g), u)])  # fmt: skip
+                   lambda g, u, _o: [kb.mulf(activation(kb, "silu", g), u)])  # fmt: skip
         return
     x, wg, wu = ins
     ag = accumulator(kb, out)
@@ -316,13 +318,13 @@ def emit_fused_swiglu(
 
     def epi(*a: SSAValue) -> list[SSAValue]:
         g, u = (a[0], a[1]) if ag is not out else (a[1], a[0])
-        return [kb.mulf(float_unary(kb, "silu", g), u)]
+        return [kb.mulf(activation(kb, "silu", g), u)]
 
     kb.generic(ins2, [out], [identity(n)] * (len(ins2) + 1), [PARALLEL] * n, epi)
 
 
-LOWERINGS = {
-    "rlx.matmul": emit_matmul,
-    "rlx.fused_matmul_bias_act": emit_fused_matmul_bias_act,
-    "rlx.fused_swiglu": emit_fused_swiglu,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    MatmulOp: emit_matmul,
+    FusedMatmulBiasActOp: emit_fused_matmul_bias_act,
+    FusedSwigluOp: emit_fused_swiglu,
 }

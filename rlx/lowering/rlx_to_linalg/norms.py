@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from xdsl.dialects import math as mathd
 from xdsl.ir import Operation, SSAValue
 
+from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp
+from rlx.dialects.rlx.fused import FusedResidualLayerNormOp, FusedResidualRmsNormOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     REDUCTION,
+    Emitter,
     KernelBuilder,
     amap,
     compute_type,
@@ -94,12 +97,12 @@ def _norm(
     kb.generic(f_ins, outs, f_maps, [PARALLEL] * n, final)
 
 
-LOWERINGS = {
-    name: functools.partial(_norm, layer=layer, residual=residual)
-    for name, layer, residual in (
-        ("rlx.layer_norm", True, False),
-        ("rlx.rms_norm", False, False),
-        ("rlx.fused_residual_layer_norm", True, True),
-        ("rlx.fused_residual_rms_norm", False, True),
+LOWERINGS: dict[type[Operation], Emitter] = {
+    cls: functools.partial(_norm, layer=layer, residual=residual)
+    for cls, layer, residual in (
+        (LayerNormOp, True, False),
+        (RmsNormOp, False, False),
+        (FusedResidualLayerNormOp, True, True),
+        (FusedResidualRmsNormOp, False, True),
     )
 }

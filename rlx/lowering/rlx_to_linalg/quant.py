@@ -19,9 +19,11 @@ from rlx.dialects.rlx.base import (
     is_unsigned,
     normalize_axis,
 )
+from rlx.dialects.rlx.quant import DequantizeOp, DequantMatmulOp, FakeQuantizeOp, QuantizeOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
+    Emitter,
     KernelBuilder,
     amap,
     dim,
@@ -175,9 +177,9 @@ def emit_dequant_matmul(
         kb.store(total, out, [*bidx, n])
 
 
-LOWERINGS = {
-    "rlx.quantize": emit_quantize,
-    "rlx.dequantize": emit_dequantize,
-    "rlx.fake_quantize": emit_fake_quantize,
-    "rlx.dequant_matmul": emit_dequant_matmul,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    QuantizeOp: emit_quantize,
+    DequantizeOp: emit_dequantize,
+    FakeQuantizeOp: emit_fake_quantize,
+    DequantMatmulOp: emit_dequant_matmul,
 }

@@ -23,10 +23,12 @@ from rlx.dialects.rlx.base import (
     is_unsigned,
     normalize_axis,
 )
+from rlx.dialects.rlx.compute import CumsumOp, ReduceOp, SoftmaxOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
     REDUCTION,
+    Emitter,
     KernelBuilder,
     amap,
     compute_type,
@@ -191,8 +193,8 @@ def emit_cumsum(
             kb.store(kb.convert(c if excl else nc, elem(out)), out, [*pre, t, *ii])
 
 
-LOWERINGS = {
-    "rlx.reduce": emit_reduce,
-    "rlx.softmax": emit_softmax,
-    "rlx.cumsum": emit_cumsum,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    ReduceOp: emit_reduce,
+    SoftmaxOp: emit_softmax,
+    CumsumOp: emit_cumsum,
 }

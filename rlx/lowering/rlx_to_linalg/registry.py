@@ -1,6 +1,8 @@
-"""Op name -> kernel emitter, gathered from the op-family modules."""
+"""Op class -> kernel emitter, gathered from the op-family modules."""
 
 from __future__ import annotations
+
+from xdsl.ir import Operation
 
 from rlx.lowering.rlx_to_linalg import (
     attention,
@@ -14,9 +16,9 @@ from rlx.lowering.rlx_to_linalg import (
     scaled_lowp,
     shape_ops,
 )
-from rlx.lowering.rlx_to_linalg.bufferize import Emitter
+from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter
 
-LOWERINGS: dict[str, Emitter] = {
+LOWERINGS: dict[type[Operation], Emitter] = {
     **elementwise.LOWERINGS,
     **matmul.LOWERINGS,
     **reductions.LOWERINGS,

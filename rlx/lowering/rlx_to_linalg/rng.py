@@ -19,8 +19,9 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float64Type, IntegerType, MemRefType, f32, f64, i64
 from xdsl.ir import Operation, SSAValue
 
+from rlx.dialects.rlx.leaves import RngNormalOp, RngUniformOp
 from rlx.formats import philox
-from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, Emitter, KernelBuilder, elem, shape
 
 I128 = IntegerType(128)
 MASK = (1 << 64) - 1
@@ -139,7 +140,7 @@ def emit_rng_normal(
     _blocks(kb, n // 2, n % 2, 2, key, write)
 
 
-LOWERINGS = {
-    "rlx.rng_uniform": emit_rng_uniform,
-    "rlx.rng_normal": emit_rng_normal,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    RngUniformOp: emit_rng_uniform,
+    RngNormalOp: emit_rng_normal,
 }

@@ -20,8 +20,16 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IndexType, f32, f64, i32, i64
 from xdsl.ir import Operation, SSAValue
 
+from rlx.dialects.rlx.quant import ScaledMatmulOp, ScaledQuantizeOp, ScaledQuantScaleOp
 from rlx.formats import lowp
-from rlx.lowering.rlx_to_linalg.kernel_builder import FM_NONE, FM_RED, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
+    FM_NONE,
+    FM_RED,
+    Emitter,
+    KernelBuilder,
+    elem,
+    shape,
+)
 
 _E4M3 = lowp.NAMED_FORMATS["f8e4m3"]
 
@@ -214,8 +222,8 @@ def emit_scaled_matmul(
         kb.store(acc, out, [i, j])
 
 
-LOWERINGS = {
-    "rlx.scaled_quant_scale": emit_scaled_quant_scale,
-    "rlx.scaled_quantize": emit_scaled_quantize,
-    "rlx.scaled_matmul": emit_scaled_matmul,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    ScaledQuantScaleOp: emit_scaled_quant_scale,
+    ScaledQuantizeOp: emit_scaled_quantize,
+    ScaledMatmulOp: emit_scaled_matmul,
 }

@@ -13,8 +13,10 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, MemRef
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned, normalize_axis
+from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, SliceOp, TransposeOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     PARALLEL,
+    Emitter,
     KernelBuilder,
     amap,
     bcast_map,
@@ -152,10 +154,10 @@ def emit_gather(
             kb.store(kb.load(x, [*pre, i, *post]), outs[0], [*pre, *ii, *post])
 
 
-LOWERINGS = {
-    "rlx.transpose": emit_transpose,
-    "rlx.slice": emit_slice,
-    "rlx.broadcast_to": emit_broadcast_to,
-    "rlx.concat": emit_concat,
-    "rlx.gather": emit_gather,
+LOWERINGS: dict[type[Operation], Emitter] = {
+    TransposeOp: emit_transpose,
+    SliceOp: emit_slice,
+    BroadcastToOp: emit_broadcast_to,
+    ConcatOp: emit_concat,
+    GatherOp: emit_gather,
 }

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -32,10 +31,6 @@ def only_user(
     """The single user of `value` when it is an instance of `cls` (so not func.return)."""
     user = sole_user(value)
     return user if isinstance(user, cls) else None
-
-
-def is_graph_output(value: SSAValue) -> bool:
-    return any(isinstance(u, func.ReturnOp) for u in users(value))
 
 
 def producer(

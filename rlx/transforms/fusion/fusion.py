@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import ClassVar
@@ -13,6 +12,8 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
+from rlx.env import env_flag
+from rlx.transforms import fusion_report  # a module: fusion_report imports fusion patterns
 from rlx.transforms.fusion.attention import FuseAttention
 from rlx.transforms.fusion.elementwise_region import FuseElementwiseRegion
 from rlx.transforms.fusion.matmul_bias_act import FuseMatmulBiasAct
@@ -38,12 +39,6 @@ PATTERN_ORDER: tuple[str, ...] = (
     "elementwise_region",
 )
 """Pattern names in application order (each also names the pass option toggling it)."""
-
-
-def env_flag(name: str) -> bool:
-    """RLX env flag: truthy unless unset, empty or 0/false/off/no (case-insensitive)."""
-    v = os.environ.get(name)
-    return v is not None and v.strip().lower() not in ("", "0", "false", "off", "no")
 
 
 @dataclass(frozen=True)
@@ -107,9 +102,8 @@ class FusionPass(ModulePass):
             PatternRewriteWalker(pattern, apply_recursively=True).rewrite_module(op)
         if before is None:
             return
-        from rlx.transforms.fusion_report import analyze_fusion
 
-        report = analyze_fusion(before, op)
+        report = fusion_report.analyze_fusion(before, op)
         if self.report or env_flag("RLX_FUSION_REPORT"):
             print(report.format(), file=sys.stderr)
         if self.assert_clean and report.missed:

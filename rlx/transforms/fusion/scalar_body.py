@@ -1,11 +1,13 @@
-"""Scalar arith/math builders for `rlx.elementwise_region` bodies: one entry per
-elementwise rlx op, mapping scalar operands to the scalar result (ops are appended to a
-list). `build_scalar` raises `Unsupported` for ops/types without a scalar form."""
+"""Scalar arith/math bodies of `rlx.elementwise_region`: the ops' formulas
+(`rlx.dialects.rlx.formula`) interpreted by `Emitter`, a `ScalarBuilder` whose values are
+scalar SSA values and whose primitives are arith/math ops appended to a list.
+`build_scalar` raises `Unsupported` for ops/types without a scalar form (unsigned or
+signed-explicit integers: arith is signless)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
@@ -15,7 +17,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     Signedness,
-    TensorType,
     f32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -25,74 +26,11 @@ class Unsupported(Exception):
     """The op (or its element types) has no scalar arith/math form."""
 
 
-class Emitter:
-    """Collects the body ops; `op(...)` appends and returns the single result."""
-
-    def __init__(self) -> None:
-        self.ops: list[Operation] = []
-
-    def op(self, op: Operation) -> SSAValue:
-        self.ops.append(op)
-        return op.results[0]
-
-    def const(self, value: float, t: Attribute) -> SSAValue:
-        if isinstance(t, AnyFloat):
-            return self.op(arith.ConstantOp(FloatAttr(value, t)))
-        assert isinstance(t, IntegerType)
-        return self.op(arith.ConstantOp(IntegerAttr(int(value), t)))
-
-
-def _signless(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNLESS
-
-
-def _float_unary(e: Emitter, kind: str, x: SSAValue) -> SSAValue:
-    t = x.type
-    simple: dict[str, type[Operation]] = {
-        "abs": mathd.AbsFOp, "exp": mathd.ExpOp, "log": mathd.LogOp, "sqrt": mathd.SqrtOp,
-        "rsqrt": mathd.RsqrtOp, "sin": mathd.SinOp, "cos": mathd.CosOp, "tanh": mathd.TanhOp,
-        "erf": mathd.ErfOp, "floor": mathd.FloorOp, "ceil": mathd.CeilOp, "round": mathd.RoundEvenOp,
-    }  # fmt: skip
-    if kind in simple:
-        return e.op(simple[kind](x))  # type: ignore[call-arg]
-    if kind == "neg":
-        return e.op(arith.NegfOp(x))
-    if kind == "relu":
-        return e.op(arith.MaximumfOp(x, e.const(0.0, t)))
-    if kind in ("sigmoid", "silu"):
-        one = e.const(1.0, t)
-        sig = e.op(
-            arith.DivfOp(one, e.op(arith.AddfOp(one, e.op(mathd.ExpOp(e.op(arith.NegfOp(x)))))))
-        )
-        return sig if kind == "sigmoid" else e.op(arith.MulfOp(x, sig))
-    if kind == "gelu":
-        erf = e.op(mathd.ErfOp(e.op(arith.DivfOp(x, e.const(math.sqrt(2.0), t)))))
-        half_x = e.op(arith.MulfOp(e.const(0.5, t), x))
-        return e.op(arith.MulfOp(half_x, e.op(arith.AddfOp(e.const(1.0, t), erf))))
-    if kind == "gelu_tanh":
-        cube = e.op(
-            arith.MulfOp(e.op(arith.MulfOp(e.op(arith.MulfOp(e.const(0.044715, t), x)), x)), x)
-        )
-        inner = e.op(
-            arith.MulfOp(e.const(math.sqrt(2.0 / math.pi), t), e.op(arith.AddfOp(x, cube)))
-        )
-        half_x = e.op(arith.MulfOp(e.const(0.5, t), x))
-        return e.op(
-            arith.MulfOp(half_x, e.op(arith.AddfOp(e.const(1.0, t), e.op(mathd.TanhOp(inner)))))
-        )
-    raise Unsupported(kind)
-
-
-def _int_unary(e: Emitter, kind: str, x: SSAValue) -> SSAValue:
-    if kind == "neg":
-        return e.op(arith.SubiOp(e.const(0, x.type), x))
-    if kind == "abs":
-        return e.op(mathd.AbsIOp(x))
-    if kind == "relu":
-        return e.op(arith.MaxSIOp(x, e.const(0, x.type)))
-    raise Unsupported(kind)
-
-
+_MATH: dict[str, type[Operation]] = {
+    "exp": mathd.ExpOp, "log": mathd.LogOp, "sqrt": mathd.SqrtOp, "sin": mathd.SinOp,
+    "cos": mathd.CosOp, "tanh": mathd.TanhOp, "erf": mathd.ErfOp, "floor": mathd.FloorOp,
+    "ceil": mathd.CeilOp, "round": mathd.RoundEvenOp,
+}  # fmt: skip
 _FLOAT_BINARY: dict[str, type[Operation]] = {
     "add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
     "max": arith.MaximumfOp, "min": arith.MinimumfOp, "pow": mathd.PowFOp,
@@ -106,6 +44,10 @@ _CMPI = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "s
 _CMPU = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
+def _signless(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNLESS
+
+
 def _width(t: Attribute) -> int:
     if isinstance(t, IntegerType):
         return t.width.data
@@ -113,56 +55,107 @@ def _width(t: Attribute) -> int:
     return t.bitwidth
 
 
-def _cast(e: Emitter, x: SSAValue, to: Attribute) -> SSAValue:
-    src = x.type
-    if src == to:
-        return x
-    if isinstance(src, AnyFloat) and isinstance(to, AnyFloat):
-        if _width(src) == _width(to):
-            return e.op(arith.TruncFOp(e.op(arith.ExtFOp(x, f32)), to))
-        return e.op(arith.ExtFOp(x, to) if _width(src) < _width(to) else arith.TruncFOp(x, to))
-    if isinstance(src, IntegerType) and isinstance(to, AnyFloat):
-        return e.op(arith.UIToFPOp(x, to) if _width(src) == 1 else arith.SIToFPOp(x, to))
-    if isinstance(src, AnyFloat) and isinstance(to, IntegerType):
-        if _width(to) == 1:
-            return e.op(arith.CmpfOp(x, e.const(0.0, src), "une"))
-        return e.op(arith.FPToSIOp(x, to))
-    if isinstance(src, IntegerType) and isinstance(to, IntegerType):
-        if _width(to) == 1:
-            return e.op(arith.CmpiOp(x, e.const(0, src), "ne"))
-        if _width(src) < _width(to):
-            return e.op(arith.ExtUIOp(x, to) if _width(src) == 1 else arith.ExtSIOp(x, to))
-        return e.op(arith.TruncIOp(x, to))
-    raise Unsupported(f"cast {src} -> {to}")
+class Emitter:
+    """A `ScalarBuilder` of arith/math ops; `op(...)` appends and returns the result."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def op(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def const(self, value: float, like: Any) -> SSAValue:
+        t = like if isinstance(like, Attribute) else like.type
+        if isinstance(t, AnyFloat):
+            return self.op(arith.ConstantOp(FloatAttr(value, t)))
+        assert isinstance(t, IntegerType)
+        return self.op(arith.ConstantOp(IntegerAttr(int(value), t)))
+
+    def _binary(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        table = _FLOAT_BINARY if isinstance(a.type, AnyFloat) else _INT_BINARY
+        return self.op(table[kind](a, b))  # type: ignore[call-arg]
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("add", a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("sub", a, b)
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("mul", a, b)
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("div", a, b)
+
+    def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("max", a, b)
+
+    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("min", a, b)
+
+    def pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._binary("pow", a, b)
+
+    def neg(self, x: SSAValue) -> SSAValue:
+        if isinstance(x.type, AnyFloat):
+            return self.op(arith.NegfOp(x))
+        return self.op(arith.SubiOp(self.const(0, x), x))
+
+    def abs(self, x: SSAValue) -> SSAValue:
+        if isinstance(x.type, AnyFloat):
+            return self.op(mathd.AbsFOp(x))
+        return self.op(mathd.AbsIOp(x))
+
+    def math(self, fn: str, x: SSAValue) -> SSAValue:
+        if not isinstance(x.type, AnyFloat):
+            raise Unsupported(f"{fn} on {x.type}")
+        return self.op(_MATH[fn](x))  # type: ignore[call-arg]
+
+    def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        if isinstance(a.type, AnyFloat):
+            return self.op(arith.CmpfOp(a, b, _CMPF[predicate]))
+        table = _CMPU if _width(a.type) == 1 else _CMPI
+        return self.op(arith.CmpiOp(a, b, table[predicate]))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.SelectOp(cond, a, b))
+
+    def cast(self, x: SSAValue, to: Attribute) -> SSAValue:
+        src = x.type
+        if src == to:
+            return x
+        if isinstance(to, IntegerType) and not _signless(to):
+            raise Unsupported(f"cast to {to}")
+        if isinstance(src, AnyFloat) and isinstance(to, AnyFloat):
+            if _width(src) == _width(to):
+                return self.op(arith.TruncFOp(self.op(arith.ExtFOp(x, f32)), to))
+            widen = _width(src) < _width(to)
+            return self.op(arith.ExtFOp(x, to) if widen else arith.TruncFOp(x, to))
+        if isinstance(src, IntegerType) and isinstance(to, AnyFloat):
+            return self.op(arith.UIToFPOp(x, to) if _width(src) == 1 else arith.SIToFPOp(x, to))
+        if isinstance(src, AnyFloat) and isinstance(to, IntegerType):
+            if _width(to) == 1:
+                return self.op(arith.CmpfOp(x, self.const(0.0, src), "une"))
+            return self.op(arith.FPToSIOp(x, to))
+        if isinstance(src, IntegerType) and isinstance(to, IntegerType):
+            if _width(to) == 1:
+                return self.op(arith.CmpiOp(x, self.const(0, src), "ne"))
+            if _width(src) < _width(to):
+                return self.op(arith.ExtUIOp(x, to) if _width(src) == 1 else arith.ExtSIOp(x, to))
+            return self.op(arith.TruncIOp(x, to))
+        raise Unsupported(f"cast {src} -> {to}")
 
 
 def build_scalar(e: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
-    """Emit the scalar form of elementwise rlx `op` on scalar `args`."""
-    kind = op.name.removeprefix("rlx.")
-    types = [a.type for a in args]
-    for t in types:
-        if isinstance(t, IntegerType) and not _signless(t):
-            raise Unsupported(f"{kind} on {t}")
-    if kind == "cast":
-        out = op.results[0].type
-        assert isinstance(out, TensorType)
-        out = out.element_type
-        if isinstance(out, IntegerType) and not _signless(out):
-            raise Unsupported(f"cast to {out}")
-        return _cast(e, args[0], out)
-    if kind == "where":
-        return e.op(arith.SelectOp(args[0], args[1], args[2]))
-    if kind == "compare":
-        pred = op.predicate or "eq"
-        if isinstance(types[0], AnyFloat):
-            return e.op(arith.CmpfOp(args[0], args[1], _CMPF[pred]))
-        table = _CMPU if _width(types[0]) == 1 else _CMPI
-        return e.op(arith.CmpiOp(args[0], args[1], table[pred]))
-    if len(args) == 2:
-        table2 = _FLOAT_BINARY if isinstance(types[0], AnyFloat) else _INT_BINARY
-        if kind not in table2:
-            raise Unsupported(kind)
-        return e.op(table2[kind](args[0], args[1]))  # type: ignore[call-arg]
-    if isinstance(types[0], AnyFloat):
-        return _float_unary(e, kind, args[0])
-    return _int_unary(e, kind, args[0])
+    """Emit the scalar form of elementwise rlx `op` on scalar `args` (its formula)."""
+    formula = getattr(op, "formula", None)
+    if formula is None:
+        raise Unsupported(op.name)
+    for a in args:
+        if isinstance(a.type, IntegerType) and not _signless(a.type):
+            raise Unsupported(f"{op.name} on {a.type}")
+    try:
+        return formula(e, *args)
+    except KeyError as err:  # a primitive without an integer form (e.g. int pow here)
+        raise Unsupported(f"{op.name}: {err}") from None

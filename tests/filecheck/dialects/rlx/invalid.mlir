@@ -606,3 +606,11 @@ func.func @g4(%x: tensor<2x3xf32>) {
   %0 = rlx.concat %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
   func.return
 }
+
+// -----
+
+func.func @hard_swish_int(%x: tensor<2xi32>) {
+  // expected-error @+1 {{operand must have a floating-point element type, got i32}}
+  %0 = rlx.hard_swish %x : (tensor<2xi32>) -> tensor<2xi32>
+  func.return
+}

@@ -28,6 +28,7 @@ func.func @unary(%x: tensor<2x8xf32>) {
   %15 = rlx.floor %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %16 = rlx.ceil %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %17 = rlx.round %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %18 = rlx.hard_swish %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   func.return
 }
 
@@ -192,6 +193,7 @@ func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<
 // CHECK-NEXT: %15 = rlx.floor %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %16 = rlx.ceil %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %17 = rlx.round %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %18 = rlx.hard_swish %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @unary_bf16(%x: tensor<2x8xbf16>) {
@@ -336,6 +338,7 @@ func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<
 // GENERIC: %15 = "rlx.floor"(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // GENERIC: %16 = "rlx.ceil"(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // GENERIC: %17 = "rlx.round"(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// GENERIC: %18 = "rlx.hard_swish"(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // GENERIC-LABEL: sym_name = "unary_bf16"
 // GENERIC: %0 = "rlx.neg"(%x) : (tensor<2x8xbf16>) -> tensor<2x8xbf16>
 // GENERIC-LABEL: sym_name = "binary"

@@ -1,0 +1,101 @@
+"""The scalar formula of elementwise rlx ops, written once and interpreted by builders.
+
+Each elementwise op class states its meaning as a formula over a `ScalarBuilder`
+(`GeluTanhOp.formula(b, x)`): the fusion pass builds `rlx.elementwise_region` bodies with
+an arith/math builder, the elementwise lowering emits `linalg.generic` bodies with the
+kernel builder, decompositions expand composite ops into primitive rlx ops with a tensor
+builder, and constant folding evaluates it with a NumPy builder. A builder supplies the
+primitives below for its kind of value; the composition (operation order, constants) is
+the formula's, so every path computes the same expression.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol, TypeVar
+
+V = TypeVar("V")
+
+MATH_FUNCTIONS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "round")
+"""Unary functions a builder provides through `ScalarBuilder.math` (round: half to even)."""
+
+
+class ScalarBuilder(Protocol[V]):
+    """Primitives over one kind of scalar value `V` (an SSA value, a tensor, an array).
+
+    Integer semantics: `div` truncates toward zero and follows the project's rule for a
+    zero divisor; `neg` and `abs` wrap; `max`/`min` compare as the operand's signedness.
+    """
+
+    def const(self, value: float, like: V) -> V:
+        """The constant `value` with the element type of `like`."""
+        ...
+
+    def add(self, a: V, b: V) -> V: ...
+    def sub(self, a: V, b: V) -> V: ...
+    def mul(self, a: V, b: V) -> V: ...
+    def div(self, a: V, b: V) -> V: ...
+    def max(self, a: V, b: V) -> V: ...
+    def min(self, a: V, b: V) -> V: ...
+    def pow(self, a: V, b: V) -> V: ...
+    def neg(self, x: V) -> V: ...
+    def abs(self, x: V) -> V: ...
+
+    def math(self, fn: str, x: V) -> V:
+        """One of `MATH_FUNCTIONS` (floats only)."""
+        ...
+
+    def compare(self, predicate: str, a: V, b: V) -> V:
+        """eq/ne/lt/le/gt/ge as an i1 value (floats: ordered, except ne)."""
+        ...
+
+    def select(self, cond: V, a: V, b: V) -> V: ...
+
+    def cast(self, x: V, to: Any) -> V:
+        """`x` converted to element type `to` (rlx.cast's rules)."""
+        ...
+
+
+def sigmoid(b: ScalarBuilder[V], x: V) -> V:
+    """1 / (1 + exp(-x))."""
+    one = b.const(1.0, x)
+    return b.div(one, b.add(one, b.math("exp", b.neg(x))))
+
+
+def gelu(b: ScalarBuilder[V], x: V) -> V:
+    """0.5·x·(1 + erf(x / √2))."""
+    inner = b.math("erf", b.div(x, b.const(math.sqrt(2.0), x)))
+    return b.mul(b.mul(b.const(0.5, x), x), b.add(b.const(1.0, x), inner))
+
+
+def gelu_tanh(b: ScalarBuilder[V], x: V) -> V:
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    cube = b.mul(b.mul(b.mul(b.const(0.044715, x), x), x), x)
+    inner = b.mul(b.const(math.sqrt(2.0 / math.pi), x), b.add(x, cube))
+    return b.mul(b.mul(b.const(0.5, x), x), b.add(b.const(1.0, x), b.math("tanh", inner)))
+
+
+def silu(b: ScalarBuilder[V], x: V) -> V:
+    """x·sigmoid(x)."""
+    return b.mul(x, sigmoid(b, x))
+
+
+def relu(b: ScalarBuilder[V], x: V) -> V:
+    """max(x, 0) (NaN propagates)."""
+    return b.max(x, b.const(0.0, x))
+
+
+def rsqrt(b: ScalarBuilder[V], x: V) -> V:
+    """1 / sqrt(x)."""
+    return b.div(b.const(1.0, x), b.math("sqrt", x))
+
+
+ACTIVATIONS = {
+    "none": lambda b, x: x,
+    "relu": relu,
+    "gelu": gelu,
+    "gelu_tanh": gelu_tanh,
+    "silu": silu,
+    "sigmoid": sigmoid,
+}
+"""Activation name (as fused ops spell it) -> formula."""
