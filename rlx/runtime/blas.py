@@ -102,7 +102,7 @@ def _publish(found: dict[str, int]) -> None:
         for dtype, addr in found.items():
             llvm.add_symbol(SYMBOLS[dtype], addr)
         return
-    from rlx.runtime.jit import _initialise, _target_machine
+    from rlx.runtime.llvm_host import _initialise, _target_machine
 
     _initialise()
     llvm.add_symbol("rlx_openblas_set_num_threads_local", local)

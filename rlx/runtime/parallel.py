@@ -297,7 +297,7 @@ def register() -> str:
             return str(_STATE["backend"])
         import llvmlite.binding as llvm
 
-        from rlx.runtime.jit import _initialise, _target_machine
+        from rlx.runtime.llvm_host import _initialise, _target_machine
 
         _initialise()
         threads = _threads_from_env()
