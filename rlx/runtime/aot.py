@@ -154,8 +154,8 @@ def compile_object(
     """Compile MLIR text / a ModuleOp to object code for `cpu` (default: the host)."""
     import llvmlite.binding as llvm
 
+    from rlx.lowering.llvm_ir import to_llvm_ir
     from rlx.runtime import compiler
-    from rlx.runtime.jit import to_llvm_ir
     from rlx.runtime.llvm_host import _LOCK, _initialise
     from rlx.runtime.options import CompileOptions
 

@@ -28,7 +28,6 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
-
 from rlx.runtime import counters
 from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
