@@ -217,6 +217,7 @@ def _bake_module(
     report.params_bound = bound
     report.weight_bytes_before = sum(_nbytes(values[n]) for n in bound)
     before = rewrites.snapshot(module)
+    original = {id(op) for op in rewrites.constants(module) if rewrites.const_name(op) is None}
     # Weight rewrites run on the bound weights, then again on the values folding produced
     # (a transposed param, scale x weight): "re-unfold" of the surviving folded weights.
     _weight_rewrites(module, o, stats, stage)
@@ -236,7 +237,7 @@ def _bake_module(
     if o.dedupe:
         stats.constants_deduped = rewrites.dedupe_constants(module)
     stage("table")
-    table = weight_table(module, bound, before, o.keep_folded_bindings, stats)
+    table = weight_table(module, bound, before, o.keep_folded_bindings, stats, original)
     if o.memory == "runtime":
         table = _param_entries(module)
     stats.kept_dense = list(dict.fromkeys(stats.kept_dense + explain_dense(module, o)))

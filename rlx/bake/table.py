@@ -39,26 +39,32 @@ INLINE_MAX_BYTES = 64
 
 
 def _is_splat(op: ConstantOp) -> bool:
+    """Every element has the same bytes (printed as one value, whatever the storage)."""
     t = op.result.type
     assert isinstance(t, TensorType)
+    raw = np.frombuffer(raw_bytes(op), np.uint8)
     n = int(np.prod(shape_of(t)))
-    return n > 1 and len(op.value.data.data) * n == len(raw_bytes(op))
+    if n <= 1 or raw.size % n:
+        return n <= 1
+    rows = raw.reshape(n, raw.size // n)
+    return bool((rows == rows[0]).all())
 
 
-def name_folded(module: ModuleOp) -> int:
+def name_folded(module: ModuleOp, original: set[int]) -> dict[str, str]:
     """Name every unnamed non-splat constant above INLINE_MAX_BYTES (`c<i>`), so values
-    produced by folding enter the table. Returns how many were named."""
+    produced by folding enter the table. Returns name -> note (`original`: ids of the
+    constant ops the graph had before the rewrites)."""
     taken = {n for c in constants(module) if (n := const_name(c))}
-    count = i = 0
+    notes, i = {}, 0
     for op in constants(module):
-        if const_name(op) is not None or _is_splat(op) or len(raw_bytes(op)) <= INLINE_MAX_BYTES:
+        if const_name(op) is not None or len(raw_bytes(op)) <= INLINE_MAX_BYTES or _is_splat(op):
             continue
         while f"c{i}" in taken:
             i += 1
         set_name(op, f"c{i}")
         taken.add(f"c{i}")
-        count += 1
-    return count
+        notes[f"c{i}"] = "graph constant" if id(op) in original else "computed by folding"
+    return notes
 
 
 def _encoding(op: ConstantOp) -> tuple[str, list[int]]:
@@ -88,16 +94,18 @@ def weight_table(
     before: Mapping[str, ConstantOp],
     keep_folded: bool,
     stats: RewriteStats,
+    original: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> list[WeightEntry]:
     """One entry per named constant of the module (names lost by folding are restored
-    by payload); bindings no longer in the graph are kept (not live) or counted dropped."""
+    by payload, other values named by `name_folded`); bindings no longer in the graph are
+    kept (not live) or counted dropped."""
     by_payload = {(str(c.result.type), raw_bytes(c)): n for n, c in before.items()}
     for op in constants(module):  # restore names lost by folding before naming new values
         if const_name(op) is None:
             name = by_payload.get((str(op.result.type), raw_bytes(op)))
             if name is not None and not any(const_name(o) == name for o in constants(module)):
                 set_name(op, name)
-    name_folded(module)
+    unnamed = name_folded(module, original)
     table: list[WeightEntry] = []
     names: set[str] = set()
     for op in constants(module):
@@ -110,8 +118,9 @@ def weight_table(
         names.add(name)
         enc = _encoding(op)[0]
         note = {"gguf_tq2_0": "ternary, lossless", "gguf_q8_0": "Q8_0, lossy"}.get(enc, "")
-        if name.split(".")[0] not in before:
-            note = (note + ", " if note else "") + "computed by folding"
+        base = name.split(".")[0]
+        extra = unnamed.get(base, "" if base in before else "computed by folding")
+        note = ", ".join(x for x in (note, extra) if x)
         table.append(_entry(op, name, True, note))
     for name in bound:
         if name in names or name not in before:
