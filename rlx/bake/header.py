@@ -151,23 +151,25 @@ def _opt(c: Check) -> Check:
     return lambda path, v: None if v is None else c(path, v)
 
 
-def _scalar(path: str, v: Any) -> None:
+def _leaf(path: str, v: Any) -> None:
     if isinstance(v, str):
         _str()(path, v)
-    elif isinstance(v, int | bool) or v is None:
-        if isinstance(v, int) and not isinstance(v, bool):
-            _int(-MAX_INT)(path, v)
-    elif isinstance(v, float):
-        pass  # finite: NaN / Infinity are rejected while parsing
-    elif isinstance(v, list):
-        _list(_scalar, 1 << 16)(path, v)
-    elif isinstance(v, dict) and path.count(".") < 3:
+    elif isinstance(v, int) and not isinstance(v, bool):
+        _int(-MAX_INT)(path, v)
+    elif not (v is None or isinstance(v, bool | float)):  # floats are finite: see decode
+        raise HeaderError(path, f"expected a scalar, got {_kind(v)}")
+
+
+def _scalar(path: str, v: Any) -> None:
+    """A free-form value (options, report, meta counters): a scalar, a list of scalars, or
+    an object of those (one level)."""
+    if isinstance(v, list):
+        _list(_leaf, 1 << 16)(path, v)
+    elif isinstance(v, dict) and path.count(".") < 2:
         for k, x in v.items():
             _scalar(f"{path}.{k}", x)
     else:
-        raise HeaderError(
-            path, f"expected a scalar, or a short list or object of them, got {_kind(v)}"
-        )
+        _leaf(path, v)
 
 
 def _obj(
@@ -199,10 +201,17 @@ _SECTION = {"offset": _int(), "nbytes": _int(), "sha256": _SHA}
 _SECTION_REQ = ("offset", "nbytes", "sha256")
 _IO = _obj({"name": _NAME, "shape": _list(_int(-1), MAX_DIMS), "dtype": _str(64)},
            ("name", "shape", "dtype"))  # fmt: skip
+_COUNTS = ("nodes", "params_baked", "weight_count", "weight_bytes", "constant_bytes",
+           "skipped_zero_matmuls", "ternary_packed", "quant_packed", "constants_deduped")  # fmt: skip
 _META = _obj(
     {"name": _NAME, "inputs": _list(_IO, 1024), "outputs": _list(_IO, 1024),
-     "params_remaining": _list(_NAME)},
+     "params_remaining": _list(_NAME), **dict.fromkeys(_COUNTS, _int())},
     ("inputs", "outputs"), free=_scalar,
+)  # fmt: skip
+_REPORT = _obj(
+    {"kept_dense": _list(_str(4096)), "code": _list(_str(4096)),
+     **dict.fromkeys(_COUNTS, _int())},
+    free=_scalar,
 )  # fmt: skip
 _WEIGHT = _obj(
     {"name": _NAME, "shape": _DIMS, "encoding": _str(64), "dtype": _str(64),
@@ -226,7 +235,7 @@ _MODULE = _obj({"form": _one_of("custom"), "entry": _NAME, **_SECTION}, ("entry"
 _HEADER = _obj(
     {"format": _one_of("rlx-bake"), "rlx_version": _str(64), "profile": _str(64),
      "options": _obj({}, free=_scalar), "memory": _one_of(*MEMORY_MODES), "meta": _META,
-     "report": _obj({}, free=_scalar), "module": _MODULE, "weights": _list(_WEIGHT),
+     "report": _REPORT, "module": _MODULE, "weights": _list(_WEIGHT),
      "code": _list(_CODE, 64)},
     ("format", "memory", "meta", "module", "weights"),
 )  # fmt: skip
