@@ -277,12 +277,12 @@ def _param_entries(module: ModuleOp) -> list[rewrites.WeightEntry]:
     """Runtime mode: a metadata-only table entry (no bytes) per param of the module."""
     out, seen = [], set()
     for op in module.walk():
-        if isinstance(op, ParamOp) and op.param_name.data not in seen:
-            seen.add(op.param_name.data)
+        if isinstance(op, ParamOp) and op.param_name not in seen:
+            seen.add(op.param_name)
             t = op.result.type
             assert isinstance(t, TensorType)
             shape, dt = list(shape_of(t)), type_name(t.element_type)
-            out.append(rewrites.WeightEntry(op.param_name.data, shape, dt, dt, shape,
+            out.append(rewrites.WeightEntry(op.param_name, shape, dt, dt, shape,
                                             np.zeros(0, np.uint8), "set at run time"))  # fmt: skip
     return out
 

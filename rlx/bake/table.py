@@ -73,8 +73,7 @@ def _encoding(op: ConstantOp) -> tuple[str, list[int]]:
     for use in op.result.uses:
         u = use.operation
         if isinstance(u, DequantMatmulOp) and u.packed == op.result:
-            n, k = (u.attributes[a].value.data for a in ("n", "k"))  # type: ignore[attr-defined]
-            return f"gguf_{u.attributes['scheme'].data}", [k, n]  # type: ignore[attr-defined]
+            return f"gguf_{u.scheme}", [u.k, u.n]
     return type_name(t.element_type), list(shape_of(t))
 
 
@@ -142,7 +141,7 @@ def _label(v: SSAValue) -> str:
     if isinstance(owner, ConstantOp) and (n := const_name(owner)):
         return n
     if isinstance(owner, ParamOp):
-        return owner.param_name.data
+        return owner.param_name
     return f"%{v.name_hint or 'weight'}"
 
 
