@@ -72,9 +72,12 @@ def _bindings(name: str) -> Callable[[Opts, Path], dict[str, Any]]:
 
     def options(o: Opts, workdir: Path) -> dict[str, Any]:
         v = o.get(name)
-        if isinstance(v, dict):
+        if isinstance(v, dict):  # packed GGML tensors keep scheme and shape (rlx.weights.save)
+            from rlx.weights import save
+
             path = workdir / f"{name}.npz"
-            np.savez(path, **{k: np.asarray(a) for k, a in v.items()})
+            save(path, {k: a if hasattr(a, "scheme") or isinstance(a, bytes | bytearray) else np.asarray(a)
+                        for k, a in v.items()})  # fmt: skip
             v = path
         return {"path": str(v)}
 

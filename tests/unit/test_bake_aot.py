@@ -16,6 +16,7 @@ import pytest
 
 import rlx
 import rlx.bake
+from rlx import interpreter
 from rlx.bake import artifact
 from rlx.runtime import aot, counters
 
@@ -123,7 +124,7 @@ def test_other_options_recompile(baked: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("RLX_CACHE", "0")
     with pytest.warns(RuntimeWarning, match="other CompileOptions"):
         g = rlx.load(baked, rlx.CompileOptions(fusion_target="none"))
-    ref = rlx.interpreter.run(rlx.bake.materialize(baked), [X])[0]
+    ref = interpreter.run(rlx.bake.materialize(baked), [X])[0]
     np.testing.assert_allclose(g.run(X)[0], ref, rtol=1e-5, atol=1e-6)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import rlx
 import rlx.bake
+from rlx import interpreter
 from rlx.bake import artifact
 
 onnx = pytest.importorskip("onnx")
@@ -97,7 +98,7 @@ func.func @main(%x: tensor<4x64xf32> {rlx.name = "x"}) -> tensor<4x32xf32> {
 def test_scale_times_weight_enters_table(tmp_path: Path) -> None:
     w = {"w": RNG.standard_normal((64, 32)).astype(F), "v": RNG.standard_normal(32).astype(F)}
     x = RNG.standard_normal((4, 64)).astype(F)
-    (want,) = rlx.interpreter.run(SCALED, [x], w)
+    (want,) = interpreter.run(SCALED, [x], w)
     path, rep = rlx.bake.bake_with_report(SCALED, w, "size", tmp_path / "s.rlx")
     art = artifact.read(path)
     assert _inline_bytes(art.module_text) == []
