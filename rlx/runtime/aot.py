@@ -186,6 +186,18 @@ def compile_object(
 # ----------------------------------------------------------------------------- linking
 
 
+def prepare_runtime() -> None:
+    """Publish what stored code may call (BLAS GEMMs, the thread pool, the bf16 helpers),
+    once per process. `rlx.load` does it on first use; a server may call it at start-up so
+    that the first load only maps and links (about 0.15 s of one-time set-up on the
+    2-core bench machine, see bench/bake_load.py)."""
+    from rlx.runtime import blas
+    from rlx.runtime.llvm_host import ensure_runtime_symbols
+
+    blas.register()
+    ensure_runtime_symbols()
+
+
 class LinkedCode:
     """Stored object code linked into MCJIT (the `JitModule` interface: `address`,
     `llvm_ir`, `asm`). Keep it alive while its functions may run."""
@@ -195,11 +207,9 @@ class LinkedCode:
     def __init__(self, data: bytes | memoryview) -> None:
         import llvmlite.binding as llvm
 
-        from rlx.runtime import blas
-        from rlx.runtime.llvm_host import _LOCK, _initialise, ensure_runtime_symbols
+        from rlx.runtime.llvm_host import _LOCK, _initialise
 
-        blas.register()
-        ensure_runtime_symbols()
+        prepare_runtime()
         triple, cpu, features = host()
         with _LOCK:
             _initialise()
