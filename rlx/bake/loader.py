@@ -122,7 +122,8 @@ def load(
         except Exception as e:  # e.g. a symbol this process does not provide
             section, why = None, f"the stored code does not link here ({e})"
         else:
-            return aot.LoadedGraph(linked, lambda: _regenerate(art, options, entry), weights)
+            return _bind(art, lambda: aot.LoadedGraph(
+                linked, lambda: _regenerate(art, options, entry), weights))  # fmt: skip
     if allow_native and art.code:
         warnings.warn(
             f"{art.path}: stored code not used ({why}); compiling from the IR",
@@ -146,9 +147,17 @@ def _compile(art: artifact.Artifact, options: Any, entry: str, weights: dict[str
     g = rlx_compile(module, options, entry=entry)
     if not quiet:
         _say(f"compiled {art.path.name} in {time.perf_counter() - t0:.1f} s")
-    out = aot.LoadedGraph(g._art, g._regenerate, weights)
+    out = _bind(art, lambda: aot.LoadedGraph(g._art, g._regenerate, weights))
     out.cache_hit = g.cache_hit
     return out
+
+
+def _bind(art: artifact.Artifact, make: Any) -> Any:
+    """`make()` (a LoadedGraph), a table/signature mismatch as an ArtifactError."""
+    try:
+        return make()
+    except ValueError as e:
+        raise artifact.ArtifactError(f"{art.path}: {e}") from None
 
 
 def _regenerate(art: artifact.Artifact, options: Any, entry: str) -> Any:

@@ -186,16 +186,36 @@ def compile_object(
 # ----------------------------------------------------------------------------- linking
 
 
-def prepare_runtime() -> None:
-    """Publish what stored code may call (BLAS GEMMs, the thread pool, the bf16 helpers),
-    once per process. `rlx.load` does it on first use; a server may call it at start-up so
-    that the first load only maps and links (about 0.15 s of one-time set-up on the
-    2-core bench machine, see bench/bake_load.py)."""
-    from rlx.runtime import blas
-    from rlx.runtime.llvm_host import ensure_runtime_symbols
+def _providers() -> tuple[tuple[str, Callable[[], Any]], ...]:
+    from rlx.runtime import blas, parallel
+    from rlx.runtime.llvm_host import ensure_bf16_helpers
 
-    blas.register()
-    ensure_runtime_symbols()
+    return (("rlx_blas_", blas.register), ("rlx_parallel_for", parallel.register),
+            ("__trunc", ensure_bf16_helpers))  # fmt: skip
+
+
+def prepare_runtime(symbols: list[str] | None = None) -> None:
+    """Publish what stored code may call: the BLAS GEMMs, the thread pool, the bf16 helpers
+    (only those `symbols` need, when given), once per process. `rlx.load` does it on first
+    use; a server may call `prepare_runtime()` at start-up so that the first load only maps
+    and links (about 0.15-0.25 s of one-time set-up on the 2-core bench machine, see
+    bench/bake_load.py). With `symbols`, raises LinkError naming any this process cannot
+    resolve (MCJIT would abort the process on it)."""
+    import llvmlite.binding as llvm
+
+    from rlx.runtime.llvm_host import _initialise
+
+    _initialise()
+    for prefix, register in _providers():
+        if symbols is None or any(x.startswith(prefix) for x in symbols):
+            register()
+    missing = [x for x in symbols or () if not llvm.address_of_symbol(x)]
+    if missing:
+        raise LinkError(f"unresolved symbol(s) {', '.join(sorted(missing)[:8])}")
+
+
+class LinkError(RuntimeError):
+    """Stored object code needs a symbol this process does not provide."""
 
 
 class LinkedCode:
@@ -207,9 +227,11 @@ class LinkedCode:
     def __init__(self, data: bytes | memoryview) -> None:
         import llvmlite.binding as llvm
 
+        from rlx.runtime.elf_symbols import undefined_symbols
         from rlx.runtime.llvm_host import _LOCK, _initialise
 
-        prepare_runtime()
+        data = bytes(data)
+        prepare_runtime(undefined_symbols(data))  # ELF: only what the code imports
         triple, cpu, features = host()
         with _LOCK:
             _initialise()
@@ -219,7 +241,7 @@ class LinkedCode:
             empty = llvm.parse_assembly("")
             empty.triple = tm.triple
             self._engine = llvm.create_mcjit_compiler(empty, tm)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(data)))
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()
         self._lock = _LOCK
 

@@ -76,16 +76,21 @@ def ensure_runtime_symbols() -> None:
     its own MCJIT engine must call it first (bf16 truncations call ``__truncsfbf2``; parallel
     kernels call ``rlx_parallel_for``, see ``rlx.runtime.parallel``).
     """
-    global _SUPPORT_ENGINE
     from rlx.runtime import parallel
 
+    ensure_bf16_helpers()
+    parallel.register()  # `rlx_rt.parallel_call` lowers to calls of `rlx_parallel_for`
+
+
+def ensure_bf16_helpers() -> None:
+    """JIT and publish `__truncsfbf2` / `__truncdfbf2` once per process."""
+    global _SUPPORT_ENGINE
     with _LOCK:
         if _SUPPORT_ENGINE is None:
             _initialise()
             cpu = llvm_binding.get_host_cpu_name()
             features = llvm_binding.get_host_cpu_features().flatten()
             _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
-    parallel.register()  # `rlx_rt.parallel_call` lowers to calls of `rlx_parallel_for`
 
 
 def _compile_support_runtime(cpu: str, features: str) -> Any:

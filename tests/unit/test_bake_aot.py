@@ -193,3 +193,32 @@ def test_inspect_and_cli(baked: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert code["cpu"] == "x86-64"
     assert rlx_bake.main([str(MLP), "-w", str(w), "-o", str(out_path), "--no-code", "-q"]) == 0
     assert artifact.read(out_path).code == []
+
+
+def _object(ir: str) -> bytes:
+    import llvmlite.binding as llvm
+
+    from rlx.runtime.llvm_host import _LOCK, _initialise
+
+    triple, cpu, features = aot.host()
+    with _LOCK:
+        _initialise()
+        tm = llvm.Target.from_triple(triple).create_target_machine(
+            cpu=cpu, features=features, codemodel="jitdefault", jit=True
+        )
+        mod = llvm.parse_assembly(ir)
+        mod.triple = tm.triple
+        return bytes(tm.emit_object(mod))
+
+
+def test_unresolved_symbol_is_refused_not_fatal() -> None:
+    from rlx.runtime.elf_symbols import undefined_symbols
+
+    data = _object(
+        "declare void @rlx_no_such_symbol()\n"
+        "define void @main() {\n  call void @rlx_no_such_symbol()\n  ret void\n}\n"
+    )
+    assert undefined_symbols(data) == ["rlx_no_such_symbol"]
+    with pytest.raises(aot.LinkError, match="unresolved symbol.*rlx_no_such_symbol"):
+        aot.LinkedCode(data)  # MCJIT would abort the process on it
+    assert undefined_symbols(b"not an object") is None
