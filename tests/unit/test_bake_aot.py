@@ -45,15 +45,21 @@ def unbaked() -> np.ndarray:
 
 
 CHILD = """
-import json, sys
+import json, mmap, sys
 import numpy as np
+def root(a):
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return a
 import rlx
 from rlx.runtime import counters
 g = rlx.load(sys.argv[1])
 y = g.run(np.load(sys.argv[2]))[0]
 np.save(sys.argv[3], y)
 print(json.dumps({"counts": counters.snapshot(), "xdsl": "xdsl" in sys.modules,
-                  "params": list(g.params), "writable": bool(g._params["__rlx_weight.w1"].flags.writeable)}))
+                  "params": list(g.params), "writable": bool(g._params["__rlx_weight.w1"].flags.writeable),
+                  "misaligned": [n for n, a in g._params.items() if a.ctypes.data % 64],
+                  "mapped": all(isinstance(root(a), mmap.mmap) for a in g._params.values())}))
 """
 
 
@@ -71,6 +77,7 @@ def test_fresh_process_links_without_compiling(
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["counts"] == {"pipeline": 0, "llvm": 0}  # nothing compiled
     assert r["xdsl"] is False and r["params"] == [] and r["writable"] is False  # mmap, read-only
+    assert r["misaligned"] == [] and r["mapped"]  # 64-byte aligned views, not copies
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
     assert "warning" not in out.stderr.lower()
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), unbaked)
