@@ -50,7 +50,7 @@ import numpy as np
 def root(a):
     while isinstance(a, np.ndarray):
         a = a.base
-    return a
+    return a.obj if isinstance(a, memoryview) else a
 import rlx
 from rlx.runtime import counters
 g = rlx.load(sys.argv[1])
