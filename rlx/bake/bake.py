@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from rlx.bake import artifact, memory, rewrites
 from rlx.bake.profiles import BakeOptions, BakeProfile
-from rlx.bake.table import explain_dense, weight_table
+from rlx.bake.table import explain_dense, param_entries, weight_table
 from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dtypes import type_name
@@ -220,7 +220,7 @@ def _bake_module(
     original = {id(op) for op in rewrites.constants(module) if rewrites.const_name(op) is None}
     # Weight rewrites run on the bound weights, then again on the values folding produced
     # (a transposed param, scale x weight): "re-unfold" of the surviving folded weights.
-    _weight_rewrites(module, o, stats, stage)
+    rewrites.weight_rewrites(module, o, stats, stage)
     for name, on, p in (
         ("simplify", o.simplify, RlxCanonicalizePass()),
         ("dce", o.dce, DeadCodeEliminationPass()),
@@ -230,7 +230,7 @@ def _bake_module(
         if on:
             p.apply(ctx, module)
     if o.constant_folding:
-        _weight_rewrites(module, o, stats, None)
+        rewrites.weight_rewrites(module, o, stats, None)
         if o.dce:
             DeadCodeEliminationPass().apply(ctx, module)
     stage("dedupe")
@@ -239,7 +239,7 @@ def _bake_module(
     stage("table")
     table = weight_table(module, bound, before, o.keep_folded_bindings, stats, original)
     if o.memory == "runtime":
-        table = _param_entries(module)
+        table = param_entries(module)
     stats.kept_dense = list(dict.fromkeys(stats.kept_dense + explain_dense(module, o)))
     module.verify()
     sig = signature(module, entry)
@@ -255,36 +255,6 @@ def _bake_module(
         setattr(report, k, getattr(stats, k))
     report.seconds = time.perf_counter() - t0
     return Baked(module, table, report, o, sig)
-
-
-def _weight_rewrites(
-    module: ModuleOp, o: BakeOptions, stats: rewrites.RewriteStats, stage: Any
-) -> None:
-    """skip zero -> ternary -> Q8_0 -> unfold (name the matmul weights), as enabled."""
-    for name, on, fn in (
-        ("skip-zero", o.skip_zero, lambda: rewrites.skip_zero(module, stats)),
-        ("ternary", o.ternary, lambda: rewrites.pack_matmuls(module, "tq2_0", stats)),
-        ("q8_0", o.quant, lambda: rewrites.pack_matmuls(module, "q8_0", stats)),
-        ("unfold", o.unfold, lambda: rewrites.unfold(module)),
-    ):
-        if stage is not None:
-            stage(name)
-        if on:
-            fn()
-
-
-def _param_entries(module: ModuleOp) -> list[rewrites.WeightEntry]:
-    """Runtime mode: a metadata-only table entry (no bytes) per param of the module."""
-    out, seen = [], set()
-    for op in module.walk():
-        if isinstance(op, ParamOp) and op.param_name not in seen:
-            seen.add(op.param_name)
-            t = op.result.type
-            assert isinstance(t, TensorType)
-            shape, dt = list(shape_of(t)), type_name(t.element_type)
-            out.append(rewrites.WeightEntry(op.param_name, shape, dt, dt, shape,
-                                            np.zeros(0, np.uint8), "set at run time"))  # fmt: skip
-    return out
 
 
 def _nbytes(v: Any) -> int:

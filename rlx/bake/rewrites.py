@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -307,3 +308,17 @@ def snapshot(module: ModuleOp) -> dict[str, ConstantOp]:
     """Named constants by name (cloned), to restore names lost by folding and to keep
     folded bindings."""
     return {n: op.clone() for op in constants(module) if (n := const_name(op))}  # type: ignore[misc]
+
+
+def weight_rewrites(module: ModuleOp, o: Any, stats: RewriteStats, stage: Any) -> None:
+    """skip zero -> ternary -> Q8_0 -> unfold (name the matmul weights), as enabled."""
+    for name, on, fn in (
+        ("skip-zero", o.skip_zero, lambda: skip_zero(module, stats)),
+        ("ternary", o.ternary, lambda: pack_matmuls(module, "tq2_0", stats)),
+        ("q8_0", o.quant, lambda: pack_matmuls(module, "q8_0", stats)),
+        ("unfold", o.unfold, lambda: unfold(module)),
+    ):
+        if stage is not None:
+            stage(name)
+        if on:
+            fn()

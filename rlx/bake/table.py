@@ -192,3 +192,17 @@ def explain_dense(module: ModuleOp, o: BakeOptions) -> list[str]:
             assert w is not None
             out.setdefault(_label(w), _reason(op, w, o))
     return [f"{k}: {v}" for k, v in out.items()]
+
+
+def param_entries(module: ModuleOp) -> list[WeightEntry]:
+    """Runtime mode: a metadata-only table entry (no bytes) per param of the module."""
+    out, seen = [], set()
+    for op in module.walk():
+        if isinstance(op, ParamOp) and op.param_name not in seen:
+            seen.add(op.param_name)
+            t = op.result.type
+            assert isinstance(t, TensorType)
+            shape, dt = list(shape_of(t)), type_name(t.element_type)
+            out.append(WeightEntry(op.param_name, shape, dt, dt, shape,
+                                            np.zeros(0, np.uint8), "set at run time"))  # fmt: skip
+    return out
