@@ -351,6 +351,10 @@ def _object_code(
     out = []
     for cpu in dict.fromkeys(targets):
         try:
+            aot.target_key(cpu, options)  # an unknown CPU name is an error, not a crash
+        except ValueError as e:
+            raise BakeError(f"bake: {e}") from None
+        try:
             obj = aot.compile_object(module, options, b.sig["name"], cpu)
         except ValueError as e:  # e.g. unbound dynamic dims: the IR alone is stored
             first = str(e).splitlines()[0]

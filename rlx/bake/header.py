@@ -221,7 +221,7 @@ _WEIGHT = _obj(
 _ARG = _obj({"name": _NAME, "kind": _one_of("input", "prepared", "param", "output", "arena"),
              "shape": _DIMS, "dtype": _str(64)}, ("name", "kind", "shape", "dtype"))  # fmt: skip
 _SIG = _obj(
-    {"entry": _NAME, "args": _list(_ARG, 4096), "arena_bytes": _int(), "unplanned_bytes": _int(),
+    {"entry": _NAME, "args": _list(_ARG, 1024), "arena_bytes": _int(), "unplanned_bytes": _int(),
      "alignment": _int(1, 1 << 20), "dead_params": _obj({}, free=_ARG)},
     ("entry", "args", "arena_bytes", "unplanned_bytes", "alignment"),
 )  # fmt: skip

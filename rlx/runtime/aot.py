@@ -107,11 +107,45 @@ def host_key(options: Any = None) -> CodeKey:
 
 
 def target_key(cpu: str | None, options: Any = None) -> CodeKey:
-    """The key of code compiled for `cpu` (None or "host": this machine)."""
+    """The key of code compiled for `cpu` (None or "host": this machine); ValueError for a
+    CPU name LLVM does not know."""
     k = host_key(options)
     if cpu is None or cpu == "host" or cpu == k.cpu:
         return k
+    check_cpu(k.triple, cpu)
     return CodeKey(k.triple, cpu, "", k.abi, k.options, k.blas)
+
+
+@functools.cache
+def check_cpu(triple: str, cpu: str) -> None:
+    """ValueError unless LLVM knows `cpu` for `triple`. LLVM only prints "not a recognized
+    processor" on stderr and later aborts the process in code generation, so the probe
+    captures file descriptor 2 while it builds a target machine for an empty module."""
+    import os
+    import tempfile
+
+    import llvmlite.binding as llvm
+
+    from rlx.runtime.llvm_host import _LOCK, _initialise
+
+    if not cpu or any(c.isspace() or c in ",+" for c in cpu):
+        raise ValueError(f"invalid target CPU name {cpu!r}")
+    with _LOCK, tempfile.TemporaryFile() as err:
+        _initialise()
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, jit=True)
+            mod = llvm.parse_assembly("")
+            mod.triple = tm.triple
+            tm.emit_object(mod)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        said = err.read().decode(errors="replace")
+    if "not a recognized processor" in said:
+        raise ValueError(f"unknown target CPU {cpu!r} for {triple} (LLVM: {said.splitlines()[0]})")
 
 
 # ----------------------------------------------------------------------------- compiling
