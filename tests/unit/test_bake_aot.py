@@ -200,6 +200,8 @@ def test_inspect_and_cli(baked: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert code["cpu"] == "x86-64"
     assert rlx_bake.main([str(MLP), "-w", str(w), "-o", str(out_path), "--no-code", "-q"]) == 0
     assert artifact.read(out_path).code == []
+    assert rlx_bake.main([str(MLP), "-o", str(out_path), "--memory", "runtime", "-q"]) == 0
+    assert artifact.read(out_path).memory == "runtime"  # no --weights needed
     capsys.readouterr()
     assert rlx_bake.main([str(MLP), "-w", str(w), "-o", str(out_path), "--target-cpu", "foo"]) == 1
     err = capsys.readouterr().err  # LLVM would abort the process on an unknown CPU
