@@ -256,7 +256,7 @@ class LinkedCode:
     """Stored object code linked into MCJIT (the `JitModule` interface: `address`,
     `llvm_ir`, `asm`). Keep it alive while its functions may run."""
 
-    llvm_ir = ""
+    llvm_ir = "; LLVM IR is not stored in artifacts: rlx.load(path, allow_native=False) compiles it\n"
 
     def __init__(self, data: bytes | memoryview) -> None:
         import llvmlite.binding as llvm
