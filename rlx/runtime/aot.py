@@ -5,11 +5,18 @@ CPU) and returns the object bytes with the ABI (`Signature`) and a `CodeKey`; `l
 loads such bytes into an MCJIT engine without running the compiler (no xDSL import, no
 LLVM optimisation or code generation; `rlx.runtime.counters` stays unchanged) and returns
 a `compiled.Artifact` ready for `CompiledGraph`. `rlx-bake` stores these sections in the
-`.rlx` artifact (docs/artifact.md); `rlx.load` picks the one `CodeKey.usable_here` accepts.
+`.rlx` artifact (docs/artifact.md); `rlx.load` picks the one whose key `CodeKey.mismatch`
+accepts here.
 
 The code calls only symbols the process publishes itself before linking: the BLAS GEMM
 wrappers (`rlx.runtime.blas`), the thread pool (`rlx_parallel_for`) and the bf16 helpers
-(`rlx.runtime.llvm_host.ensure_runtime_symbols`), plus libc/libm.
+(`rlx.runtime.llvm_host`), plus libc/libm. `LinkedCode` reads the object's undefined
+symbols (`rlx.runtime.elf_symbols`), publishes just those pieces (`prepare_runtime`) and
+refuses a symbol nobody provides (MCJIT would abort the process).
+
+The rlx lowering is target-independent (it never asks for the host's features), so code
+for a named `--target-cpu` differs only in LLVM's instruction selection; a lowering that
+starts to depend on the host must put that choice into `CodeKey`.
 """
 
 from __future__ import annotations
