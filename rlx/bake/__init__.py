@@ -25,6 +25,7 @@ _EXPORTS = {
     "BakeOptions": "rlx.bake.profiles", "BakeProfile": "rlx.bake.profiles",
 }  # fmt: skip
 __all__ = sorted(_EXPORTS)
+_SUBMODULES = ("artifact", "header", "loader", "memory", "profiles", "report", "rewrites", "table")
 
 if TYPE_CHECKING:
     from rlx.bake.artifact import FORMAT_VERSION, MAGIC, ArtifactError  # noqa: F401
@@ -53,6 +54,8 @@ class _CallableModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         where = _EXPORTS.get(name)
         if where is None:
+            if name in _SUBMODULES:  # `rlx.bake.artifact` without importing it first
+                return import_module(f"rlx.bake.{name}")
             raise AttributeError(f"module 'rlx.bake' has no attribute {name!r}")
         value = getattr(import_module(where), name)
         setattr(self, name, value)
