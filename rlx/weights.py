@@ -3,15 +3,20 @@
 Dense tensors come back as NumPy arrays (safetensors through its NumPy API, no torch).
 GGUF F32/F16/BF16 tensors are decoded; Q8_0 and TQ2_0 tensors stay packed as
 `PackedWeight` (GGML layout: W [n, k] row-major in blocks along k), ready for the packed
-operand of `rlx.dequant_matmul`.
+operand of `rlx.dequant_matmul`. `save` writes PackedWeights to .npz too (the bytes plus a
+`__rlx_packed__.<name>` = [scheme, n, k] entry that `load` turns back into a PackedWeight).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from rlx.formats import ggml
 
 SUFFIXES = (".safetensors", ".npz", ".gguf")
 
@@ -32,6 +37,57 @@ class PackedWeight:
 
 Weight = np.ndarray | PackedWeight
 
+PACKED_KEY = "__rlx_packed__."
+"""npz entry `<PACKED_KEY><name>` = int64 [scheme index, n, k] marks `<name>` as packed."""
+SCHEMES = ("q8_0", "tq2_0")
+
+
+def as_packed(name: str, value: object, scheme: str, n: int, k: int) -> PackedWeight:
+    """The binding of a param consumed as rlx.dequant_matmul's packed operand (`scheme`,
+    W [n, k]) as a PackedWeight: a PackedWeight (whose scheme and shape must agree) or the
+    raw block bytes (a uint8 array, bytes or bytearray: what `rlx.formats.ggml.quantize`
+    returns) of exactly the size `scheme` needs. ValueError naming the param otherwise."""
+
+    if isinstance(value, PackedWeight):
+        if (value.scheme, value.n, value.k) != (scheme, n, k):
+            raise ValueError(
+                f"param '{name}' is bound to a {value.scheme} [{value.n}, {value.k}] tensor, "
+                f"rlx.dequant_matmul expects {scheme} [{n}, {k}]"
+            )
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = np.frombuffer(value, np.uint8)
+    want = ggml.packed_nbytes(scheme, n, k)
+    if not isinstance(value, np.ndarray) or value.dtype != np.uint8:
+        got = type(value).__name__ if not isinstance(value, np.ndarray) else f"{value.dtype} array"
+        raise ValueError(
+            f"param '{name}' feeds rlx.dequant_matmul ({scheme} [{n}, {k}]): expected a "
+            f"PackedWeight or {want} raw uint8 bytes of {scheme} blocks, got {got}"
+        )
+    if value.size != want:
+        raise ValueError(
+            f"param '{name}': {value.size} bytes of packed data, {scheme} [{n}, {k}] needs {want}"
+        )
+    return PackedWeight(scheme, n, k, np.ascontiguousarray(value.reshape(-1)))
+
+
+def _unpack_npz(values: dict[str, np.ndarray]) -> dict[str, Weight]:
+    """Turn `PACKED_KEY` entries of an .npz back into PackedWeights."""
+    out: dict[str, Weight] = {k: v for k, v in values.items() if not k.startswith(PACKED_KEY)}
+    for key, meta in values.items():
+        if not key.startswith(PACKED_KEY):
+            continue
+        name = key[len(PACKED_KEY) :]
+        m = np.asarray(meta).reshape(-1)
+        data = out.get(name)
+        if m.size != 3 or not 0 <= int(m[0]) < len(SCHEMES) or not isinstance(data, np.ndarray):
+            raise WeightFileError(f"malformed packed-tensor entry '{key}'")
+        try:
+            out[name] = as_packed(name, data, SCHEMES[int(m[0])], int(m[1]), int(m[2]))
+        except ValueError as e:
+            raise WeightFileError(str(e)) from None
+    return out
+
 
 class WeightFileError(ValueError):
     """A weight file that cannot be used, with the reason."""
@@ -46,7 +102,7 @@ def load(path: str | Path) -> dict[str, Weight]:
     try:
         if suffix == ".npz":
             with np.load(p, allow_pickle=False) as z:
-                return {k: np.asarray(z[k]) for k in z.files}
+                return _unpack_npz({k: np.asarray(z[k]) for k in z.files})
         if suffix == ".safetensors":
             from safetensors.numpy import load_file
 
@@ -62,10 +118,20 @@ def load(path: str | Path) -> dict[str, Weight]:
     )
 
 
-def save(path: str | Path, weights: dict[str, np.ndarray]) -> None:
-    """Write dense weights as .npz or .safetensors (by suffix)."""
+def save(path: str | Path, weights: Mapping[str, Any]) -> None:
+    """Write weights as .npz or .safetensors (by suffix); PackedWeights (and raw bytes)
+    only to .npz."""
     p = Path(path)
-    arrays = {k: np.ascontiguousarray(v) for k, v in weights.items()}
+    arrays: dict[str, np.ndarray] = {}
+    for k, v in weights.items():
+        if isinstance(v, PackedWeight):
+            arrays[PACKED_KEY + k] = np.array([SCHEMES.index(v.scheme), v.n, v.k], np.int64)
+            v = v.data
+        elif isinstance(v, bytes | bytearray | memoryview):
+            v = np.frombuffer(v, np.uint8)
+        arrays[k] = np.ascontiguousarray(v)
+    if any(k.startswith(PACKED_KEY) for k in arrays) and p.suffix != ".npz":
+        raise ValueError(f"cannot save packed weights as '{p.suffix}': use .npz")
     if p.suffix == ".npz":
         np.savez(p, **arrays)  # type: ignore[arg-type]
     elif p.suffix == ".safetensors":

@@ -9,18 +9,22 @@ Layout (all integers little-endian; see docs/artifact.md)::
     24  8   u64 data start D (64-byte aligned, >= 64 + H)
     32  32  SHA-256 of the header bytes
     64  H   header JSON
-    D   ..  sections (the MLIR module text, then each weight blob), each 64-byte aligned;
-            header offsets are absolute file offsets.
+    D   ..  sections (the MLIR module text, the object-code sections, then each weight
+            blob), each 64-byte aligned; header offsets are absolute file offsets.
 
-Reading never executes anything from the file (JSON + raw bytes, no pickle); the magic,
-version, bounds and every SHA-256 are checked before a section is used.
+Reading parses nothing but JSON and raw bytes (no pickle) and refuses non-regular files
+before opening them; the magic, version, every header field (`rlx.bake.header`), bounds
+and the SHA-256 of the module and code sections (and, with `verify`, of every weight) are
+checked before a section is used. Object code is executable: see docs/artifact.md, "Trust".
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
+import stat
 import struct
 import tempfile
 from collections.abc import Callable, Mapping
@@ -30,12 +34,16 @@ from typing import Any
 
 import numpy as np
 
+from rlx.bake import header as hdr
+
 MAGIC = b"RLXBAKE1"
 FORMAT_VERSION = 1
 ALIGN = 64
 PREAMBLE = struct.Struct("<8sIIQQ32s")
 PREAMBLE_SIZE = 64
-MAX_HEADER = 1 << 30
+MAX_HEADER = 64 << 20
+PLACEHOLDER_PREFIX = "__rlx_weight."
+"""Compact mode: a weight constant becomes `rlx.param "__rlx_weight.<name>"`."""
 
 
 class ArtifactError(ValueError):
@@ -58,16 +66,21 @@ def write(
     module_text: str,
     blobs: list[tuple[dict[str, Any], bytes | np.ndarray]],
     dedupe: bool = True,
+    code: list[tuple[dict[str, Any], bytes]] = (),  # type: ignore[assignment]
 ) -> int:
     """Write an artifact atomically; returns its size in bytes.
 
-    `header` gets `module` and `weights` sections filled in: each blob's dict (its table
-    entry) gains `offset`, `nbytes` and `sha256`. With `dedupe`, identical blobs share one
-    copy (same offset).
+    `header` gets `module`, `code` and `weights` sections filled in: each blob's dict (its
+    table entry) and each code entry gains `offset`, `nbytes` and `sha256`. With `dedupe`,
+    identical blobs share one copy (same offset).
     """
     path = Path(path)
     mod = module_text.encode()
     sections: list[bytes | np.ndarray] = [mod]
+    code_entries: list[dict[str, Any]] = []
+    for entry, data in code:
+        code_entries.append({**entry, "nbytes": len(data), "sha256": _sha(data)})
+        sections.append(data)
     entries: list[dict[str, Any]] = []
     where: dict[str, int] = {}
     index: list[int] = []
@@ -91,12 +104,15 @@ def write(
         **header,
         "module": {**header.get("module", {}), "nbytes": len(mod), "sha256": _sha(mod)},
     }
+    full = {**hdr, "code": code_entries, "weights": entries}
     for _ in range(3):  # the data start depends on the header length (which holds offsets)
-        base = _align(PREAMBLE_SIZE + len(_encode({**hdr, "weights": entries})) + 32)
+        base = _align(PREAMBLE_SIZE + len(_encode(full)) + 32)
         hdr["module"]["offset"] = base + rel[0]
+        for j, e in enumerate(code_entries):
+            e["offset"] = base + rel[1 + j]
         for e, i in zip(entries, index, strict=True):
             e["offset"] = base + rel[i]
-        text = _encode({**hdr, "weights": entries})
+        text = _encode(full)
         if PREAMBLE_SIZE + len(text) <= base:
             break
     else:  # pragma: no cover - the length settles after one round
@@ -123,49 +139,178 @@ def write(
 
 
 def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
 @dataclass
 class Artifact:
-    """A verified artifact: the header, the module text and memory-mapped weight blobs."""
+    """A verified artifact: the header, the module text and memory-mapped sections."""
 
     path: Path
     version: int
     header: dict[str, Any]
     module_text: str
     size: int
-    _map: np.memmap | None
+    _map: np.ndarray | None
+    """The whole file, memory-mapped read-only (None for an empty data area)."""
 
-    def blob(self, entry: Mapping[str, Any]) -> np.ndarray:
-        """The stored bytes of a weight-table entry (a read-only memory-mapped view)."""
+    def section(self, entry: Mapping[str, Any]) -> np.ndarray:
+        """The stored bytes of a section entry (a read-only view of the memory map)."""
         o, n = int(entry["offset"]), int(entry["nbytes"])
         if self._map is None or n == 0:
             return np.zeros(0, np.uint8)
         return self._map[o : o + n]
 
+    blob = section
+
     @property
     def weights(self) -> list[dict[str, Any]]:
         return list(self.header.get("weights", []))
 
+    @property
+    def code(self) -> list[dict[str, Any]]:
+        """The object-code sections (docs/artifact.md); empty for IR-only artifacts."""
+        return list(self.header.get("code", []))
+
+    @property
+    def memory(self) -> str:
+        return str(self.header.get("memory", "compact"))
+
     def blobs(self) -> dict[str, np.ndarray]:
         """name -> stored bytes of every live table entry."""
-        return {e["name"]: self.blob(e) for e in self.weights if e.get("live", True)}
+        return {e["name"]: self.section(e) for e in self.weights if e.get("live", True)}
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a directory"))  # fmt: skip
+
+
+def _regular(st: os.stat_result, where: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for f, k in _KINDS if f(st.st_mode)), "not a regular file")
+        raise ArtifactError(f"{where}: is {kind}, not a regular file; refusing to read it")
+
+
+def _open(p: Path) -> tuple[int, int]:
+    """(fd, size) of a regular file: stat first, so a FIFO or device is never opened for
+    reading; O_NONBLOCK and a second fstat close the race with a swapped path."""
+    try:
+        _regular(os.stat(p), str(p))
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise ArtifactError(f"cannot read {p}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        _regular(st, str(p))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
 
 
 def read(
     path: str | Path, verify: bool = True, progress: Callable[[int, int], None] | None = None
 ) -> Artifact:
-    """Open and check an artifact: magic, version, header checksum, section bounds and
-    (with `verify`) the SHA-256 of every section. Raises ArtifactError (a ValueError)."""
+    """Open and check an artifact: file type, magic, version, header checksum and fields,
+    section bounds, the SHA-256 of the module and code sections and (with `verify`) of every
+    weight. Raises ArtifactError (a ValueError)."""
     p = Path(path)
+    fd, size = _open(p)
     try:
-        size = p.stat().st_size
-        with open(p, "rb") as f:
-            pre = f.read(PREAMBLE_SIZE)
+        pre = os.pread(fd, PREAMBLE_SIZE, 0)
+        where = str(p)
+        base = _preamble(pre, size, where)
+        hlen = struct.unpack_from("<Q", pre, 16)[0]
+        text = os.pread(fd, hlen, PREAMBLE_SIZE)
+        if len(text) != hlen:
+            raise ArtifactError(f"{where}: truncated header")
+        if hashlib.sha256(text).digest() != pre[32:64]:
+            raise ArtifactError(f"{where}: header checksum mismatch (corrupted file)")
+        try:
+            header = hdr.decode(text)
+        except hdr.HeaderError as e:
+            at = PREAMBLE_SIZE + (hdr.locate(text, e.field) if e.field[0] != "<" else 0)
+            raise ArtifactError(f"{where}: byte {at}: {e}") from None
+        # verifying reads every page: map them in one go (MAP_POPULATE) rather than by
+        # one page fault per 4 KiB
+        populate = getattr(mmap, "MAP_POPULATE", 0) if verify else 0
+        mm = (
+            np.frombuffer(
+                mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ),
+                np.uint8,
+            )
+            if size > base
+            else None
+        )
     except OSError as e:
         raise ArtifactError(f"cannot read {p}: {e.strerror or e}") from None
-    where = f"{p}"
+    finally:
+        os.close(fd)
+    art = Artifact(p, struct.unpack_from("<I", pre, 8)[0], header, "", size, mm)
+    sections = [("module", header["module"])]
+    sections += [(f"code section {i} ({c['cpu']})", c) for i, c in enumerate(art.code)]
+    sections += [(f"weight '{w['name']}'", w) for w in art.weights]
+    for label, s in sections:
+        o, n = s["offset"], s["nbytes"]
+        if o < base or o % ALIGN or o + n > size:
+            raise ArtifactError(
+                f"{where}: truncated or corrupted: {label} spans bytes {o}..{o + n}, file has {size}"
+            )
+    _verify(art, sections, verify, progress)
+    try:
+        art.module_text = art.section(header["module"]).tobytes().decode()
+    except UnicodeDecodeError:
+        raise ArtifactError(f"{where}: module section is not UTF-8 MLIR text") from None
+    return art
+
+
+def _verify(
+    art: Artifact,
+    sections: list[tuple[str, dict[str, Any]]],
+    weights: bool,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Check the SHA-256 of the module and code sections (and of the weights with
+    `weights`), each stored blob once, on two threads (hashlib releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo: dict[tuple[int, int, str], str] = {}
+    for label, s in sections:
+        if weights or not label.startswith("weight"):
+            todo.setdefault((s["offset"], s["nbytes"], s["sha256"]), label)
+    total, done = sum(k[1] for k in todo), 0
+
+    def digest(key: tuple[int, int, str]) -> str:
+        return _sha(art.section({"offset": key[0], "nbytes": key[1]}))
+
+    big = [k for k in todo if k[1] >= 1 << 20]
+    with ThreadPoolExecutor(2) if len(big) > 1 else _Serial() as pool:
+        for key, got in zip(todo, pool.map(digest, todo), strict=True):
+            if got != key[2]:
+                raise ArtifactError(
+                    f"{art.path}: checksum mismatch in {todo[key]} at byte {key[0]} (corrupted file)"
+                )
+            done += key[1]
+            if progress is not None:
+                progress(done, total)
+
+
+class _Serial:
+    """A stand-in executor for a few small sections (no thread start-up)."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[Any], Any], items: Any) -> Any:
+        return map(fn, items)
+
+
+def _preamble(pre: bytes, size: int, where: str) -> int:
+    """Check the fixed preamble; returns the data start."""
     if pre[:8] == MAGIC and len(pre) < 12:
         raise ArtifactError(f"{where}: truncated ({size} bytes)")
     if len(pre) < 12 or pre[:8] != MAGIC:
@@ -186,54 +331,14 @@ def read(
         raise ArtifactError(
             f"{where}: truncated ({size} bytes, the preamble alone is {PREAMBLE_SIZE})"
         )
-    _, _, flags, hlen, base, hsha = PREAMBLE.unpack_from(pre)
+    _, _, flags, hlen, base, _ = PREAMBLE.unpack_from(pre)
     if flags != 0:
-        raise ArtifactError(f"{where}: unknown flags {flags:#x}")
-    if hlen > MAX_HEADER or PREAMBLE_SIZE + hlen > size or base < PREAMBLE_SIZE + hlen:
+        raise ArtifactError(f"{where}: byte 12: unknown flags {flags:#x}")
+    if hlen > MAX_HEADER:
+        raise ArtifactError(f"{where}: byte 16: header length {hlen} exceeds {MAX_HEADER}")
+    if PREAMBLE_SIZE + hlen > size or base < PREAMBLE_SIZE + hlen or base % ALIGN:
         raise ArtifactError(
-            f"{where}: truncated or corrupted header (length {hlen}, file {size} bytes)"
+            f"{where}: byte 16: truncated or corrupted header (length {hlen}, data start "
+            f"{base}, file {size} bytes)"
         )
-    with open(p, "rb") as f:
-        f.seek(PREAMBLE_SIZE)
-        text = f.read(hlen)
-    if hashlib.sha256(text).digest() != hsha:
-        raise ArtifactError(f"{where}: header checksum mismatch (corrupted file)")
-    try:
-        header = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ArtifactError(f"{where}: unreadable header: {e}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("module"), dict):
-        raise ArtifactError(f"{where}: header has no module section")
-    sections = [("module", header["module"])]
-    weights = header.get("weights", [])
-    if not isinstance(weights, list):
-        raise ArtifactError(f"{where}: header 'weights' must be a list")
-    sections += [(f"weight '{w.get('name')}'", w) for w in weights]
-    for label, s in sections:
-        try:
-            o, n = int(s["offset"]), int(s["nbytes"])
-        except (KeyError, TypeError, ValueError):
-            raise ArtifactError(f"{where}: {label} has no valid offset/nbytes") from None
-        if o < base or o % ALIGN or n < 0 or o + n > size:
-            raise ArtifactError(
-                f"{where}: truncated or corrupted: {label} spans bytes {o}..{o + n}, file has {size}"
-            )
-    mm = np.memmap(p, dtype=np.uint8, mode="r") if size > base else None
-    total = sum(int(s["nbytes"]) for _, s in sections)
-    done = 0
-    for label, s in sections:
-        o, n = int(s["offset"]), int(s["nbytes"])
-        if verify or label == "module":
-            view = mm[o : o + n] if mm is not None else np.zeros(0, np.uint8)
-            if _sha(np.ascontiguousarray(view)) != s.get("sha256"):
-                raise ArtifactError(f"{where}: checksum mismatch in {label} (corrupted file)")
-        done += n
-        if progress is not None:
-            progress(done, total)
-    m = header["module"]
-    o, n = int(m["offset"]), int(m["nbytes"])
-    try:
-        module_text = bytes(mm[o : o + n]).decode() if mm is not None else ""
-    except UnicodeDecodeError:
-        raise ArtifactError(f"{where}: module text is not UTF-8") from None
-    return Artifact(p, version, header, module_text, size, mm)
+    return int(base)

@@ -7,7 +7,7 @@ dedupe -> weight table -> memory mode -> write. See docs/bake.md.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 import rlx
 from rlx.bake import artifact, memory, rewrites
 from rlx.bake.profiles import BakeOptions, BakeProfile
+from rlx.bake.table import explain_dense, param_entries, weight_table
 from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dtypes import type_name
@@ -35,7 +36,7 @@ Progress = Callable[[str, int, int], None]
 
 STAGES = (
     "load", "specialize", "skip-zero", "ternary", "q8_0", "unfold", "simplify", "dce",
-    "constant-fold", "dedupe", "table", "memory", "write",
+    "constant-fold", "dedupe", "table", "memory", "code", "write",
 )  # fmt: skip
 
 
@@ -54,6 +55,8 @@ class BakeReport:
     ternary_packed: int = 0
     quant_packed: int = 0
     kept_dense: list[str] = field(default_factory=list)
+    code: list[str] = field(default_factory=list)
+    """One line per requested code target: stored (size) or why not."""
     constants_deduped: int = 0
     folded_bindings_dropped: int = 0
     weight_bytes_before: int = 0
@@ -87,6 +90,7 @@ class BakeReport:
         if self.unused_weights:
             out.append(f"unused weights in the file: {', '.join(self.unused_weights[:8])}")
         out += [f"kept dense: {r}" for r in self.kept_dense]
+        out += self.code
         return out
 
 
@@ -129,7 +133,7 @@ def signature(module: ModuleOp, entry: str = "main") -> dict[str, Any]:
 
 def _params(module: ModuleOp) -> list[str]:
     names = [op.param_name for op in module.walk() if isinstance(op, ParamOp)]
-    return list(dict.fromkeys(n for n in names if not n.startswith(rewrites.PLACEHOLDER_PREFIX)))
+    return list(dict.fromkeys(n for n in names if not n.startswith(artifact.PLACEHOLDER_PREFIX)))
 
 
 def _weights(weights: Any) -> Mapping[str, Any]:
@@ -207,22 +211,15 @@ def _bake_module(
     graph_params = set(_params(module))
     report.unused_weights = sorted(set(values) - graph_params)
     stage("specialize")
-    bound = rewrites.specialize(module, values)
+    # runtime mode: the weights are set at run time, so nothing is bound (or stored)
+    bound = [] if o.memory == "runtime" else rewrites.specialize(module, values)
     report.params_bound = bound
     report.weight_bytes_before = sum(_nbytes(values[n]) for n in bound)
     before = rewrites.snapshot(module)
-    stage("skip-zero")
-    if o.skip_zero:
-        rewrites.skip_zero(module, stats)
-    stage("ternary")
-    if o.ternary:
-        rewrites.pack_matmuls(module, "tq2_0", stats)
-    stage("q8_0")
-    if o.quant:
-        rewrites.pack_matmuls(module, "q8_0", stats)
-    stage("unfold")
-    if o.unfold:
-        rewrites.unfold(module)
+    original = {id(op) for op in rewrites.constants(module) if rewrites.const_name(op) is None}
+    # Weight rewrites run on the bound weights, then again on the values folding produced
+    # (a transposed param, scale x weight): "re-unfold" of the surviving folded weights.
+    rewrites.weight_rewrites(module, o, stats, stage)
     for name, on, p in (
         ("simplify", o.simplify, RlxCanonicalizePass()),
         ("dce", o.dce, DeadCodeEliminationPass()),
@@ -231,18 +228,25 @@ def _bake_module(
         stage(name)
         if on:
             p.apply(ctx, module)
+    if o.constant_folding:
+        rewrites.weight_rewrites(module, o, stats, None)
+        if o.dce:
+            DeadCodeEliminationPass().apply(ctx, module)
     stage("dedupe")
     if o.dedupe:
         stats.constants_deduped = rewrites.dedupe_constants(module)
     stage("table")
-    table = rewrites.weight_table(module, bound, before, o.keep_folded_bindings, stats)
+    table = weight_table(module, bound, before, o.keep_folded_bindings, stats, original)
+    if o.memory == "runtime":
+        table = param_entries(module)
+    stats.kept_dense = list(dict.fromkeys(stats.kept_dense + explain_dense(module, o)))
     module.verify()
     sig = signature(module, entry)
     report.ops_after = _count(module)
     report.params_remaining = _params(module)
     stage("memory")
     if o.memory == "compact":
-        stats.graph_bytes_stripped = memory.strip_weights(module, table)
+        stats.graph_bytes_stripped = memory.strip_weights(module, {e.name for e in table if e.live})
     unique = {e.data.tobytes() if o.dedupe else id(e): e.nbytes for e in table if e.live}
     report.weight_bytes_after = sum(unique.values())
     for k in ("skipped_zero_matmuls", "ternary_packed", "quant_packed", "constants_deduped",
@@ -276,15 +280,22 @@ def bake_with_report(
     dim_binding: Mapping[str, int] | None = None,
     entry: str = "main",
     progress: Progress | None = None,
+    targets: Sequence[str] = ("host",),
+    compile_options: Any = None,
     **overrides: Any,
 ) -> tuple[Path, BakeReport]:
     """`bake`, also returning the BakeReport."""
 
+    t0 = time.perf_counter()
     opts = resolve_options(profile, overrides)
     out = _output_path(module, output)
     b = bake_module(module, weights, opts, dim_binding=dim_binding, entry=entry, progress=progress)
     if progress is not None:
+        progress("code", len(STAGES) - 2, len(STAGES))
+    code = _object_code(b, targets, compile_options)
+    if progress is not None:
         progress("write", len(STAGES) - 1, len(STAGES))
+    b.report.seconds = time.perf_counter() - t0
     meta = {
         **b.sig,
         "params_remaining": b.report.params_remaining,
@@ -317,9 +328,39 @@ def bake_with_report(
         )
         for e in b.table
     ]  # fmt: skip
-    size = artifact.write(out, header, str(b.module), blobs, dedupe=opts.dedupe)
+    size = artifact.write(out, header, str(b.module), blobs, dedupe=opts.dedupe, code=code)
     b.report.file_bytes = size
     return out, b.report
+
+
+def _object_code(
+    b: Baked, targets: Sequence[str], options: Any
+) -> list[tuple[dict[str, Any], bytes]]:
+    """Native code of the baked module for each target CPU ("host" or an LLVM CPU name),
+    compiled from its placeholder form: weights are params bound to the table at load."""
+    from rlx.runtime import aot
+
+    if not targets:
+        return []
+    module = b.module
+    if b.options.memory == "duplex":
+        module = module.clone()
+        memory.strip_weights(module, {e.name for e in b.table if e.live})
+    out = []
+    for cpu in dict.fromkeys(targets):
+        try:
+            aot.target_key(cpu, options)  # an unknown CPU name is an error, not a crash
+        except ValueError as e:
+            raise BakeError(f"bake: {e}") from None
+        try:
+            obj = aot.compile_object(module, options, b.sig["name"], cpu)
+        except ValueError as e:  # e.g. unbound dynamic dims: the IR alone is stored
+            first = str(e).splitlines()[0]
+            b.report.code.append(f"no code for {cpu}: {first} (rlx.load compiles the IR)")
+            continue
+        out.append((obj.meta(), obj.data))
+        b.report.code.append(f"code for {obj.key.triple} cpu {obj.key.cpu}: {len(obj.data)} bytes")
+    return out
 
 
 def _constant_bytes(module: ModuleOp) -> int:
@@ -348,7 +389,9 @@ def bake(
 
     `profile`: merge | fold | exact (default) | size (or an alias, or a BakeOptions);
     `overrides`: BakeOptions fields (skip_zero=False, quant=True, memory="duplex", ...),
-    plus `dim_binding`, `entry` and `progress`. Returns the artifact path (default: the
+    plus `dim_binding`, `entry`, `progress`, `targets` (CPUs to store native code for:
+    "host" (default) or LLVM CPU names; empty: IR only) and `compile_options` (the
+    CompileOptions the code is compiled with; `rlx.load` with other options recompiles). Returns the artifact path (default: the
     .mlir path with suffix .rlx).
     """
     return bake_with_report(module, weights, profile, output, **overrides)[0]

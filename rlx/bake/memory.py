@@ -1,6 +1,8 @@
 """Memory modes: `compact` stores weight bytes only in the table (the module gets
-`rlx.param "__rlx_weight.<name>"` placeholders, filled back by `materialize` at load);
-`duplex` keeps them in the module's constants too (nothing to do)."""
+`rlx.param "__rlx_weight.<name>"` placeholders, bound to the memory-mapped table bytes at
+load, or filled back as constants by `materialize`); `duplex` keeps them in the module's
+constants too (the stored code is compiled from the placeholder form); `runtime` stores no
+weight bytes at all: the module keeps its params, set at run time with `set_params`."""
 
 from __future__ import annotations
 
@@ -16,23 +18,16 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.rewriter import Rewriter
 
-from rlx.bake.rewrites import (
-    PLACEHOLDER_PREFIX,
-    WeightEntry,
-    const_name,
-    constants,
-    raw_bytes,
-    set_name,
-)
+from rlx.bake.artifact import PLACEHOLDER_PREFIX
+from rlx.bake.rewrites import const_name, constants, raw_bytes, set_name
 from rlx.dialects.rlx.base import shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dtypes import numpy_dtype
 
 
-def strip_weights(module: ModuleOp, table: list[WeightEntry]) -> int:
-    """Compact mode: replace each live table constant by `rlx.param "__rlx_weight.<name>"`.
-    Returns the bytes removed from the module."""
-    live = {e.name for e in table if e.live}
+def strip_weights(module: ModuleOp, live: set[str]) -> int:
+    """Replace each constant named in `live` (the live table entries) by
+    `rlx.param "__rlx_weight.<name>"`. Returns the bytes removed from the module."""
     stripped = 0
     for op in constants(module):
         name = const_name(op)

@@ -67,17 +67,20 @@ _ALIASES: dict[str, BakeProfile] = {
     "quant": BakeProfile.SIZE,
 }
 
-MEMORY_MODES = ("compact", "duplex")
-_MEMORY_ALIASES = {"table": "compact", "lean": "compact", "both": "duplex", "full": "duplex"}
+MEMORY_MODES = ("compact", "duplex", "runtime")
+_MEMORY_ALIASES = {"table": "compact", "lean": "compact", "both": "duplex", "full": "duplex",
+                   "graph": "runtime"}  # fmt: skip
 
 
 def parse_memory_mode(name: str) -> str:
-    """`compact` (weights only in the table) or `duplex` (in the module and the table)."""
+    """`compact` (weights only in the table), `duplex` (in the module and the table) or
+    `runtime` (no weight bytes: graph and code only, weights set at run time)."""
     key = str(name).strip().lower()
     key = _MEMORY_ALIASES.get(key, key)
     if key not in MEMORY_MODES:
         raise ValueError(
-            f"unknown memory mode {name!r}; expected compact (table, lean) or duplex (both, full)"
+            f"unknown memory mode {name!r}; expected compact (table, lean), duplex (both, "
+            "full) or runtime (graph)"
         )
     return key
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -35,8 +36,6 @@ from rlx.weights import PackedWeight
 
 NAME_ATTR = "rlx.name"
 """Attribute holding a weight constant's name (its param name, or `w<i>`)."""
-PLACEHOLDER_PREFIX = "__rlx_weight."
-"""Compact mode: a weight constant becomes `rlx.param "__rlx_weight.<name>"`."""
 
 
 @dataclass
@@ -180,8 +179,7 @@ def skip_zero(module: ModuleOp, stats: RewriteStats) -> None:
         t = op.result.type
         assert isinstance(t, TensorType)
         if DYN in shape_of(t):
-            stats.kept_dense.append(f"{_label(w.owner)}: all-zero but the result shape is dynamic")
-            continue
+            continue  # explain_dense: all-zero but the result shape is dynamic
         e = Expansion()
         value = e.const(0, t.element_type, shape_of(t))
         if isinstance(op, FusedMatmulBiasActOp):
@@ -224,9 +222,7 @@ def pack_matmuls(module: ModuleOp, scheme: str, stats: RewriteStats) -> None:
             continue
         assert isinstance(op, MatmulOp)
         if isinstance(cand, str):
-            if scheme == "q8_0":
-                stats.kept_dense.append(f"{_label(op.b.owner)}: {cand}")  # type: ignore[arg-type]
-            continue
+            continue  # explain_dense gives the reason
         weight = cand
         k, n = shape_of(weight.result.type)
         if id(weight) not in cache:
@@ -251,19 +247,15 @@ def pack_matmuls(module: ModuleOp, scheme: str, stats: RewriteStats) -> None:
 def _packed_constant(
     weight: ConstantOp, wt: np.ndarray, scheme: str, block: int, stats: RewriteStats
 ) -> ConstantOp | None:
-    n, k = wt.shape
-    label = _label(weight)
-    if scheme == "tq2_0":
-        if not ggml.ternary_blocks_ok(wt):
-            if k % block and ggml.ternary_blocks_ok(np.pad(wt, ((0, 0), (0, -k % block)))):
-                stats.kept_dense.append(
-                    f"{label}: ternary but K={k} is not a multiple of the tq2_0 block size {block}"
-                )
-            return None
-    elif k % block:
-        stats.kept_dense.append(
-            f"{label}: K={k} is not a multiple of the {scheme} block size {block}"
-        )
+    k = wt.shape[1]
+    if scheme == "tq2_0" and not ggml.ternary_blocks_ok(wt):
+        if k % block and ggml.ternary_blocks_ok(np.pad(wt, ((0, 0), (0, -k % block)))):
+            stats.kept_dense.append(  # noted even if Q8_0 packs it later
+                f"{_label(weight)}: ternary but K={k} is not a multiple of the tq2_0 block "
+                f"size {block}"
+            )
+        return None
+    if k % block:
         return None
     data = ggml.quantize(wt, scheme)
     const = ConstantOp(to_dense_attr(data, tensor((data.size,), UI8)))
@@ -318,62 +310,15 @@ def snapshot(module: ModuleOp) -> dict[str, ConstantOp]:
     return {n: op.clone() for op in constants(module) if (n := const_name(op))}  # type: ignore[misc]
 
 
-# ----------------------------------------------------------------------------- weight table
-
-
-def _encoding(op: ConstantOp) -> tuple[str, list[int]]:
-    t = op.result.type
-    assert isinstance(t, TensorType)
-    for use in op.result.uses:
-        u = use.operation
-        if isinstance(u, DequantMatmulOp) and u.packed == op.result:
-            return f"gguf_{u.scheme}", [u.k, u.n]
-    return type_name(t.element_type), list(shape_of(t))
-
-
-def _entry(op: ConstantOp, name: str, live: bool, note: str) -> WeightEntry:
-    t = op.result.type
-    assert isinstance(t, TensorType)
-    enc, logical = _encoding(op) if live else (type_name(t.element_type), list(shape_of(t)))
-    data = np.frombuffer(raw_bytes(op), np.uint8)
-    return WeightEntry(
-        name, logical, enc, type_name(t.element_type), list(shape_of(t)), data, note, live
-    )
-
-
-def weight_table(
-    module: ModuleOp,
-    bound: list[str],
-    before: Mapping[str, ConstantOp],
-    keep_folded: bool,
-    stats: RewriteStats,
-) -> list[WeightEntry]:
-    """One entry per named constant of the module (names lost by folding are restored
-    by payload); bindings no longer in the graph are kept (not live) or counted dropped."""
-    by_payload = {(str(c.result.type), raw_bytes(c)): n for n, c in before.items()}
-    table: list[WeightEntry] = []
-    names: set[str] = set()
-    for op in constants(module):
-        name = const_name(op)
-        if name is None:
-            name = by_payload.get((str(op.result.type), raw_bytes(op)))
-            if name is None or name in names:
-                continue
-            set_name(op, name)
-        if name in names:
-            name = f"{name}.{_encoding(op)[0]}"
-            set_name(op, name)
-        names.add(name)
-        enc = _encoding(op)[0]
-        note = {"gguf_tq2_0": "ternary, lossless", "gguf_q8_0": "Q8_0, lossy"}.get(enc, "")
-        table.append(_entry(op, name, True, note))
-    for name in bound:
-        if name in names or name not in before:
-            continue
-        if keep_folded:
-            table.append(
-                _entry(before[name], name, False, "folded into the graph; not used at run time")
-            )
-        else:
-            stats.folded_bindings_dropped += 1
-    return table
+def weight_rewrites(module: ModuleOp, o: Any, stats: RewriteStats, stage: Any) -> None:
+    """skip zero -> ternary -> Q8_0 -> unfold (name the matmul weights), as enabled."""
+    for name, on, fn in (
+        ("skip-zero", o.skip_zero, lambda: skip_zero(module, stats)),
+        ("ternary", o.ternary, lambda: pack_matmuls(module, "tq2_0", stats)),
+        ("q8_0", o.quant, lambda: pack_matmuls(module, "q8_0", stats)),
+        ("unfold", o.unfold, lambda: unfold(module)),
+    ):
+        if stage is not None:
+            stage(name)
+        if on:
+            fn()

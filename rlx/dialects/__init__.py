@@ -3,9 +3,13 @@
 The factories import their dialect on first use (start-up laziness: `rlx-opt` loads only
 the dialects a file uses)."""
 
-from collections.abc import Callable
+from __future__ import annotations
 
-from xdsl.ir import Dialect
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:

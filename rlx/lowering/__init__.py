@@ -1,10 +1,12 @@
 """Registry of lowering passes (rlx -> linalg -> loops -> llvm): name -> lazy factory."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
-
-from rlx.transforms import lazy_passes
+if TYPE_CHECKING:  # importing this package must not import xDSL (rlx.runtime.aot links
+    from xdsl.passes import ModulePass  # stored code through lowering.blas_abi)
 
 _PASSES: dict[str, str] = {
     "convert-arith-to-llvm": "rlx.lowering.convert_arith_to_llvm:ConvertArithToLLVMPass",
@@ -23,4 +25,6 @@ _PASSES: dict[str, str] = {
 
 def get_all_lowering_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every lowering pass, keyed by its command-line name."""
+    from rlx.transforms import lazy_passes
+
     return lazy_passes(_PASSES)

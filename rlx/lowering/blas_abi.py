@@ -31,9 +31,35 @@ def _capsule_pointer(capsule: object) -> int:
     return int(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)) or 0)
 
 
+def _lookup_direct() -> dict[str, int]:
+    """The Fortran GEMMs `cython_blas` wraps, straight from SciPy's bundled OpenBLAS
+    (`scipy_sgemm_`, the same ABI), without importing scipy.linalg (about 0.2 s): linking
+    stored object code (rlx.runtime.aot) stays fast. Empty when SciPy has no such library."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("scipy")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    libs = Path(next(iter(spec.submodule_search_locations))).resolve().parent / "scipy.libs"
+    for path in sorted(libs.glob("libscipy_openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(str(path))
+            found = {d: ctypes.cast(getattr(lib, f"scipy_{n}_"), ctypes.c_void_p).value or 0
+                     for d, n in _CAPI.items()}  # fmt: skip
+        except (OSError, AttributeError):
+            continue
+        if all(found.values()):
+            return found
+    return {}
+
+
 @functools.cache
 def lookup() -> dict[str, int]:
     """{dtype: address of SciPy's GEMM}, empty when SciPy is missing (looked up once)."""
+    direct = _lookup_direct()
+    if direct:
+        return direct
     try:
         from scipy.linalg import cython_blas  # type: ignore[import-untyped]
     except ImportError:

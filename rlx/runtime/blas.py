@@ -77,13 +77,13 @@ _ENGINES: list[object] = []
 
 def _set_threads_local() -> int:
     """Address of SciPy's `openblas_set_num_threads_local`, or 0 if it has none."""
+    import importlib.util
     from pathlib import Path
 
-    try:
-        import scipy  # type: ignore[import-untyped]
-    except ImportError:
+    spec = importlib.util.find_spec("scipy")  # its location, without importing SciPy
+    if spec is None or not spec.submodule_search_locations:
         return 0
-    libs = Path(scipy.__file__).resolve().parent.parent / "scipy.libs"
+    libs = Path(next(iter(spec.submodule_search_locations))).resolve().parent / "scipy.libs"
     for path in sorted(libs.glob("libscipy_openblas*.so*")):
         try:
             lib = ctypes.CDLL(str(path))

@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import rlx
-from rlx.runtime import blas, jit
+from rlx.runtime import blas
 from rlx.runtime.compiled import Artifact, Signature
-from rlx.runtime.jit import JitModule, ensure_runtime_symbols
-from rlx.runtime.options import CompileOptions
+from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 if TYPE_CHECKING:
-    from rlx.runtime.compiled import Artifact
+    from rlx.runtime.options import CompileOptions
 
 FORMAT = 2
 Loader = Callable[[dict[str, Any], str, bytes | None], Any]
@@ -250,18 +249,11 @@ def _llvm() -> tuple[Any, Any, Any]:
     """(llvmlite.binding, the JIT's LLVM lock, a host target machine for MCJIT)."""
     import llvmlite.binding as llvm
 
-    lock = getattr(jit, "_LOCK", _FALLBACK_LOCK)
-    with lock:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
+    with _LOCK:
+        _initialise()
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = llvm.Target.from_default_triple().create_target_machine(
-            cpu=cpu, features=features, opt=3, codemodel="jitdefault", jit=True
-        )
-    return llvm, lock, tm
-
-
-_FALLBACK_LOCK = threading.RLock()
+        tm = _target_machine(3, cpu, features, jit=True)
+    return llvm, _LOCK, tm
 
 
 def emit_object(llvm_ir: str) -> bytes:
@@ -319,6 +311,8 @@ def load_artifact(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
         except Exception:
             engine = None  # fall back to JIT-compiling the IR
     if engine is None:
+        from rlx.runtime.jit import JitModule  # start-up laziness: the JIT imports xDSL
+
         engine = JitModule(ir)
     prep_address = 0 if prep is None else engine.address(prep.entry)
     return Artifact(sig, engine, engine.address(sig.entry), list(meta["report"]),

@@ -30,8 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from rlx.runtime.option_pipeline import FieldStatus
-
 KINDS = ("input", "prepared", "param", "output", "arena")
 STAGES = ("input", "rlx", "linalg", "loops", "llvm", "llvm-ir", "asm")
 PREP_PREFIX = "__rlx_prep_"
@@ -247,6 +245,10 @@ class CompiledGraph:
 
     def pipeline_report(self) -> str:
         """One line per CompileOptions field: default / applied / skipped / no effect."""
+
+        # Imported here for start-up laziness: the pipeline table imports the passes (and
+        # xDSL), which a graph linked from stored code (rlx.runtime.aot) never needs.
+        from rlx.runtime.option_pipeline import FieldStatus
 
         return "\n".join(FieldStatus(**r).line() for r in self._art.report)
 

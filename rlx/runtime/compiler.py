@@ -52,7 +52,7 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import option_pipeline
+from rlx.runtime import counters, option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.jit import JitModule, to_llvm_ir
@@ -335,6 +335,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
            sources: SourceManager, capture: bool, jit: bool = True) -> Artifact:  # fmt: skip
     """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
     below "rlx" (always kept)."""
+    counters.bump("pipeline")
     ctx = make_context()
     find_entry(module, entry)
     params = source_params(module)

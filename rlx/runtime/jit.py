@@ -28,90 +28,14 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
-from rlx.runtime import blas, parallel
-from rlx.runtime.llvm_host import _initialise, _target_machine
+from rlx.runtime import blas, counters
+from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 __all__ = ["JitModule", "compile_module", "ensure_runtime_symbols", "to_llvm_ir"]
 
 
 # ----------------------------------------------------------------------------------------
 # JIT
-
-
-_LOCK = threading.RLock()
-
-
-_SUPPORT_IR = r"""
-define bfloat @__truncsfbf2(float %x) nounwind {
-  %b = bitcast float %x to i32
-  %hi = lshr i32 %b, 16
-  %lsb = and i32 %hi, 1
-  %bias = add i32 %lsb, 32767
-  %rounded = add i32 %b, %bias
-  %rne = lshr i32 %rounded, 16
-  %quiet = or i32 %hi, 64
-  %isnan = fcmp uno float %x, 0.0
-  %h = select i1 %isnan, i32 %quiet, i32 %rne
-  %t = trunc i32 %h to i16
-  %f = bitcast i16 %t to bfloat
-  ret bfloat %f
-}
-
-define bfloat @__truncdfbf2(double %d) nounwind {
-  %r = fptrunc double %d to float
-  %back = fpext float %r to double
-  %ad = call double @llvm.fabs.f64(double %d)
-  %ab = call double @llvm.fabs.f64(double %back)
-  %away = fcmp ogt double %ab, %ad
-  %bits = bitcast float %r to i32
-  %dec = sub i32 %bits, 1
-  %tz = select i1 %away, i32 %dec, i32 %bits
-  %inexact = fcmp one double %back, %d
-  %odd = or i32 %tz, 1
-  %ro = select i1 %inexact, i32 %odd, i32 %tz
-  %f = bitcast i32 %ro to float
-  %res = call bfloat @__truncsfbf2(float %f)
-  ret bfloat %res
-}
-
-declare double @llvm.fabs.f64(double)
-"""
-"""Compiler-runtime helpers LLVM calls for bf16 truncation on hosts without native bf16
-conversions (libgcc < 13 lacks them): round-to-nearest-even, NaN kept quiet; f64 goes
-through a round-to-odd f32 so that it is rounded only once."""
-
-_SUPPORT_ENGINE: Any = None
-
-
-def ensure_runtime_symbols() -> None:
-    """JIT the compiler-runtime helpers once per process and publish their addresses.
-
-    ``JitModule`` calls this itself; code that loads object files compiled from our IR into
-    its own MCJIT engine must call it first (bf16 truncations call ``__truncsfbf2``; parallel
-    kernels call ``rlx_parallel_for``, see ``rlx.runtime.parallel``).
-    """
-    global _SUPPORT_ENGINE
-
-    with _LOCK:
-        if _SUPPORT_ENGINE is None:
-            _initialise()
-            cpu = llvm_binding.get_host_cpu_name()
-            features = llvm_binding.get_host_cpu_features().flatten()
-            _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
-    parallel.register()  # `rlx_rt.parallel_call` lowers to calls of `rlx_parallel_for`
-
-
-def _compile_support_runtime(cpu: str, features: str) -> Any:
-    mod = llvm_binding.parse_assembly(_SUPPORT_IR)
-    mod.verify()
-    tm = _target_machine(2, cpu, features, jit=True)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    engine = llvm_binding.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    for name in ("__truncsfbf2", "__truncdfbf2"):
-        llvm_binding.add_symbol(name, engine.get_function_address(name))
-    return engine
 
 
 class JitModule:
@@ -132,6 +56,7 @@ class JitModule:
         unroll: bool = False,
     ) -> None:
 
+        counters.bump("llvm")
         blas.register()  # generated matmuls may call the BLAS symbols: publish them first
         with _LOCK:
             _initialise()

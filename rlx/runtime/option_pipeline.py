@@ -37,6 +37,7 @@ from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchCon
 from rlx.transforms import get_all_passes
 from rlx.transforms.dispatch_report import count_kinds, dispatch_report
 from rlx.transforms.fusion_report import analyze_fusion
+from rlx.weights import save
 
 Opts = CompileOptions
 PassFactory = Callable[[], type[ModulePass]]
@@ -77,9 +78,10 @@ def _bindings(name: str) -> Callable[[Opts, Path], dict[str, Any]]:
 
     def options(o: Opts, workdir: Path) -> dict[str, Any]:
         v = o.get(name)
-        if isinstance(v, dict):
+        if isinstance(v, dict):  # packed GGML tensors keep scheme and shape (rlx.weights.save)
             path = workdir / f"{name}.npz"
-            np.savez(path, **{k: np.asarray(a) for k, a in v.items()})
+            save(path, {k: a if hasattr(a, "scheme") or isinstance(a, bytes | bytearray) else np.asarray(a)
+                        for k, a in v.items()})  # fmt: skip
             v = path
         return {"path": str(v)}
 

@@ -13,14 +13,11 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
-from rlx.dialects.rlx import OPS_BY_NAME
+from rlx.dialects import rlx as rlx_dialect  # the package: its op classes load on first use
 from rlx.formats.lowp import parse_format, parse_layout
-from rlx.transforms import dispatch_config
-from rlx.transforms import precision as precision_pass
-from rlx.transforms import rng as rng_pass
-from rlx.transforms.fusion import fusion as fusion_pass
+from rlx.transforms import declarations as passes
 
-PRECISIONS = precision_pass.PRECISIONS
+PRECISIONS = passes.PRECISIONS
 _PRECISION_ALIASES = {
     "float32": "f32",
     "float": "f32",
@@ -28,12 +25,12 @@ _PRECISION_ALIASES = {
     "half": "f16",
     "bfloat16": "bf16",
 }
-POLICIES = tuple(precision_pass.POLICIES)
-"""Precision policies: those the `precision-policy` pass declares."""
-POLICY_CLASSES = tuple(c.replace("-", "_") for c in precision_pass.CLASSES)
-RNG_BACKENDS = rng_pass.RNG_BACKENDS
-FUSION_TARGETS = fusion_pass.TARGETS
-DISPATCH_POLICIES = dispatch_config.POLICIES
+POLICIES = tuple(passes.POLICIES)
+"""Precision policies: those the `precision-policy` pass declares (`rlx.transforms.declarations`)."""
+POLICY_CLASSES = tuple(c.replace("-", "_") for c in passes.RETYPED_CLASSES)
+RNG_BACKENDS = passes.RNG_BACKENDS
+FUSION_TARGETS = passes.FUSION_TARGETS
+DISPATCH_POLICIES = passes.DISPATCH_POLICIES
 _DISPATCH_ALIASES = {
     "prefer-native": "prefer-native", "prefer_native": "prefer-native", "prefernative": "prefer-native",
     "common": "common", "force_common": "common", "force-common": "common", "forcecommon": "common",
@@ -100,18 +97,10 @@ class _FusionOptionsBase:
         return cls(**v)
 
 
-_NOT_FUSION_OPTIONS = ("target", "assert_clean")
-"""`fusion` pass options that `CompileOptions` sets through its own fields
-(`fusion_target`, `assert_fusion_clean`)."""
-
 FusionOptions = make_dataclass(
     "FusionOptions",
     [("skip_fusion", bool, field(default=False))]
-    + [
-        (f.name, f.type, field(default=f.default))
-        for f in fields(fusion_pass.FusionPass)
-        if f.name not in _NOT_FUSION_OPTIONS
-    ],
+    + [(f.name, f.type, field(default=f.default)) for f in fields(passes.FusionToggles)],
     bases=(_FusionOptionsBase,),
     frozen=True,
 )
@@ -211,7 +200,7 @@ def _check_policy(v: Any) -> Any:
         return v
     if isinstance(v, Mapping) and v:
         for k, p in v.items():
-            op = isinstance(k, str) and f"rlx.{k.removeprefix('rlx.')}" in OPS_BY_NAME
+            op = isinstance(k, str) and f"rlx.{k.removeprefix('rlx.')}" in rlx_dialect.OPS_BY_NAME
             if not (op or k in POLICY_CLASSES) or p not in PRECISIONS:
                 raise _bad("policy", {k: p}, "a dict {op name or class: precision}; classes: "
                            f"{', '.join(POLICY_CLASSES)}; precisions: {', '.join(PRECISIONS)}")  # fmt: skip
@@ -316,7 +305,7 @@ def _supported(ops: Iterable[str]) -> tuple[str, ...]:
     out = []
     for n in names:
         kind = n.removeprefix("rlx.")
-        if f"rlx.{kind}" not in OPS_BY_NAME:
+        if f"rlx.{kind}" not in rlx_dialect.OPS_BY_NAME:
             raise _bad("supported_ops", n, "rlx op names such as 'matmul' or 'rlx.matmul'")
         out.append(kind)
     return tuple(out)

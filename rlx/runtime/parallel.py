@@ -34,7 +34,7 @@ import sys
 import threading
 from typing import Any
 
-from rlx.runtime.llvm_host import _initialise, _target_machine
+from rlx.runtime import llvm_host  # a module: llvm_host imports this one
 
 ENV = "RLX_NUM_THREADS"
 
@@ -299,14 +299,14 @@ def register() -> str:
             return str(_STATE["backend"])
         import llvmlite.binding as llvm
 
-        _initialise()
+        llvm_host._initialise()
         threads = _threads_from_env()
         ir = _pool_ir()
         backend = "serial" if ir is None else "pool"
         mod = llvm.parse_assembly(_SERIAL_IR if ir is None else ir)
         mod.verify()
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = _target_machine(2, cpu, features, True)
+        tm = llvm_host._target_machine(2, cpu, features, True)
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
         engine = llvm.create_mcjit_compiler(mod, tm)

@@ -1,7 +1,8 @@
 """`rlx-bake`: bake weights into a graph and write one `.rlx` artifact.
 
     rlx-bake MODEL.mlir --weights FILE(.safetensors|.npz|.gguf) [--opt PROFILE] [-o OUT.rlx]
-             [--dim-binding NAME=N,...] [--entry main] [fine flags]
+             [--dim-binding NAME=N,...] [--entry main] [--target-cpu NAME | --no-code]
+             [fine flags]
     rlx-bake inspect MODEL.rlx [--no-verify]
     rlx-bake --list-profiles
 
@@ -44,7 +45,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="simplify + DCE + constant folding")  # fmt: skip
     f.add_argument("--no-dedupe", dest="dedupe", action="store_false", default=None)
     f.add_argument("--keep-folded-bindings", action=argparse.BooleanOptionalAction, default=None)
-    f.add_argument("--memory", metavar="MODE", help="compact | duplex")
+    f.add_argument("--memory", metavar="MODE", help="compact | duplex | runtime")
+    c = p.add_argument_group("native code (stored beside the IR; see docs/artifact.md)")
+    c.add_argument("--target-cpu", action="append", metavar="NAME",
+                   help="compile for this LLVM CPU (default: host); repeat for several")  # fmt: skip
+    c.add_argument("--no-code", action="store_true", help="store the IR only (no object code)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")  # fmt: skip
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
@@ -112,22 +117,23 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.model is None:
         raise UsageError("missing MODEL.mlir (or `inspect FILE.rlx`, or --list-profiles)")
-    if a.weights is None:
-        raise UsageError("--weights FILE is required")
-    if not Path(a.model).is_file():
-        raise ValueError(f"no such file: {a.model}")
     from rlx.bake.bake import bake_with_report, resolve_options
     from rlx.transforms.bind_dims import parse_binding
 
     opts = resolve_options(a.opt, overrides_from_args(a))
+    if a.weights is None and opts.memory != "runtime":
+        raise UsageError("--weights FILE is required (except with --memory runtime)")
+    if not Path(a.model).is_file():
+        raise ValueError(f"no such file: {a.model}")
     dims = parse_binding(a.dim_binding) if a.dim_binding else None
     out = Path(a.output) if a.output else Path(a.model).with_suffix(".rlx")
     show = sys.stderr.isatty() if a.progress is None else a.progress
     bar = _Bar(show and not a.quiet)
     try:
         path, report = bake_with_report(
-            Path(a.model), a.weights, opts, out, dim_binding=dims, entry=a.entry, progress=bar
-        )
+            Path(a.model), a.weights, opts, out, dim_binding=dims, entry=a.entry, progress=bar,
+            targets=() if a.no_code else (a.target_cpu or ["host"]),
+        )  # fmt: skip
     finally:
         bar.close()
     if not a.quiet:

@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--rng-backend", choices=("philox", "zero"))
     c.add_argument("--verbose", "-v", action="store_true", default=None)
     c.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
+    c.add_argument("--no-native", action="store_true",
+                   help=".rlx: do not link the stored object code; compile the IR")  # fmt: skip
     return p
 
 
@@ -203,7 +205,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         os.environ["RLX_CACHE"] = "0"
     try:
         if a.file.endswith(".rlx"):
-            g = rlx.load(a.file, opts)
+            g = rlx.load(a.file, opts, allow_native=not a.no_native)
         else:
             g = rlx.compile(Path(a.file), opts, entry=a.entry)
     finally:

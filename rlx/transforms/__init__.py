@@ -1,9 +1,13 @@
 """Registry of RLX graph-level passes: pass name -> lazy factory returning the pass class."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
 
 _PASSES: dict[str, str] = {
     "bind-dims": "rlx.transforms.bind_dims:BindDims",

@@ -17,11 +17,12 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.quant import DequantMatmulOp
 from rlx.dtypes import to_dense_attr
-from rlx.weights import PackedWeight, load
+from rlx.weights import as_packed, load
 
 
 def bind_quant_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[str]:
-    """Bind each param that feeds a dequant_matmul's packed operand; errors name the param."""
+    """Bind each param that feeds a dequant_matmul's packed operand (a PackedWeight or raw
+    uint8 block bytes, see `rlx.weights.as_packed`); errors name the param."""
 
     bound: list[str] = []
     for op in list(module.walk()):
@@ -32,17 +33,12 @@ def bind_quant_params(module: builtin.ModuleOp, values: Mapping[str, object]) ->
         if not dq:
             continue
         name = op.param_name
-        v = values[name]
-        if not isinstance(v, PackedWeight):
-            raise PassFailedException(
-                f"param '{name}' feeds rlx.dequant_matmul but its binding is not a packed GGML tensor"
-            )
-        for u in dq:
-            scheme, n, k = u.scheme, u.n, u.k
-            if (v.scheme, v.n, v.k) != (scheme, n, k):
-                raise PassFailedException(
-                    f"param '{name}' is bound to a {v.scheme} [{v.n}, {v.k}] tensor, rlx.dequant_matmul expects {scheme} [{n}, {k}]"
-                )
+        try:  # a PackedWeight, or raw uint8 block bytes in the op's scheme
+            v = as_packed(name, values[name], dq[0].scheme, dq[0].n, dq[0].k)
+            for u in dq[1:]:
+                as_packed(name, v, u.scheme, u.n, u.k)
+        except ValueError as e:
+            raise PassFailedException(str(e)) from None
         t = op.result.type
         assert isinstance(t, TensorType)
         const = ConstantOp(to_dense_attr(v.data, t))
@@ -60,7 +56,8 @@ class BindQuantParams(ModulePass):
     main_option: ClassVar[str] = "path"
 
     path: str = ""
-    """The .gguf file holding Q8_0 / TQ2_0 tensors named like the params."""
+    """A .gguf file holding Q8_0 / TQ2_0 tensors named like the params (or an .npz written
+    by `rlx.weights.save`, whose PackedWeights keep their scheme and shape)."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
 

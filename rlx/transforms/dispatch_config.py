@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from xdsl.utils.exceptions import PassFailedException
 
+from rlx.transforms.declarations import DISPATCH_POLICIES
 from rlx.transforms.decompositions import ALL_KINDS, LOGICAL_KERNELS
 
-POLICIES = ("prefer-native", "common", "native")
+POLICIES = DISPATCH_POLICIES
 
 
 def names_error(what: str, bad: Sequence[str], accepted: Iterable[str]) -> PassFailedException:

@@ -28,34 +28,15 @@ from rlx.dialects.rlx import OPS_BY_NAME
 from rlx.dialects.rlx.base import RlxOp, is_float, shape_of, tensor
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import CastOp
-from rlx.dialects.rlx.traits import (
-    COMPUTE,
-    DATA_MOVEMENT,
-    ELEMENTWISE,
-    REDUCTION,
-    precision_class,
-)
+from rlx.dialects.rlx.traits import precision_class
 from rlx.dtypes import element_type, type_name
+from rlx.transforms.declarations import POLICIES, PRECISIONS, RETYPED_CLASSES
 
-CLASSES = (COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT)
-"""The op classes a policy assigns a type to (boundary and pinned ops are never retyped);
-each op declares its class with the `PrecisionClass` trait (rlx.dialects.rlx.traits)."""
+CLASSES = RETYPED_CLASSES
 
 OP_CLASS: dict[str, str] = {name: precision_class(cls) for name, cls in OPS_BY_NAME.items()}
 """rlx op name -> precision class, read from the ops' `PrecisionClass` traits (a view for
 reports and tests; the pass asks each op)."""
-
-PRECISIONS = ("f32", "f16", "bf16")
-_H, _B, _F = "f16", "bf16", "f32"
-POLICIES: dict[str, dict[str, str]] = {
-    "always-f32": dict.fromkeys(CLASSES, _F),
-    "always-f16": dict.fromkeys(CLASSES, _H),
-    "always-bf16": dict.fromkeys(CLASSES, _B),
-    "auto-mixed": dict.fromkeys(CLASSES, _H),
-    "auto-mixed-conservative": {**dict.fromkeys(CLASSES, _H), REDUCTION: _F},
-    "auto-mixed-bf16": dict.fromkeys(CLASSES, _B),
-}
-"""Policy name -> class -> element type; `custom` is built from the `custom` option."""
 
 _POLICY_NAMES = ", ".join([*POLICIES, "custom"])
 

@@ -19,12 +19,12 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-RNG_BACKENDS = ("philox", "zero")
+from rlx.transforms.declarations import DEFAULT_BACKEND, DEFAULT_SEED, RNG_BACKENDS
+
 SEED_ATTR = "rlx.rng_seed"
 """Module attribute: the global seed, an i64 attribute holding the u64 seed."""
 BACKEND_ATTR = "rlx.rng_backend"
 """Module attribute: the backend name, a string (one of RNG_BACKENDS)."""
-DEFAULT_SEED, DEFAULT_BACKEND = 42, "philox"
 
 
 def rng_config(module: builtin.ModuleOp) -> tuple[int, str]:

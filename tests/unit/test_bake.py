@@ -63,8 +63,9 @@ def test_default_profile_and_overrides() -> None:
     assert o.quant and o.memory == "duplex" and not o.skip_zero
     with pytest.raises(ValueError, match="unknown bake option"):
         o.replace(turbo=True)
+    assert o.replace(memory="graph").memory == "runtime"
     with pytest.raises(ValueError, match="memory mode"):
-        o.replace(memory="runtime")
+        o.replace(memory="turbo")
 
 
 def _mlp_weights(seed: int = 0) -> dict[str, np.ndarray]:
@@ -183,7 +184,7 @@ def test_cli_bake_inspect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     [
         (["--opt", "turbo"], "unknown bake profile 'turbo'"),
         (["--weights", "/nonexistent.npz"], "weight file not found"),
-        (["--memory", "runtime"], "unknown memory mode"),
+        (["--memory", "turbo"], "unknown memory mode"),
     ],
 )
 def test_cli_errors(

@@ -160,7 +160,8 @@ def test_zero_and_ternary(tmp_path: Path) -> None:
     for p in (fold, exact):
         art = artifact.read(p)
         m = art.header["module"]
-        assert art.size == m["offset"] + -(-m["nbytes"] // 64) * 64 + _data_bytes(p)
+        code = sum(-(-c["nbytes"] // 64) * 64 for c in art.code)  # object code sections
+        assert art.size == m["offset"] + -(-m["nbytes"] // 64) * 64 + code + _data_bytes(p)
 
 
 def test_zero_and_ternary_compiled(tmp_path: Path) -> None:

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 from xdsl.traits import OpTrait
 
-COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT, BOUNDARY, PINNED = (
-    "compute", "reduction", "elementwise", "data-movement", "boundary", "pinned",
-)  # fmt: skip
-PRECISION_CLASSES = (COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT, BOUNDARY, PINNED)
+from rlx.dialects.rlx.precision_classes import (
+    BOUNDARY,
+    COMPUTE,
+    DATA_MOVEMENT,
+    ELEMENTWISE,
+    PINNED,
+    PRECISION_CLASSES,
+    REDUCTION,
+)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.env import env_flag
 from rlx.transforms import fusion_report  # a module: fusion_report imports fusion patterns
+from rlx.transforms.declarations import FUSION_TARGETS, PATTERN_ORDER, FusionToggles
 from rlx.transforms.fusion.attention import FuseAttention
 from rlx.transforms.fusion.elementwise_region import FuseElementwiseRegion
 from rlx.transforms.fusion.matmul_bias_act import FuseMatmulBiasAct
@@ -25,24 +26,9 @@ from rlx.transforms.fusion.norms import (
 from rlx.transforms.fusion.shared_input_matmul import FuseSharedInputMatmul
 from rlx.transforms.fusion.swiglu import FuseSwiglu, FuseSwigluDualMatmul
 
-TARGETS = ("cpu", "none")
-
-PATTERN_ORDER: tuple[str, ...] = (
-    "matmul_bias_act",
-    "residual_layer_norm",
-    "residual_rms_norm",
-    "rms_norm_reshape",
-    "swiglu_dual_matmul",
-    "shared_input_matmul",
-    "swiglu",
-    "attention",
-    "elementwise_region",
-)
-"""Pattern names in application order (each also names the pass option toggling it)."""
-
 
 @dataclass(frozen=True)
-class FusionPass(ModulePass):
+class FusionPass(FusionToggles, ModulePass):
     """Fuse primitive rlx op chains into fused ops (matmul epilogues, norms, SwiGLU, attention, regions).
 
     Options (kebab-case on the command line, e.g. `fusion{swiglu=false max-steps=32}`):
@@ -55,25 +41,13 @@ class FusionPass(ModulePass):
     name: ClassVar[str] = "fusion"
 
     target: str = "cpu"
-    matmul_bias_act: bool = True
-    residual_layer_norm: bool = True
-    residual_rms_norm: bool = True
-    rms_norm_reshape: bool = True
-    swiglu_dual_matmul: bool = True
-    shared_input_matmul: bool = True
-    swiglu: bool = True
-    attention: bool = True
-    elementwise_region: bool = True
-    max_steps: int = 0
-    max_inputs: int = 0
-    report: bool = False
     assert_clean: bool = False
 
     def patterns(self) -> list[tuple[str, RewritePattern]]:
         """The enabled (name, pattern) pairs in application order."""
-        if self.target not in TARGETS:
+        if self.target not in FUSION_TARGETS:
             raise PassFailedException(
-                f"fusion: unknown target '{self.target}' (expected one of {', '.join(TARGETS)})"
+                f"fusion: unknown target '{self.target}' (expected one of {', '.join(FUSION_TARGETS)})"
             )
         if self.max_steps < 0 or self.max_inputs < 0:
             raise PassFailedException(

@@ -1,0 +1,86 @@
+"""The option vocabularies of the passes, declared once and importable without xDSL.
+
+`precision`, `rng`, `fusion` and `kernel-dispatch` take their accepted values (and fusion
+its pattern toggles) from here, and `CompileOptions` validates its fields against the same
+declarations; keeping them free of xDSL lets `rlx.load` check a stored artifact's options
+without importing the compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlx.dialects.rlx.precision_classes import COMPUTE, DATA_MOVEMENT, ELEMENTWISE, REDUCTION
+
+# ----------------------------------------------------------------------------- precision
+
+PRECISIONS = ("f32", "f16", "bf16")
+"""Element types `precision` can run a graph in."""
+
+RETYPED_CLASSES = (COMPUTE, REDUCTION, ELEMENTWISE, DATA_MOVEMENT)
+"""The op precision classes a policy assigns a type to (boundary and pinned ops are never
+retyped); each op declares its class with the `PrecisionClass` trait."""
+
+_H, _B, _F = "f16", "bf16", "f32"
+POLICIES: dict[str, dict[str, str]] = {
+    "always-f32": dict.fromkeys(RETYPED_CLASSES, _F),
+    "always-f16": dict.fromkeys(RETYPED_CLASSES, _H),
+    "always-bf16": dict.fromkeys(RETYPED_CLASSES, _B),
+    "auto-mixed": dict.fromkeys(RETYPED_CLASSES, _H),
+    "auto-mixed-conservative": {**dict.fromkeys(RETYPED_CLASSES, _H), REDUCTION: _F},
+    "auto-mixed-bf16": dict.fromkeys(RETYPED_CLASSES, _B),
+}
+"""`precision-policy` policy name -> class -> element type (`custom` is built from the
+pass's `custom` option)."""
+
+# ----------------------------------------------------------------------------- rng
+
+RNG_BACKENDS = ("philox", "zero")
+"""Random backends: Philox4x64-10 streams, or all zeros (for debugging)."""
+DEFAULT_SEED, DEFAULT_BACKEND = 42, "philox"
+
+# ----------------------------------------------------------------------------- fusion
+
+FUSION_TARGETS = ("cpu", "none")
+"""`fusion` targets: the CPU patterns, or none (every pattern off)."""
+
+PATTERN_ORDER: tuple[str, ...] = (
+    "matmul_bias_act",
+    "residual_layer_norm",
+    "residual_rms_norm",
+    "rms_norm_reshape",
+    "swiglu_dual_matmul",
+    "shared_input_matmul",
+    "swiglu",
+    "attention",
+    "elementwise_region",
+)
+"""Fusion pattern names in application order (each also names the option toggling it)."""
+
+
+@dataclass(frozen=True)
+class FusionToggles:
+    """The `fusion` pass's pattern toggles and region limits (the pass inherits them;
+    `FusionOptions` in `CompileOptions` is generated from them)."""
+
+    matmul_bias_act: bool = True
+    residual_layer_norm: bool = True
+    residual_rms_norm: bool = True
+    rms_norm_reshape: bool = True
+    swiglu_dual_matmul: bool = True
+    shared_input_matmul: bool = True
+    swiglu: bool = True
+    attention: bool = True
+    elementwise_region: bool = True
+    max_steps: int = 0
+    max_inputs: int = 0
+    report: bool = False
+
+
+assert tuple(FusionToggles.__dataclass_fields__)[: len(PATTERN_ORDER)] == PATTERN_ORDER
+
+# ----------------------------------------------------------------------------- dispatch
+
+DISPATCH_POLICIES = ("prefer-native", "common", "native")
+"""`kernel-dispatch` policies: native kernel where the backend has one, always the common
+decomposition, or never."""
