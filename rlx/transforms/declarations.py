@@ -53,6 +53,7 @@ PATTERN_ORDER: tuple[str, ...] = (
     "shared_input_matmul",
     "swiglu",
     "attention",
+    "conv_bias_act",
     "elementwise_region",
 )
 """Fusion pattern names in application order (each also names the option toggling it)."""
@@ -71,6 +72,7 @@ class FusionToggles:
     shared_input_matmul: bool = True
     swiglu: bool = True
     attention: bool = True
+    conv_bias_act: bool = True
     elementwise_region: bool = True
     max_steps: int = 0
     max_inputs: int = 0

@@ -24,11 +24,13 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.diagnostics import OpError, loc_from_attr
 from rlx.dialects.rlx.base import shape_of
-from rlx.dialects.rlx.compute import MatmulOp
+from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import AddOp, MulOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.shape import ConcatOp, SliceOp
+from rlx.transforms.fusion.common import float_tensor
+from rlx.transforms.fusion.conv_bias_act import CONV_EPILOGUES, channel_bias
 from rlx.transforms.fusion.matmul_bias_act import FUSABLE_ACTIVATIONS
 from rlx.transforms.fusion.shared_input_matmul import shared_group
 from rlx.transforms.fusion.swiglu import dual_matmuls
@@ -64,6 +66,18 @@ REASONS = {
     "swiglu_input": (
         "swiglu operands not sharing their input",
         "compute the gate and up projections from the same input value",
+    ),
+    "conv_users": (
+        "conv2d has several users",
+        "give the convolution a single consumer so its bias and activation can fuse",
+    ),
+    "conv_bias_shape": (
+        "bias is not per channel",
+        "add a [F, 1, 1] (or [1, F, 1, 1]) bias to get rlx.conv2d with a bias operand",
+    ),
+    "conv_activation": (
+        "activation not fusable into conv2d",
+        "only relu, gelu, gelu_tanh, silu, sigmoid and hard_swish epilogues fuse",
     ),
 }
 """Miss kind -> (reason, hint)."""
@@ -195,6 +209,8 @@ class _Scanner:
                 self.matmul(op)
             elif isinstance(op, FusedMatmulBiasActOp):
                 self.epilogue(op)
+            elif isinstance(op, Conv2dOp) and float_tensor(op.result):
+                self.conv(op)
         order = {id(op): i for i, op in enumerate(ops)}
         self.missed.sort(key=lambda m: order.get(id(m.op), -1))
         return self.missed
@@ -250,6 +266,21 @@ class _Scanner:
             self.miss("matmul_bias_act", mm, "bias_rank", f" (rank {rank})")
         else:
             self.miss("matmul_bias_act", mm, "left_unfused")
+
+    def conv(self, conv: Conv2dOp) -> None:
+        """Why a float convolution kept a following add or activation."""
+        uses = [u.operation for u in conv.result.uses]
+        followers = [u for u in uses if isinstance(u, AddOp | UnaryOp)]
+        if not followers:
+            return
+        if len(uses) > 1:
+            self.miss("conv_bias_act", conv, "conv_users")
+        elif isinstance(uses[0], AddOp) and conv.bias is None:
+            if channel_bias(conv, uses[0]) is None:
+                self.miss("conv_bias_act", conv, "conv_bias_shape")
+        elif isinstance(uses[0], UnaryOp) and uses[0].name not in CONV_EPILOGUES:
+            if conv.activation == "none":
+                self.miss("conv_bias_act", uses[0], "conv_activation", f" ({uses[0].name})")
 
     def epilogue(self, fused: FusedMatmulBiasActOp) -> None:
         if fused.activation != "none":

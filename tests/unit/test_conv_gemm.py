@@ -81,3 +81,34 @@ def test_loop_nest_cases_still_agree(x, w, attrs, dtype) -> None:  # type: ignor
     np.testing.assert_allclose(
         got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol * 8
     )
+
+
+FUSED = """
+func.func @main(%x: tensor<2x8x12x12xf32>, %w: tensor<16x8x3x3xf32>, %b: tensor<16x1x1xf32>,
+                %dw: tensor<8x1x3x3xf32>) -> (tensor<2x16x12x12xf32>, tensor<2x8x12x12xf32>) {
+  %c = rlx.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<2x8x12x12xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x12x12xf32>
+  %a = rlx.add %c, %b : (tensor<2x16x12x12xf32>, tensor<16x1x1xf32>) -> tensor<2x16x12x12xf32>
+  %r = rlx.ACT %a : (tensor<2x16x12x12xf32>) -> tensor<2x16x12x12xf32>
+  %d = rlx.conv2d %x, %dw {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<2x8x12x12xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x12x12xf32>
+  %s = rlx.ACT %d : (tensor<2x8x12x12xf32>) -> tensor<2x8x12x12xf32>
+  func.return %r, %s : tensor<2x16x12x12xf32>, tensor<2x8x12x12xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("act", ["relu", "silu", "gelu", "hard_swish", "sigmoid"])
+def test_fused_conv_bias_act_matches_reference(act: str) -> None:
+    """Fused (GEMM epilogue and loop-nest epilogue) and unfused compiles against the
+    reference of the unfused graph."""
+    text = FUSED.replace("ACT", act)
+    rng = np.random.default_rng(7)
+    vals = [rng.standard_normal(s).astype(np.float32)
+            for s in ((2, 8, 12, 12), (16, 8, 3, 3), (16, 1, 1), (8, 1, 3, 3))]  # fmt: skip
+    want = run(parse_module(text), vals)
+    fused = rlx.compile(text)
+    assert f'activation = "{act}"' in fused.ir("rlx")
+    unfused = rlx.compile(text, rlx.CompileOptions(fusion_opts={"conv_bias_act": False}))
+    assert "activation" not in unfused.ir("rlx")
+    for compiled in (fused, unfused):
+        for got, ref in zip(compiled.run(*vals), want, strict=True):
+            np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())

@@ -340,6 +340,10 @@ def _spatial_attrs(
     return strides, padding, dil
 
 
+CONV_ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "hard_swish")
+"""Activations a convolution can apply to its result: each is the unary op of that name."""
+
+
 @irdl_op_definition
 class Conv2dOp(RlxOp):
     """NCHW 2-D cross-correlation; w is [F, C/groups, KH, KW]; optional bias [F]."""
@@ -354,6 +358,9 @@ class Conv2dOp(RlxOp):
     padding = ints_def((0, 0, 0, 0), doc="[top, left, bottom, right] zero padding.")
     dilations = ints_def((1, 1), doc="[h, w] kernel dilations.")
     groups = int_def(1, doc="Channel groups (C and F divisible by it).")
+    activation = enum_def(
+        CONV_ACTIVATIONS, "none", doc="Applied to the result (after the bias); float only."
+    )
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""
@@ -381,6 +388,10 @@ class Conv2dOp(RlxOp):
         if len(operand_types) == 3:
             bs = shape_of(operand_types[2])
             require(bs == (ws[0],), f"bias must have shape [{ws[0]}], got tensor<{fmt_shape(bs)}>")
+        require(
+            attrs.activation == "none" or is_float(e),
+            f"activation '{attrs.activation}' needs floating-point operands, got {e}",
+        )
         strides, pad, dil = _spatial_attrs(attrs)
         oh = _window_out(xs[2], ws[2], strides[0], pad[0] + pad[2], dil[0])
         ow = _window_out(xs[3], ws[3], strides[1], pad[1] + pad[3], dil[1])

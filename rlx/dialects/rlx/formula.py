@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol, TypeVar
 
+from rlx.dialects import rlx as rlx_dialect  # the package: its op classes load on first use
+
 V = TypeVar("V")
 
 MATH_FUNCTIONS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil", "round")
@@ -98,4 +100,12 @@ ACTIVATIONS = {
     "silu": silu,
     "sigmoid": sigmoid,
 }
-"""Activation name (as fused ops spell it) -> formula."""
+"""Activation name (as fused ops spell it) -> formula; the other unary ops' formulas are
+methods of their classes (`activation_formula` finds either)."""
+
+
+def activation_formula(kind: str) -> Any:
+    """The formula of activation `kind`: a fused-op activation or any unary rlx op."""
+    if kind in ACTIVATIONS:
+        return ACTIVATIONS[kind]
+    return rlx_dialect.OPS_BY_NAME[f"rlx.{kind}"].formula

@@ -10,6 +10,7 @@ import numpy as np
 
 from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
+from rlx.interpreter.ops.elementwise import FLOAT_UNARY
 
 
 def attention_f64(
@@ -176,6 +177,8 @@ def conv2d(
         if bias.shape != (f,):
             raise ctx.error(f"bias must have shape ({f},), got {bias.shape}")
         out = out + wide(bias)[None, :, None, None]
+    if ctx.op.activation != "none":
+        out = FLOAT_UNARY[ctx.op.activation](out)
     return out
 
 

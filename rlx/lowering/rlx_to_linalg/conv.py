@@ -25,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
@@ -120,6 +121,10 @@ def _conv_gemm(
         a_ptr = kb.iadd(pw, kb.imul(g, fg * k * esize))
         c_ptr = kb.iadd(po, kb.imul(kb.iadd(kb.imul(n, f_), kb.imul(g, fg)), p * esize))
         gemm(fg, p, k, a_ptr, k, b_ptr, p, c_ptr, p, beta=1.0 if bias is not None else 0.0)
+        if op.activation != "none":  # the epilogue on the block this GEMM just wrote
+            with kb.loop(fg) as fl, kb.nest([oh, ow]) as (i, j):
+                idx = [n, kb.iadd(kb.imul(g, fg), fl), i, j]
+                kb.store(activation(kb, op.activation, kb.load(out, idx)), out, idx)
     return True
 
 
@@ -162,9 +167,11 @@ def emit_conv2d(
                         xv = kb.convert(kb.load_c(x, [n, ci, ih, iw]), ct)
                         cur = kb.load(plane, [*pre, i, j])
                         kb.store(mac(kb, cur, xv, wv), plane, [*pre, i, j])
-        if plane is not out:
+        act = op.activation
+        if plane is not out or act != "none":
             with kb.nest([oh, ow]) as (i, j):
-                kb.store_c(kb.load(plane, [i, j]), out, [n, f, i, j])
+                v = kb.load(plane, [*pre, i, j])
+                kb.store_c(v if act == "none" else activation(kb, act, v), out, [n, f, i, j])
 
 
 def emit_pool2d(

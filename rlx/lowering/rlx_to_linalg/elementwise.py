@@ -19,7 +19,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import BINARY_OPS, UNARY_OPS, CastOp, CompareOp, WhereOp
-from rlx.dialects.rlx.formula import ACTIVATIONS
+from rlx.dialects.rlx.formula import activation_formula
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_CONTRACT,
     PARALLEL,
@@ -119,7 +119,7 @@ class KernelScalar:
 def activation(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
     """A fused op's activation (`none`, `relu`, `gelu`, ...) on one float scalar, by the
     activation's formula."""
-    return ACTIVATIONS[kind](KernelScalar(kb), x)
+    return activation_formula(kind)(KernelScalar(kb), x)
 
 
 def int_div(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:

@@ -614,3 +614,19 @@ func.func @hard_swish_int(%x: tensor<2xi32>) {
   %0 = rlx.hard_swish %x : (tensor<2xi32>) -> tensor<2xi32>
   func.return
 }
+
+// -----
+
+func.func @conv_activation_int(%x: tensor<1x2x4x4xi32>, %w: tensor<2x2x3x3xi32>) {
+  // expected-error @+1 {{activation 'relu' needs floating-point operands, got i32}}
+  %0 = rlx.conv2d %x, %w {activation = "relu"} : (tensor<1x2x4x4xi32>, tensor<2x2x3x3xi32>) -> tensor<1x2x2x2xi32>
+  func.return
+}
+
+// -----
+
+func.func @conv_activation_unknown(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{attribute 'activation' must be one of none, relu, gelu, gelu_tanh, silu, sigmoid, hard_swish; got "tanh"}}
+  %0 = rlx.conv2d %x, %w {activation = "tanh"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
