@@ -92,14 +92,11 @@ def tolerance(dt: np.dtype) -> tuple[float, float]:
 
 def run_case(case: Case) -> tuple[str, str]:
     """Run one case: ("pass" | "skip" | "fail", reason)."""
-    from rlx.frontends.onnx import OnnxImportError, import_model, supported_ops
+    from rlx.frontends.onnx import OnnxImportError, import_model
     from rlx.interpreter import run
 
     if not all(isinstance(a, np.ndarray) for a in [*case.inputs, *case.outputs]):
         return "skip", "sequence or optional values"
-    missing = sorted(case_ops(case) - supported_ops())
-    if missing:
-        return "skip", f"unsupported op {', '.join(missing)}"
     names = [vi.name for vi in case.model.graph.input]  # type: ignore[attr-defined]
     frozen: dict[str, np.ndarray] = {}
     while True:
@@ -108,15 +105,21 @@ def run_case(case: Case) -> tuple[str, str]:
             break
         except OnnxImportError as e:
             m = re.search(r"must be a constant.*?\('([^']+)'\)", str(e)) or re.search(
-                r"input #\d+ \w* ?\('([^']+)'\) must be a constant", str(e)
+                r"input #\d+ [\w ]*\('([^']+)'\) must be a constant", str(e)
             )
             todo = (
                 [n for n in _graph_inputs_behind(case, m.group(1)) if n not in frozen] if m else []
             )
+            if m and not todo:  # a value inside an expanded function: freeze every shape-like input
+                todo = [n for n in _int_inputs(case) if n not in frozen]
             if todo:
                 for n in todo:
                     frozen[n] = case.inputs[names.index(n)]
                 continue
+            u = re.search(r"op type '(\w+)' is not supported", str(e))
+            d = re.search(r"\((\w+)\): op domain '([\w.]+)'", str(e))
+            if u or d:
+                return "skip", f"unsupported op {u.group(1) if u else d.group(2) + '.' + d.group(1)}"
             return "skip", _short(str(e))
         except Exception as e:  # a bug of the importer
             return "fail", f"import crashed: {type(e).__name__}: {_short(str(e))}"
@@ -145,9 +148,9 @@ def run_case(case: Case) -> tuple[str, str]:
 
 
 def _graph_inputs_behind(case: Case, value: str) -> list[str]:
-    """The integer graph inputs `value` is computed from (candidates for freezing)."""
+    """The integer and bool graph inputs `value` is computed from (candidates for freezing)."""
     g = case.model.graph  # type: ignore[attr-defined]
-    int_inputs = {vi.name for vi in g.input if vi.type.tensor_type.elem_type in (6, 7)}
+    int_inputs = _int_inputs(case)
     producer = {o: n for n in g.node for o in n.output}
     seen, stack, out = set(), [value], []
     while stack:
@@ -160,6 +163,12 @@ def _graph_inputs_behind(case: Case, value: str) -> list[str]:
         elif v in producer:
             stack.extend(i for i in producer[v].input if i)
     return out
+
+
+def _int_inputs(case: Case) -> list[str]:
+    """The graph inputs of integer or bool type (int32, int64, bool)."""
+    g = case.model.graph  # type: ignore[attr-defined]
+    return [vi.name for vi in g.input if vi.type.tensor_type.elem_type in (6, 7, 9)]
 
 
 def _short(s: str) -> str:

@@ -13,6 +13,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_quant,
     ops_reduce,
     ops_tensor,
+    subgraphs,
 )
 from rlx.frontends.onnx.importer import import_model
 from rlx.frontends.onnx.registry import OnnxImportError, supported_ops

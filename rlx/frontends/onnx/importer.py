@@ -30,21 +30,25 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dtypes import element_type, numpy_dtype
-from rlx.frontends.onnx.registry import CONVERTERS, OnnxImportError
+from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
 
-MIN_OPSET = 7
+MIN_OPSET = 1
 OP_MIN_OPSET = {
-    "Softmax": 13, "LogSoftmax": 13, "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13,
-    "Resize": 13, "Gather": 11, "Concat": 11, "Flatten": 11, "Range": 11,
-    "QuantizeLinear": 10, "DequantizeLinear": 10, "BatchNormalization": 9, "Dropout": 10,
+    "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13, "Resize": 10, "Gather": 11,
+    "Concat": 11, "Flatten": 11, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10,
+    "BatchNormalization": 9, "Dropout": 10, "Scan": 9, "TopK": 10, "Upsample": 9,
 }  # fmt: skip
-"""Ops whose semantics changed: older versions are rejected (opsets >= 13 are the target)."""
+"""Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
+attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/
+Hardmax below 13 use their opset-11 meaning (coerced to 2-D at `axis`)."""
 _NO_FOLD = frozenset(
     "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial".split()
 )
 _FOLD_LIMIT = 1 << 20
 """Nodes whose inputs are all compile-time constants are evaluated at import time (up to
-this many input elements), except float initializers kept as params and random ops."""
+this many input elements), before a converter is looked up; random ops never are. A
+result computed from (unbaked) initializers stays a param (named after the ONNX output),
+so folding a weight's Transpose does not bake the weight into the IR."""
 
 
 def onnx_elem(onnx_type: int) -> Attribute:
@@ -183,6 +187,7 @@ class Importer:
         self.arg_attrs: list[dict[str, Attribute]] = []
         opset = {o.domain: o.version for o in model.opset_import}
         self.opset = opset.get("", opset.get("ai.onnx", 0))
+        self.has_default_domain = "" in opset or "ai.onnx" in opset
 
     def value(self, name: str) -> SSAValue:
         """The SSA value of ONNX value `name` (materializing known constants)."""
@@ -200,6 +205,39 @@ class Importer:
         self.values[name] = v
         return v
 
+    def run_body(
+        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None]
+    ) -> list[SSAValue | np.ndarray]:
+        """Import a subgraph (If branch, Loop/Scan body, function body) inline.
+
+        Its inputs are bound to `bind` (SSA values or compile-time arrays); outer values
+        stay visible; names it defines are dropped afterwards, so a body can be imported
+        once per unrolled iteration. Returns its outputs (known arrays stay arrays)."""
+        saved = dict(self.values), dict(self.known), set(self.initializers)
+        local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+        local |= {o for nd in graph.node for o in nd.output}
+        try:
+            for vi, b in zip(graph.input, bind, strict=False):
+                self.values.pop(vi.name, None)
+                self.known.pop(vi.name, None)
+                if isinstance(b, np.ndarray):
+                    self.known[vi.name] = b
+                elif b is not None:
+                    self.values[vi.name] = b
+            for t in graph.initializer:
+                self.known[t.name] = numpy_helper.to_array(t)
+            for proto in graph.node:
+                self._convert(proto)
+            return [
+                self.known[o.name] if o.name in self.known else self.value(o.name)
+                for o in graph.output
+            ]
+        finally:
+            inner = self.values
+            self.values, self.known, self.initializers = saved
+            # outer constants materialized inside the body stay materialized (one param each)
+            self.values.update({k: v for k, v in inner.items() if k not in local})
+
     def materialize(self, arr: np.ndarray) -> SSAValue:
         try:
             return self.g.constant(arr, dtype=element_type(arr.dtype))
@@ -208,7 +246,7 @@ class Importer:
 
     # ---------------------------------------------------------------- graph
     def run(self) -> tuple[ModuleOp, dict[str, np.ndarray]]:
-        if self.opset < MIN_OPSET:
+        if self.opset < MIN_OPSET and self.has_default_domain:
             raise OnnxImportError(
                 f"model uses opset {self.opset}; the importer needs opset >= {MIN_OPSET}"
             )
@@ -269,9 +307,16 @@ class Importer:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
+        if self._fold(node):
+            return
         entry = CONVERTERS.get(proto.op_type)
         if entry is None:
-            raise node.error(f"op type '{proto.op_type}' is not supported")
+            body = next((b for f in EXPANDERS if (b := f(self, proto)) is not None), None)
+            if body is None:
+                raise node.error(f"op type '{proto.op_type}' is not supported")
+            for p in body:
+                self._convert(p)
+            return
         fn, allowed = entry
         if self.opset < OP_MIN_OPSET.get(proto.op_type, 0):
             raise node.error(
@@ -281,8 +326,6 @@ class Importer:
             extra = sorted(set(node.attrs) - allowed)
             if extra:
                 raise node.error(f"attribute(s) {', '.join(extra)} not supported")
-        if self._fold(node):
-            return
         outs = list(fn(node))
         for name, v in zip(proto.output, outs, strict=False):
             if not name or v is None:
@@ -303,11 +346,8 @@ class Importer:
             return False
         if sum(self.known[n].size for n in names) > _FOLD_LIMIT:
             return False
-        if any(
-            n in self.initializers and not self.bake and self.known[n].dtype.kind == "f"
-            for n in names
-        ):
-            return False  # keep float weights as params
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.proto.attribute):
+            return False  # subgraphs may read outer values: the converters handle them
         from onnx.reference import ReferenceEvaluator
 
         ins = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in names]
@@ -322,8 +362,13 @@ class Importer:
             res = ReferenceEvaluator(m).run(None, {n: self.known[n] for n in names})
         except Exception:
             return False
+        if not all(isinstance(r, np.ndarray | np.generic) for r in res):
+            return False  # sequences, optionals
+        from_params = not self.bake and any(n in self.initializers for n in names)
         for o, r in zip([o.name for o in outs], res, strict=True):
             self.known[o] = np.asarray(r)
+            if from_params and self.known[o].size > 64:
+                self.initializers.add(o)
         return True
 
 

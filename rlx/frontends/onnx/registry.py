@@ -18,6 +18,10 @@ Converter = Callable[["Node"], Sequence[Any]]
 
 CONVERTERS: dict[str, tuple[Converter, frozenset[str] | None]] = {}
 
+EXPANDERS: list[Callable[[Any, Any], list[Any] | None]] = []
+"""`fn(importer, node_proto) -> replacement nodes | None`, tried for op types without a
+converter (e.g. ONNX function bodies, filled by `subgraphs`)."""
+
 
 def converter(
     *op_types: str, attrs: Iterable[str] | None = None
