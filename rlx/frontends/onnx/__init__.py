@@ -12,6 +12,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_nn,
     ops_quant,
     ops_reduce,
+    ops_resize,
     ops_tensor,
     subgraphs,
 )
