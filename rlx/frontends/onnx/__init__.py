@@ -13,6 +13,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_quant,
     ops_reduce,
     ops_resize,
+    ops_scatter,
     ops_tensor,
     subgraphs,
 )
