@@ -7,9 +7,11 @@ docs/onnx-coverage.md for the supported ops.
 # Importing the op families registers their converters.
 from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_attention,
+    ops_einsum,
     ops_elementwise,
     ops_index,
     ops_nn,
+    ops_pairwise,
     ops_quant,
     ops_reduce,
     ops_resize,
