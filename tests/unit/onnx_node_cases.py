@@ -90,6 +90,11 @@ def tolerance(dt: np.dtype) -> tuple[float, float]:
     return 1e-4, 1e-5
 
 
+ROUNDED_DATA = frozenset({"test_averagepool_2d_ceil_last_window_starts_on_pad"})
+"""Cases whose stored outputs are rounded to 4 digits (onnx.reference computes what rlx
+does): compared with the ONNX backend runner's own tolerance (rtol 1e-3, atol 1e-7)."""
+
+
 def run_case(case: Case) -> tuple[str, str]:
     """Run one case: ("pass" | "skip" | "fail", reason)."""
     from rlx.frontends.onnx import OnnxImportError, import_model
@@ -136,7 +141,7 @@ def run_case(case: Case) -> tuple[str, str]:
         if g.dtype != want.dtype:
             return "fail", f"output {i}: dtype {g.dtype}, expected {want.dtype}"
         if want.dtype.kind in "fcV" or "float" in want.dtype.name:
-            rtol, atol = tolerance(want.dtype)
+            rtol, atol = (1e-3, 1e-7) if case.name in ROUNDED_DATA else tolerance(want.dtype)
             ok = np.allclose(
                 g.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
             )

@@ -17,6 +17,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_resize,
     ops_scatter,
     ops_tensor,
+    ops_window,
     subgraphs,
 )
 from rlx.frontends.onnx.importer import import_model

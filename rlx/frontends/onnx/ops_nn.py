@@ -181,8 +181,8 @@ def _pads2(p: list[int], rank: int) -> list[int]:
     return [0, p[0], 0, p[1]] if rank == 3 else p
 
 
-@converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
 def conv(n: Node) -> list[SSAValue]:
+    """1-D / 2-D Conv onto `rlx.conv2d` (registered by `ops_window`, which adds 3-D)."""
     x, w = n.input(0), n.input(1)
     rank = len(shape(x))
     k = rank - 2
@@ -206,8 +206,8 @@ _POOL_ATTRS = (
 )  # fmt: skip
 
 
-@converter("MaxPool", "AveragePool", attrs=_POOL_ATTRS)
 def pool(n: Node) -> list[SSAValue]:
+    """1-D / 2-D pools onto `rlx.pool2d` (registered by `ops_window`, which handles the rest)."""
     if n.wants(1):
         raise n.error("the Indices output of MaxPool is not supported")
     x = n.input(0)
