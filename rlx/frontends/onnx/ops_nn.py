@@ -181,9 +181,8 @@ def _pads2(p: list[int], rank: int) -> list[int]:
     return [0, p[0], 0, p[1]] if rank == 3 else p
 
 
-def conv(n: Node) -> list[SSAValue]:
-    """1-D / 2-D Conv onto `rlx.conv2d` (registered by `ops_window`, which adds 3-D)."""
-    x, w = n.input(0), n.input(1)
+def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
+    """1-D / 2-D Conv onto `rlx.conv2d` (the converter is `ops_window.conv`, which adds 3-D)."""
     rank = len(shape(x))
     k = rank - 2
     kernel = list(shape(w)[2:])
@@ -191,13 +190,13 @@ def conv(n: Node) -> list[SSAValue]:
     dil = list(n.attr("dilations") or [1] * k)
     pads = _spatial_pads(n, shape(x)[2:], kernel, strides, dil)
     x2, w2 = _to_2d(n, x), _to_2d(n, w)
-    ops = [x2, w2] + ([n.input(2)] if n.has(2) else [])
+    ops = [x2, w2] + ([bias] if bias is not None else [])
     y = n.emit(
         "conv2d", *ops,
         strides=_two(strides, rank, 1), dilations=_two(dil, rank, 1),
         padding=_pads2(pads, rank), groups=n.attr("group", 1),
     )  # fmt: skip
-    return [_back(n, y, rank)]
+    return _back(n, y, rank)
 
 
 _POOL_ATTRS = (

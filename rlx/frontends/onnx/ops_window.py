@@ -180,9 +180,13 @@ def lrn(n: Node) -> list[SSAValue]:
 
 @converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
 def conv(n: Node) -> list[SSAValue]:
-    x, w = n.input(0), n.input(1)
+    return [conv_of(n, n.input(0), n.input(1), n.opt(2))]
+
+
+def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
+    """Conv of `x` by `w` (+ `bias`) with `n`'s attributes, 1-D to 3-D."""
     if len(shape(x)) != 5:
-        return ops_nn.conv(n)
+        return ops_nn.conv2d_of(n, x, w, bias)
     xs, ws = list(shape(x)), list(shape(w))
     if not (is_static(xs) and is_static(ws)):
         raise n.error("3-D Conv needs static shapes")
@@ -209,6 +213,6 @@ def conv(n: Node) -> list[SSAValue]:
     assert acc is not None
     _, m, ho, wo = shape(acc)
     y = n.emit("transpose", n.reshape(acc, [xs[0], do, m, ho, wo]), permutation=[0, 2, 1, 3, 4])
-    if n.has(2):
-        y = n.emit("add", y, n.reshape(n.input(2), [1, m, 1, 1, 1]))
-    return [y]
+    if bias is not None:
+        y = n.emit("add", y, n.reshape(bias, [1, m, 1, 1, 1]))
+    return y
