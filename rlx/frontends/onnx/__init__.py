@@ -15,6 +15,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_quant,
     ops_reduce,
     ops_resize,
+    ops_rnn,
     ops_scatter,
     ops_tensor,
     ops_window,
