@@ -277,6 +277,9 @@ class Importer:
             raise OnnxImportError(f"the imported graph does not verify: {e}") from None
         f = module.body.block.first_op
         f.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in self.arg_attrs])  # type: ignore[union-attr]
+        f.res_attrs = ArrayAttr(  # type: ignore[union-attr]  # the ONNX output names
+            [DictionaryAttr({"rlx.name": StringAttr(o.name)}) for o in graph.output]
+        )
         return module, self.params
 
     def _add_input(self, vi: onnx.ValueInfoProto) -> None:
