@@ -10,6 +10,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_einsum,
     ops_elementwise,
     ops_index,
+    ops_math,
     ops_nn,
     ops_pairwise,
     ops_quant,

@@ -54,8 +54,8 @@ def _channel(n: Node, v: SSAValue, rank: int) -> SSAValue:
     return n.reshape(v, [shape(v)[0]] + [1] * (rank - 2))
 
 
-@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"))
 def batch_norm(n: Node) -> list[SSAValue]:
+    """Inference BatchNormalization (the converter is `ops_math.batch_norm`)."""
     if n.attr("training_mode", 0) or n.n_outputs > 1:
         raise n.error("training mode (running statistics outputs) is not supported")
     x = n.input(0)
