@@ -18,6 +18,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_resize,
     ops_rnn,
     ops_scatter,
+    ops_spectral,
     ops_tensor,
     ops_window,
     subgraphs,
