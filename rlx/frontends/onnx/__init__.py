@@ -17,6 +17,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_reduce,
     ops_resize,
     ops_rnn,
+    ops_sample,
     ops_scatter,
     ops_spectral,
     ops_tensor,

@@ -103,3 +103,32 @@ def stft(n: Node) -> list[SSAValue]:
     if window is not None:
         fr = n.emit("mul", fr, n.reshape(n.cast(window, fr.type.element_type), [1, 1, length, 1]))  # type: ignore[attr-defined]
     return [dft(n, fr, 2, length, False, bool(n.attr("onesided", 1)))]
+
+
+@converter("Col2Im", attrs=("dilations", "pads", "strides"))
+def col2im(n: Node) -> list[SSAValue]:
+    """Col2Im (opsets 18-25): the column blocks summed into the image through a constant
+    0/1 matrix `[kernel positions x blocks, pixels]` (one `rlx.matmul`)."""
+    import itertools
+
+    x = n.input(0)
+    xs = shape(x)
+    image = [int(v) for v in n.const(1, "image_shape ")]
+    block = [int(v) for v in n.const(2, "block_shape ")]
+    d = len(image)
+    dil = list(n.attr("dilations", [1] * d))
+    st = list(n.attr("strides", [1] * d))
+    pads = list(n.attr("pads", [0] * 2 * d))
+    nb = [(image[i] + pads[i] + pads[d + i] - (dil[i] * (block[i] - 1) + 1)) // st[i] + 1 for i in range(d)]
+    k, blocks, pixels = int(np.prod(block)), int(np.prod(nb)), int(np.prod(image))
+    if not is_static(xs) or xs[2] != blocks or xs[1] % k:
+        raise n.error(f"input of shape {list(xs)} does not hold {k}-position blocks x {blocks} columns")
+    m = np.zeros((k * blocks, pixels))
+    for ki, kk in enumerate(itertools.product(*(range(b) for b in block))):
+        for bi, bb in enumerate(itertools.product(*(range(b) for b in nb))):
+            c = [bb[i] * st[i] - pads[i] + kk[i] * dil[i] for i in range(d)]
+            if all(0 <= c[i] < image[i] for i in range(d)):
+                m[ki * blocks + bi, int(np.ravel_multi_index(c, image))] += 1
+    ch = xs[1] // k
+    y = n.emit("matmul", n.reshape(x, [xs[0], ch, k * blocks]), n.constant(m, x))
+    return [n.reshape(y, [xs[0], ch, *image])]
