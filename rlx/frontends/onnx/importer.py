@@ -10,6 +10,7 @@ compile-time operand (Reshape's shape, Slice's starts, ...).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.symbolic import SymbolicDimError, concrete, fold_symbolic, is_symbolic
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {
@@ -185,6 +187,10 @@ class Importer:
         self.initializers: set[str] = set()
         self.params: dict[str, np.ndarray] = {}
         self.arg_attrs: list[dict[str, Attribute]] = []
+        self.sym_shapes: dict[str, list[int | str | None]] = {}
+        """ONNX value name -> dims (sizes, dim names, None if unknown)."""
+        self.dim_names: set[str] = set()
+        self.generated_dims: list[str] = []
         opset = {o.domain: o.version for o in model.opset_import}
         self.opset = opset.get("", opset.get("ai.onnx", 0))
         self.has_default_domain = "" in opset or "ai.onnx" in opset
@@ -265,6 +271,15 @@ class Importer:
                 self.known[vi.name] = np.asarray(self.frozen[vi.name], dtype=dt)
             elif vi.name not in self.initializers:
                 self._add_input(vi)
+        self.dim_names |= {d for s in self.sym_shapes.values() for d in s if isinstance(d, str)}
+        if self.generated_dims:
+            warnings.warn(
+                "ONNX import: unnamed or clashing dynamic dims got the names "
+                + ", ".join(self.generated_dims) + " (bind them with dim_binding=)",
+                stacklevel=3,
+            )
+        if any(isinstance(d, str) for s in self.sym_shapes.values() for d in s):
+            self._infer_symbolic_shapes()
         for proto in graph.node:
             self._convert(proto)
         outs = [self.value(o.name) for o in graph.output]
@@ -291,20 +306,69 @@ class Importer:
             raise OnnxImportError(f"graph input '{vi.name}' has no shape (unknown rank)")
         dims: list[int] = []
         names: list[Attribute] = []
+        syms: list[int | str] = []
         for axis, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") or d.dim_param in self.dims:
+            if (d.HasField("dim_value") and d.dim_value >= 0) or d.dim_param in self.dims:
                 size = d.dim_value if d.HasField("dim_value") else self.dims[d.dim_param]
                 dims.append(size)
                 names.append(IntegerAttr(size, 64))
+                syms.append(size)
             else:
+                name = self._dim_name(vi.name, axis, d.dim_param)
                 dims.append(DYN)
-                names.append(StringAttr(d.dim_param or f"{vi.name}_{axis}"))
+                names.append(StringAttr(name))
+                syms.append(name)
+        self.sym_shapes[vi.name] = syms
         v = self.g.input(vi.name, dims, et)
         attrs: dict[str, Attribute] = {"rlx.name": StringAttr(vi.name)}
         if DYN in dims:
             attrs["rlx.dims"] = ArrayAttr(names)
         self.arg_attrs.append(attrs)
         self.values[vi.name] = v
+
+    def _dim_name(self, value: str, axis: int, param: str) -> str:
+        """The symbol of a dynamic input dim: its `dim_param`, or for an anonymous one
+        (no name, `?`, `dim_value` < 0) a distinct generated `<input>_<axis>`."""
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", param or ""):
+            self.dim_names.add(param)
+            return param
+        base = re.sub(r"[^A-Za-z0-9_]", "_", f"{value}_{axis}")
+        base = base if base[0].isalpha() or base[0] == "_" else f"d_{base}"
+        name, k = base, 1
+        while name in self.dim_names:
+            name, k = f"{base}_{k}", k + 1
+        self.dim_names.add(name)
+        self.generated_dims.append(f"{name} (input '{value}' axis {axis})")
+        return name
+
+    def _infer_symbolic_shapes(self) -> None:
+        """Symbolic shapes of intermediate values from ONNX shape inference, with the
+        graph inputs' dynamic dims named as the importer names them."""
+        m = onnx.ModelProto()
+        m.CopyFrom(self.model)
+        for vi in m.graph.input:
+            syms = self.sym_shapes.get(vi.name)
+            if syms is None or not vi.type.HasField("tensor_type"):
+                continue
+            for d, sym in zip(vi.type.tensor_type.shape.dim, syms, strict=False):
+                if isinstance(sym, str):
+                    d.Clear()
+                    d.dim_param = sym
+                else:
+                    d.dim_value = sym
+        try:
+            m = onnx.shape_inference.infer_shapes(m, data_prop=True)
+        except Exception:
+            return
+        for vi in [*m.graph.value_info, *m.graph.output]:
+            tt = vi.type.tensor_type
+            if vi.name in self.sym_shapes or not tt.HasField("shape"):
+                continue
+            self.sym_shapes[vi.name] = [
+                d.dim_value if d.HasField("dim_value") else
+                (d.dim_param if d.dim_param in self.dim_names else None)
+                for d in tt.shape.dim
+            ]  # fmt: skip
 
     def _convert(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
@@ -329,7 +393,10 @@ class Importer:
             extra = sorted(set(node.attrs) - allowed)
             if extra:
                 raise node.error(f"attribute(s) {', '.join(extra)} not supported")
-        outs = list(fn(node))
+        try:
+            outs = list(fn(node))
+        except SymbolicDimError as e:
+            raise node.error(str(e)) from None
         for name, v in zip(proto.output, outs, strict=False):
             if not name or v is None:
                 continue
@@ -349,6 +416,19 @@ class Importer:
             return False
         if sum(self.known[n].size for n in names) > _FOLD_LIMIT:
             return False
+        if any(is_symbolic(self.known[n]) for n in names):
+            ins = [self.known[n] if n else None for n in node.proto.input]
+            try:
+                res = fold_symbolic(node.op_type, node.attrs, ins)
+            except SymbolicDimError as e:
+                raise node.error(str(e)) from None
+            except (ValueError, IndexError, TypeError):
+                res = None
+            if res is None:
+                return False
+            for o, r in zip(node.proto.output, res, strict=False):
+                self.known[o] = concrete(np.asarray(r, dtype=object))
+            return True
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.proto.attribute):
             return False  # subgraphs may read outer values: the converters handle them
         from onnx.reference import ReferenceEvaluator

@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
 
 Out = list[SSAValue | np.ndarray | None]
 
@@ -34,10 +35,70 @@ def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
     return s
 
 
+def _sym_shape(n: Node, i: int) -> list[int | Dim] | None:
+    """Symbolic dims of input `i` (None if a dynamic dim has no known name)."""
+    s = shape(n.input(i))
+    syms = n.ctx.sym_shapes.get(n.proto.input[i], [])
+    out: list[int | Dim] = []
+    for a, d in enumerate(s):
+        if d != DYN:
+            out.append(d)
+        elif a < len(syms) and isinstance(syms[a], str):
+            out.append(Dim(syms[a]))  # type: ignore[arg-type]
+        else:
+            return None
+    return out
+
+
+def _quotient(num: list[int | Dim], den: list[int | Dim]) -> int | Dim:
+    """prod(num) // prod(den) with common symbolic factors cancelled."""
+    syms = [d for d in num if isinstance(d, Dim)]
+    top = prod(d for d in num if not isinstance(d, Dim))
+    bottom = prod(d for d in den if not isinstance(d, Dim))
+    rest: list[Dim] = []
+    for d in (d for d in den if isinstance(d, Dim)):
+        hit = next((k for k, s in enumerate(syms) if s.expr == d.expr), None)
+        if hit is None:
+            rest.append(d)
+        else:
+            syms.pop(hit)
+    if rest or top % bottom:
+        q: int | Dim = top
+        for d in syms:
+            q = q * d
+        for d in [bottom, *rest]:
+            q = q // d
+        return q
+    q = top // bottom
+    for d in syms:
+        q = q * d
+    return q
+
+
+def _symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
+    src = _sym_shape(n, 0)
+    if src is None:
+        raise n.error(f"the target shape is symbolic but input {list(shape(x))} has unnamed dynamic dims")
+    allowzero = n.attr("allowzero", 0)
+    out: list[int | Dim] = [src[i] if (not isinstance(d, Dim) and d == 0 and not allowzero) else d
+                            for i, d in enumerate(target.tolist())]  # fmt: skip
+    holes = [i for i, d in enumerate(out) if not isinstance(d, Dim) and d == -1]
+    if len(holes) > 1:
+        raise n.error("more than one -1 in the shape")
+    if holes:
+        out[holes[0]] = _quotient(src, [d for i, d in enumerate(out) if i != holes[0]])
+    y = n.reshape(x, sizes(out))
+    mark(y, out)
+    return y
+
+
 @converter("Reshape", attrs=("allowzero",))
 def reshape(n: Node) -> Out:
     x = n.input(0)
-    target = [int(d) for d in n.const(1, "shape ")]
+    t = n.const(1, "shape ")
+    if is_symbolic(t):
+        return [_symbolic_reshape(n, x, t)]
+    target = [int(d) for d in t]
     src = shape(x)
     allowzero = n.attr("allowzero", 0)
     out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
@@ -111,7 +172,27 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
 @converter("Expand", attrs=())
 def expand(n: Node) -> Out:
     x = n.input(0)
-    out = broadcast_shape(shape(x), [int(d) for d in n.const(1, "shape ")])
+    t = n.const(1, "shape ")
+    if is_symbolic(t):
+        xs = _sym_shape(n, 0)
+        if xs is None:
+            raise n.error("a symbolic Expand needs named dynamic dims on its input")
+        tl = list(t.tolist())
+        r = max(len(xs), len(tl))
+        xs2, tl2 = [1] * (r - len(xs)) + list(xs), [1] * (r - len(tl)) + tl
+        dims: list[int | Dim] = []
+        for a, b in zip(xs2, tl2, strict=True):
+            if isinstance(b, Dim):
+                dims.append(a if (isinstance(a, Dim) or a != 1) else b)
+            elif b == 1:
+                dims.append(a)
+            else:
+                dims.append(b)
+        y = x if sizes(dims) == list(shape(x)) else n.typed("broadcast_to", x, sizes(dims))
+        if y is not x:
+            mark(y, dims)
+        return [y]
+    out = broadcast_shape(shape(x), [int(d) for d in t])
     return [x if out == list(shape(x)) else n.typed("broadcast_to", x, out)]
 
 
@@ -133,7 +214,8 @@ def gather(n: Node) -> Out:
 
 
 def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int) -> SSAValue:
-    """`x[start:end:step]` along `axis` with ONNX clamping (negative steps via gather)."""
+    """`x[start:end:step]` along `axis` with ONNX clamping (negative steps, and tensors
+    with dynamic dims on other axes, via gather)."""
     s = list(shape(x))
     dim = s[axis]
     if step == 0:
@@ -145,7 +227,7 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
             return x
         raise n.error(f"slicing the dynamic axis {axis} needs a static size")
     start, end, _ = slice(start, end, step).indices(dim)
-    if step < 0:
+    if step < 0 or DYN in s:
         idx = np.arange(start, end, step, dtype=np.int64)
         return n.emit("gather", x, n.constant(idx, "i64"), axis=axis)
     starts, limits, strides = [0] * len(s), list(s), [1] * len(s)
@@ -195,7 +277,10 @@ def shape_(n: Node) -> Out:
     s = shape(n.input(0))
     sel = s[slice(n.attr("start", 0), n.attr("end", None))]
     if DYN in sel:
-        raise n.error(f"Shape of a dynamic shape {list(s)} cannot be folded to a constant")
+        syms = _sym_shape(n, 0)
+        if syms is None:
+            raise n.error(f"Shape of {list(s)}: a dynamic dim has no name (give dims=)")
+        return [np.array(syms[slice(n.attr("start", 0), n.attr("end", None))], dtype=object)]
     return [np.array(sel, np.int64)]
 
 
@@ -217,9 +302,15 @@ def constant(n: Node) -> Out:
 
 @converter("ConstantOfShape", attrs=("value",))
 def constant_of_shape(n: Node) -> Out:
-    dims = [int(d) for d in n.const(0, "shape ")]
+    t = n.const(0, "shape ")
     v = n.attr("value")
     fill = numpy_helper.to_array(v).reshape(()) if v is not None else np.float32(0)
+    if is_symbolic(t):
+        syms = list(t.reshape(-1).tolist())
+        y = n.typed("broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms))
+        mark(y, syms)
+        return [y]
+    dims = [int(d) for d in t]
     return [np.full(dims, fill, dtype=fill.dtype)]
 
 
