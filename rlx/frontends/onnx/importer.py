@@ -191,6 +191,8 @@ class Importer:
         """ONNX value name -> dims (sizes, dim names, None if unknown)."""
         self.dim_names: set[str] = set()
         self.generated_dims: list[str] = []
+        self.ssa_dims: dict[SSAValue, list[Any]] = {}
+        """Symbolic dims of values the importer shaped from symbolic sizes."""
         opset = {o.domain: o.version for o in model.opset_import}
         self.opset = opset.get("", opset.get("ai.onnx", 0))
         self.has_default_domain = "" in opset or "ai.onnx" in opset
@@ -202,6 +204,11 @@ class Importer:
         if name not in self.known:
             raise OnnxImportError(f"value '{name}' is used before it is defined")
         arr = self.known[name]
+        if is_symbolic(arr):
+            raise SymbolicDimError(
+                f"'{name}' holds symbolic sizes {arr.tolist()} and is used as data; give dims="
+                " (rlx-translate --dim-binding) to import this graph"
+            )
         if name in self.initializers and not self.bake:
             v = self.g.param(name, arr.shape, element_type(arr.dtype))
             self.params[name] = arr
@@ -420,10 +427,8 @@ class Importer:
             ins = [self.known[n] if n else None for n in node.proto.input]
             try:
                 res = fold_symbolic(node.op_type, node.attrs, ins)
-            except SymbolicDimError as e:
-                raise node.error(str(e)) from None
-            except (ValueError, IndexError, TypeError):
-                res = None
+            except (ValueError, IndexError, TypeError):  # SymbolicDimError too: the
+                res = None  # converter may handle the symbolic operand, or says why not
             if res is None:
                 return False
             for o, r in zip(node.proto.output, res, strict=False):

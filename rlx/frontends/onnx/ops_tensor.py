@@ -37,7 +37,10 @@ def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
 
 def _sym_shape(n: Node, i: int) -> list[int | Dim] | None:
     """Symbolic dims of input `i` (None if a dynamic dim has no known name)."""
-    s = shape(n.input(i))
+    v = n.input(i)
+    s = shape(v)
+    if v in n.ctx.ssa_dims:
+        return n.ctx.ssa_dims[v]
     syms = n.ctx.sym_shapes.get(n.proto.input[i], [])
     out: list[int | Dim] = []
     for a, d in enumerate(s):
@@ -88,7 +91,7 @@ def _symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
     if holes:
         out[holes[0]] = _quotient(src, [d for i, d in enumerate(out) if i != holes[0]])
     y = n.reshape(x, sizes(out))
-    mark(y, out)
+    mark(n.ctx, y, out)
     return y
 
 
@@ -190,7 +193,7 @@ def expand(n: Node) -> Out:
                 dims.append(b)
         y = x if sizes(dims) == list(shape(x)) else n.typed("broadcast_to", x, sizes(dims))
         if y is not x:
-            mark(y, dims)
+            mark(n.ctx, y, dims)
         return [y]
     out = broadcast_shape(shape(x), [int(d) for d in t])
     return [x if out == list(shape(x)) else n.typed("broadcast_to", x, out)]
@@ -237,11 +240,57 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
     return n.emit("slice", x, starts=starts, limits=limits, strides=strides)
 
 
+def dyn_iota(n: Node, count: int | Dim, dtype: str = "i64") -> SSAValue:
+    """`arange(count)` for a symbolic `count`: an exclusive cumsum of a `[count]` ones
+    tensor whose size `bind-dims` resolves from `rlx.dims`."""
+    ones = n.typed("broadcast_to", n.constant(np.ones([1]), dtype), sizes([count]))
+    mark(n.ctx, ones, [count])
+    return n.emit("cumsum", ones, axis=0, exclusive=True)
+
+
+def _symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SSAValue:  # noqa: ANN001
+    """`x[start:end:step]` on `axis` with a symbolic bound (in range, step > 0)."""
+    syms = _sym_shape(n, 0) or []
+    dim = syms[axis] if axis < len(syms) else shape(x)[axis]
+    if step <= 0 or (not isinstance(start, Dim) and start < 0) or (not isinstance(end, Dim) and end < 0):
+        raise n.error("a slice with a symbolic bound needs a positive step and non-negative bounds")
+    if not isinstance(end, Dim) and end >= 2**31 - 1:
+        end = dim
+    if not isinstance(start, Dim) and start == 0 and step == 1 and isinstance(end, Dim) and isinstance(dim, Dim) and end.expr == dim.expr:
+        return x
+    count = (end - start + (step - 1)) // step if step != 1 else end - start
+    idx = dyn_iota(n, count)
+    if step != 1:
+        idx = n.emit("mul", idx, n.constant(step, "i64"))
+    if isinstance(start, Dim) or start:
+        idx = n.emit("add", idx, n.constant(start, "i64") if not isinstance(start, Dim) else _scalar(n, start))
+    y = n.emit("gather", x, idx, axis=axis)
+    if syms:
+        mark(n.ctx, y, [count if a == axis else d for a, d in enumerate(syms)])
+    return y
+
+
+def _scalar(n: Node, d: Dim) -> SSAValue:
+    raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
+
+
 @converter("Slice", attrs=())
 def slice_(n: Node) -> Out:
     x = n.input(0)
     rank = len(shape(x))
-    starts, ends = n.const(1, "starts ").tolist(), n.const(2, "ends ").tolist()
+    st, en = n.const(1, "starts "), n.const(2, "ends ")
+    if is_symbolic(st) or is_symbolic(en):
+        axes = n.const(3, "axes ")
+        axes = _axes(n, axes.tolist() if axes is not None else range(len(st)), rank)
+        steps = n.const(4, "steps ")
+        steps = steps.tolist() if steps is not None else [1] * len(st)
+        for a, s0, e0, sp in zip(axes, st.tolist(), en.tolist(), steps, strict=True):
+            if isinstance(s0, Dim) or isinstance(e0, Dim):
+                x = _symbolic_slice(n, x, a, s0, e0, int(sp))
+            else:
+                x = slice_axis(n, x, a, int(s0), int(e0), int(sp))
+        return [x]
+    starts, ends = st.tolist(), en.tolist()
     axes = n.const(3, "axes ")
     axes = _axes(n, axes.tolist() if axes is not None else range(len(starts)), rank)
     steps = n.const(4, "steps ")
@@ -308,7 +357,7 @@ def constant_of_shape(n: Node) -> Out:
     if is_symbolic(t):
         syms = list(t.reshape(-1).tolist())
         y = n.typed("broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms))
-        mark(y, syms)
+        mark(n.ctx, y, syms)
         return [y]
     dims = [int(d) for d in t]
     return [np.full(dims, fill, dtype=fill.dtype)]
@@ -317,6 +366,16 @@ def constant_of_shape(n: Node) -> Out:
 @converter("Range", attrs=())
 def range_(n: Node) -> Out:
     start, limit, delta = (n.const(i, "") for i in range(3))
+    if any(is_symbolic(v) for v in (start, limit, delta)):
+        s0, l0, d0 = (np.asarray(v).reshape(()).item() for v in (start, limit, delta))
+        if isinstance(s0, Dim) or isinstance(d0, Dim) or int(d0) <= 0:
+            raise n.error("Range with a symbolic limit needs constant start and a positive delta")
+        count = (l0 - int(s0) + (int(d0) - 1)) // int(d0) if int(d0) != 1 else l0 - int(s0)
+        dt = np.asarray(start).dtype if not is_symbolic(start) else np.dtype(np.int64)
+        r = n.cast(dyn_iota(n, count), dt)
+        if int(d0) != 1:
+            r = n.emit("mul", r, n.constant(int(d0), r))
+        return [n.emit("add", r, n.constant(int(s0), r)) if int(s0) else r]
     return [np.arange(start, limit, delta).astype(start.dtype)]
 
 

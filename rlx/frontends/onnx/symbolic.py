@@ -166,10 +166,12 @@ def concrete(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def mark(v: SSAValue, dims: list[int | Dim]) -> None:
-    """Record the symbolic sizes of `v`'s dynamic dims on its defining op (`rlx.dims`)."""
+def mark(ctx: Any, v: SSAValue, dims: list[int | Dim]) -> None:
+    """Record the symbolic sizes of `v`'s dynamic dims on its defining op (`rlx.dims`,
+    for `bind-dims`) and in the importer (`ctx.ssa_dims`, for later `Shape`s)."""
     if not any(isinstance(d, Dim) for d in dims):
         return
+    ctx.ssa_dims[v] = list(dims)
     op = v.owner
     text = [StringAttr(_text(d)) if isinstance(d, Dim) else IntegerAttr(int(d), 64) for d in dims]
     op.attributes[DIMS_ATTR] = ArrayAttr(text)  # type: ignore[union-attr]
