@@ -80,7 +80,7 @@ def export(name: str, exporter: str, path: Path) -> dict[str, np.ndarray]:
     if exporter == "dynamo":
         dims = {k: {a: torch.export.Dim.AUTO for a in v} for k, v in axes.items()}
         torch.onnx.export(Wrap(), args, str(path), input_names=names, output_names=["y"],
-                          dynamo=True, dynamic_shapes=tuple(dims.values()), optimize=True)  # fmt: skip
+                          dynamo=True, dynamic_shapes=(tuple(dims.values()),), optimize=True)  # fmt: skip
     else:
         torch.onnx.export(Wrap(), args, str(path), input_names=names, output_names=["y"],
                           dynamic_axes={**axes, "y": {0: "batch"}}, dynamo=False, opset_version=17)  # fmt: skip
