@@ -124,6 +124,14 @@ def fold_symbolic(op: str, attrs: dict[str, Any], ins: list[np.ndarray | None]) 
     x = ins[0]
     if op in ("Identity", "Cast", "CastLike"):
         return [x]  # type: ignore[list-item]
+    if op == "Shape":
+        sel = slice(attrs.get("start", 0), attrs.get("end", None))
+        return [np.array(np.shape(x)[sel], np.int64)]
+    if op == "Size":
+        return [np.array(np.size(x), np.int64)]
+    if op == "Expand":
+        shp = _ints(ins[1])
+        return [np.broadcast_to(x, np.broadcast_shapes(np.shape(x), tuple(shp))).copy()]
     if op == "Gather":
         return [np.take(x, np.asarray(ins[1]).astype(np.int64), axis=attrs.get("axis", 0))]
     if op == "Concat":
