@@ -11,7 +11,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import DYN, attr_int, shape_of
+from rlx.dialects.rlx.base import DYN, shape_of
 
 _PASS_THROUGH = frozenset(
     {"rlx.cast", "rlx.reshape", "rlx.broadcast_to", "rlx.slice", "rlx.transpose", "rlx.concat"}
@@ -21,7 +21,7 @@ _PASS_THROUGH = frozenset(
 
 def _gather_axis(op: Operation) -> int:
     """The `axis` of an `rlx.gather` (one place to switch to the typed accessor)."""
-    return attr_int(dict(op.attributes), "axis", 0) or 0
+    return int(op.axis)  # type: ignore[attr-defined]
 
 
 def _bound(v: SSAValue, seen: set[SSAValue]) -> int | None:
@@ -66,7 +66,7 @@ def index_bounds_of_file(path: str, entry: str = "main") -> dict[str, int]:
     """`index_bounds` of an .mlir file ({} for other files or unparsable text)."""
     if not path.endswith(".mlir"):
         return {}
-    from rlx.runtime.reference import parse_module
+    from rlx.interpreter import parse_module
 
     try:
         with open(path) as f:

@@ -193,6 +193,16 @@ def documented_passing() -> list[str]:
     return re.findall(r"\btest_\w+", m.group(1)) if m else []
 
 
+def documented_families() -> dict[str, list[str]]:
+    """The passing list of docs/onnx-coverage.md by op family (`* **Op** (n): names`)."""
+    text = DOC.read_text()
+    m = re.search(r"<!-- passing:begin -->(.*?)<!-- passing:end -->", text, re.S)
+    out: dict[str, list[str]] = {}
+    for fam, names in re.findall(r"^\* \*\*(.+?)\*\* \(\d+\): (.*)$", m.group(1) if m else "", re.M):
+        out[fam] = re.findall(r"\btest_\w+", names)
+    return out
+
+
 def report() -> dict[str, list[tuple[str, str, float]]]:
     """Run every case; {status: [(name, reason, seconds)]} (status "slow": passes, > 1 s)."""
     res: dict[str, list[tuple[str, str, float]]] = {"pass": [], "skip": [], "fail": [], "slow": []}
@@ -262,6 +272,16 @@ def render(r: dict[str, list[tuple[str, str, float]]]) -> str:
     out += ["", "### Skipped: ops without a converter", ""]
     ocount = Counter(w.removeprefix("unsupported op ") for _, w, _ in unsupported_op)
     out.append(", ".join(f"{o} ({c})" for o, c in sorted(ocount.items())) + ".")
+    out += ["", "### Per op", "", "Cases grouped by the op of their model (several ops: one row).", ""]
+    out += ["| op | pass | fail | unsupported |", "|---|---|---|---|"]
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for col, key in ((0, "pass"), (0, "slow"), (1, "fail"), (2, "skip")):
+        for nm, _, _ in r[key]:
+            ops = ops_of[nm]
+            rows[ops[0] if len(ops) == 1 else "multi-op (expanded functions, composites)"][col] += 1
+    out += [f"| {k} | {v[0]} | {v[1]} | {v[2]} |" for k, v in sorted(rows.items())]
+    out += ["", "### Every unsupported case and why", ""]
+    out += [f"* `{nm}` ({', '.join(ops_of[nm])}): {w}" for nm, w, _ in sorted(r["skip"])]
     out += ["", f"### Slower than {SLOW:.0f} s", ""]
     out += [", ".join(f"`{n}`" for n, _, _ in r["slow"]) or "None."]
     out += ["", "### Passing cases", "", "Grouped by op (the ops of the case's model).", ""]

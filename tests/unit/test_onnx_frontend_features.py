@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 
 import rlx
 from rlx.frontends.onnx import OnnxImportError, import_model
-from rlx.runtime.reference import run
+from rlx.interpreter import run
 from rlx.tools.index_bounds import index_bounds
 from rlx.transforms.bind_dims import bind_dims
 
