@@ -73,7 +73,10 @@ def export(name: str, exporter: str, path: Path) -> dict[str, np.ndarray]:
             self.m = model
 
         def forward(self, *a: Any) -> Any:
-            out = self.m(*a) if name in ("resnet18", "mobilenet_v2") else self.m(*a, return_dict=False)
+            if name in ("resnet18", "mobilenet_v2"):
+                out = self.m(*a)
+            else:  # by keyword: GPT-2's second positional argument is past_key_values
+                out = self.m(**dict(zip(names, a, strict=True)), return_dict=False)
             return out if isinstance(out, torch.Tensor) else out[0]
 
     names = list(feeds)

@@ -31,8 +31,10 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dtypes import element_type, numpy_dtype
+from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
+from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
-from rlx.frontends.onnx.symbolic import SymbolicDimError, concrete, fold_symbolic, is_symbolic
+from rlx.frontends.onnx.symbolic import SymbolicDimError, is_symbolic
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {
@@ -43,14 +45,6 @@ OP_MIN_OPSET = {
 """Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
 attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/
 Hardmax below 13 use their opset-11 meaning (coerced to 2-D at `axis`)."""
-_NO_FOLD = frozenset(
-    "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial".split()
-)
-_FOLD_LIMIT = 1 << 20
-"""Nodes whose inputs are all compile-time constants are evaluated at import time (up to
-this many input elements), before a converter is looked up; random ops never are. A
-result computed from (unbaked) initializers stays a param (named after the ONNX output),
-so folding a weight's Transpose does not bake the weight into the IR."""
 
 
 def onnx_elem(onnx_type: int) -> Attribute:
@@ -286,7 +280,7 @@ class Importer:
                 stacklevel=3,
             )
         if any(isinstance(d, str) for s in self.sym_shapes.values() for d in s):
-            self._infer_symbolic_shapes()
+            infer_symbolic_shapes(self)
         for proto in graph.node:
             self._convert(proto)
         outs = [self.value(o.name) for o in graph.output]
@@ -321,7 +315,7 @@ class Importer:
                 names.append(IntegerAttr(size, 64))
                 syms.append(size)
             else:
-                name = self._dim_name(vi.name, axis, d.dim_param)
+                name = dim_name(self, vi.name, axis, d.dim_param)
                 dims.append(DYN)
                 names.append(StringAttr(name))
                 syms.append(name)
@@ -333,55 +327,11 @@ class Importer:
         self.arg_attrs.append(attrs)
         self.values[vi.name] = v
 
-    def _dim_name(self, value: str, axis: int, param: str) -> str:
-        """The symbol of a dynamic input dim: its `dim_param`, or for an anonymous one
-        (no name, `?`, `dim_value` < 0) a distinct generated `<input>_<axis>`."""
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", param or ""):
-            self.dim_names.add(param)
-            return param
-        base = re.sub(r"[^A-Za-z0-9_]", "_", f"{value}_{axis}")
-        base = base if base[0].isalpha() or base[0] == "_" else f"d_{base}"
-        name, k = base, 1
-        while name in self.dim_names:
-            name, k = f"{base}_{k}", k + 1
-        self.dim_names.add(name)
-        self.generated_dims.append(f"{name} (input '{value}' axis {axis})")
-        return name
-
-    def _infer_symbolic_shapes(self) -> None:
-        """Symbolic shapes of intermediate values from ONNX shape inference, with the
-        graph inputs' dynamic dims named as the importer names them."""
-        m = onnx.ModelProto()
-        m.CopyFrom(self.model)
-        for vi in m.graph.input:
-            syms = self.sym_shapes.get(vi.name)
-            if syms is None or not vi.type.HasField("tensor_type"):
-                continue
-            for d, sym in zip(vi.type.tensor_type.shape.dim, syms, strict=False):
-                if isinstance(sym, str):
-                    d.Clear()
-                    d.dim_param = sym
-                else:
-                    d.dim_value = sym
-        try:
-            m = onnx.shape_inference.infer_shapes(m, data_prop=True)
-        except Exception:
-            return
-        for vi in [*m.graph.value_info, *m.graph.output]:
-            tt = vi.type.tensor_type
-            if vi.name in self.sym_shapes or not tt.HasField("shape"):
-                continue
-            self.sym_shapes[vi.name] = [
-                d.dim_value if d.HasField("dim_value") else
-                (d.dim_param if d.dim_param in self.dim_names else None)
-                for d in tt.shape.dim
-            ]  # fmt: skip
-
     def _convert(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
-        if self._fold(node):
+        if fold(self, node):
             return
         entry = CONVERTERS.get(proto.op_type)
         if entry is None:
@@ -415,50 +365,6 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
-
-    def _fold(self, node: Node) -> bool:
-        """Evaluate a node on compile-time constants with ONNX's reference evaluator."""
-        names = [n for n in node.proto.input if n]
-        if node.op_type in _NO_FOLD or not names or any(n not in self.known for n in names):
-            return False
-        if sum(self.known[n].size for n in names) > _FOLD_LIMIT:
-            return False
-        if any(is_symbolic(self.known[n]) for n in names):
-            ins = [self.known[n] if n else None for n in node.proto.input]
-            try:
-                res = fold_symbolic(node.op_type, node.attrs, ins)
-            except (ValueError, IndexError, TypeError):  # SymbolicDimError too: the
-                res = None  # converter may handle the symbolic operand, or says why not
-            if res is None:
-                return False
-            for o, r in zip(node.proto.output, res, strict=False):
-                self.known[o] = concrete(np.asarray(r, dtype=object))
-            return True
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.proto.attribute):
-            return False  # subgraphs may read outer values: the converters handle them
-        from onnx.reference import ReferenceEvaluator
-
-        ins = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in names]
-        outs = [
-            helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
-            for n in node.proto.output
-            if n
-        ]
-        g = helper.make_graph([node.proto], "fold", ins, outs)
-        m = helper.make_model(g, opset_imports=list(self.model.opset_import))
-        try:
-            res = ReferenceEvaluator(m).run(None, {n: self.known[n] for n in names})
-        except Exception:
-            return False
-        if not all(isinstance(r, np.ndarray | np.generic) for r in res):
-            return False  # sequences, optionals
-        from_params = not self.bake and any(n in self.initializers for n in names)
-        for o, r in zip([o.name for o in outs], res, strict=True):
-            self.known[o] = np.asarray(r)
-            if from_params and self.known[o].size > 64:
-                self.initializers.add(o)
-        return True
-
 
 def _hint(v: SSAValue, name: str) -> None:
     hint = re.sub(r"[^A-Za-z0-9_]", "_", name)

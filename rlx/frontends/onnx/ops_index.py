@@ -8,9 +8,9 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, is_static, shape
-from rlx.frontends.onnx.ops_tensor import _sym_shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import mark, sizes
+from rlx.frontends.onnx.symbolic_ops import sym_shape
 
 
 def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
@@ -49,7 +49,7 @@ def _gather_elements_onehot(n: Node, x: SSAValue, idx: SSAValue, axis: int) -> S
     """GatherElements with dynamic dims: `sum_d where(idx == d, x[.., d], 0)` along a
     static `axis` (the other axes of `x` must broadcast against the indices')."""
     rank, d = len(shape(x)), shape(x)[axis]
-    sx, si = _sym_shape(n, 0), _sym_shape(n, 1)
+    sx, si = sym_shape(n, 0), sym_shape(n, 1)
     if d == DYN or sx is None or si is None:
         raise n.error("GatherElements with dynamic shapes needs named dims and a static gathered axis")
     perm = [a for a in range(rank) if a != axis] + [axis]

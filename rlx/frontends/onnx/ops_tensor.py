@@ -17,6 +17,7 @@ from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
+from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape, symbolic_reshape, symbolic_slice
 
 Out = list[SSAValue | np.ndarray | None]
 
@@ -35,72 +36,12 @@ def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
     return s
 
 
-def _sym_shape(n: Node, i: int) -> list[int | Dim] | None:
-    """Symbolic dims of input `i` (None if a dynamic dim has no known name)."""
-    v = n.input(i)
-    s = shape(v)
-    if v in n.ctx.ssa_dims:
-        return n.ctx.ssa_dims[v]
-    syms = n.ctx.sym_shapes.get(n.proto.input[i], [])
-    out: list[int | Dim] = []
-    for a, d in enumerate(s):
-        if d != DYN:
-            out.append(d)
-        elif a < len(syms) and isinstance(syms[a], str):
-            out.append(Dim(syms[a]))  # type: ignore[arg-type]
-        else:
-            return None
-    return out
-
-
-def _quotient(num: list[int | Dim], den: list[int | Dim]) -> int | Dim:
-    """prod(num) // prod(den) with common symbolic factors cancelled."""
-    syms = [d for d in num if isinstance(d, Dim)]
-    top = prod(d for d in num if not isinstance(d, Dim))
-    bottom = prod(d for d in den if not isinstance(d, Dim))
-    rest: list[Dim] = []
-    for d in (d for d in den if isinstance(d, Dim)):
-        hit = next((k for k, s in enumerate(syms) if s.expr == d.expr), None)
-        if hit is None:
-            rest.append(d)
-        else:
-            syms.pop(hit)
-    if rest or top % bottom:
-        q: int | Dim = top
-        for d in syms:
-            q = q * d
-        for d in [bottom, *rest]:
-            q = q // d
-        return q
-    q = top // bottom
-    for d in syms:
-        q = q * d
-    return q
-
-
-def _symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
-    src = _sym_shape(n, 0)
-    if src is None:
-        raise n.error(f"the target shape is symbolic but input {list(shape(x))} has unnamed dynamic dims")
-    allowzero = n.attr("allowzero", 0)
-    out: list[int | Dim] = [src[i] if (not isinstance(d, Dim) and d == 0 and not allowzero) else d
-                            for i, d in enumerate(target.tolist())]  # fmt: skip
-    holes = [i for i, d in enumerate(out) if not isinstance(d, Dim) and d == -1]
-    if len(holes) > 1:
-        raise n.error("more than one -1 in the shape")
-    if holes:
-        out[holes[0]] = _quotient(src, [d for i, d in enumerate(out) if i != holes[0]])
-    y = n.reshape(x, sizes(out))
-    mark(n.ctx, y, out)
-    return y
-
-
 @converter("Reshape", attrs=("allowzero",))
 def reshape(n: Node) -> Out:
     x = n.input(0)
     t = n.const(1, "shape ")
     if is_symbolic(t):
-        return [_symbolic_reshape(n, x, t)]
+        return [symbolic_reshape(n, x, t)]
     target = [int(d) for d in t]
     src = shape(x)
     allowzero = n.attr("allowzero", 0)
@@ -177,7 +118,7 @@ def expand(n: Node) -> Out:
     x = n.input(0)
     t = n.const(1, "shape ")
     if is_symbolic(t):
-        xs = _sym_shape(n, 0)
+        xs = sym_shape(n, 0)
         if xs is None:
             raise n.error("a symbolic Expand needs named dynamic dims on its input")
         tl = list(t.tolist())
@@ -240,40 +181,6 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
     return n.emit("slice", x, starts=starts, limits=limits, strides=strides)
 
 
-def dyn_iota(n: Node, count: int | Dim, dtype: str = "i64") -> SSAValue:
-    """`arange(count)` for a symbolic `count`: an exclusive cumsum of a `[count]` ones
-    tensor whose size `bind-dims` resolves from `rlx.dims`."""
-    ones = n.typed("broadcast_to", n.constant(np.ones([1]), dtype), sizes([count]))
-    mark(n.ctx, ones, [count])
-    return n.emit("cumsum", ones, axis=0, exclusive=True)
-
-
-def _symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SSAValue:  # noqa: ANN001
-    """`x[start:end:step]` on `axis` with a symbolic bound (in range, step > 0)."""
-    syms = _sym_shape(n, 0) or []
-    dim = syms[axis] if axis < len(syms) else shape(x)[axis]
-    if step <= 0 or (not isinstance(start, Dim) and start < 0) or (not isinstance(end, Dim) and end < 0):
-        raise n.error("a slice with a symbolic bound needs a positive step and non-negative bounds")
-    if not isinstance(end, Dim) and end >= 2**31 - 1:
-        end = dim
-    if not isinstance(start, Dim) and start == 0 and step == 1 and isinstance(end, Dim) and isinstance(dim, Dim) and end.expr == dim.expr:
-        return x
-    count = (end - start + (step - 1)) // step if step != 1 else end - start
-    idx = dyn_iota(n, count)
-    if step != 1:
-        idx = n.emit("mul", idx, n.constant(step, "i64"))
-    if isinstance(start, Dim) or start:
-        idx = n.emit("add", idx, n.constant(start, "i64") if not isinstance(start, Dim) else _scalar(n, start))
-    y = n.emit("gather", x, idx, axis=axis)
-    if syms:
-        mark(n.ctx, y, [count if a == axis else d for a, d in enumerate(syms)])
-    return y
-
-
-def _scalar(n: Node, d: Dim) -> SSAValue:
-    raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
-
-
 @converter("Slice", attrs=())
 def slice_(n: Node) -> Out:
     x = n.input(0)
@@ -286,7 +193,7 @@ def slice_(n: Node) -> Out:
         steps = steps.tolist() if steps is not None else [1] * len(st)
         for a, s0, e0, sp in zip(axes, st.tolist(), en.tolist(), steps, strict=True):
             if isinstance(s0, Dim) or isinstance(e0, Dim):
-                x = _symbolic_slice(n, x, a, s0, e0, int(sp))
+                x = symbolic_slice(n, x, a, s0, e0, int(sp))
             else:
                 x = slice_axis(n, x, a, int(s0), int(e0), int(sp))
         return [x]
@@ -326,7 +233,7 @@ def shape_(n: Node) -> Out:
     s = shape(n.input(0))
     sel = s[slice(n.attr("start", 0), n.attr("end", None))]
     if DYN in sel:
-        syms = _sym_shape(n, 0)
+        syms = sym_shape(n, 0)
         if syms is None:
             raise n.error(f"Shape of {list(s)}: a dynamic dim has no name (give dims=)")
         return [np.array(syms[slice(n.attr("start", 0), n.attr("end", None))], dtype=object)]
