@@ -157,6 +157,11 @@ def shape(v: SSAValue) -> tuple[int, ...]:
     return shape_of(v.type)
 
 
+def dims_text(s: Sequence[int]) -> str:
+    """A shape for messages: `[?, 3]` (dynamic dims as `?`)."""
+    return "[" + ", ".join("?" if d == DYN else str(d) for d in s) + "]"
+
+
 def is_static(s: Sequence[int]) -> bool:
     return DYN not in s
 

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn, ops_scatter
-from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 
@@ -159,7 +159,7 @@ def eye_like(n: Node) -> list[np.ndarray]:
     x = n.input(0)
     s = shape(x)
     if not is_static(s) or len(s) != 2:
-        raise n.error(f"EyeLike needs a static 2-D input, got {list(s)}")
+        raise n.error(f"EyeLike needs a static 2-D input, got {dims_text(s)}")
     dt = helper.tensor_dtype_to_np_dtype(n.attr("dtype")) if n.attr("dtype") else _dt(x)
     return [np.eye(s[0], s[1], k=n.attr("k", 0), dtype=dt)]
 

@@ -17,14 +17,14 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 
 def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
     s = shape(v)
     if not is_static(s):
-        raise n.error(f"{what} needs a static shape, got {list(s)}")
+        raise n.error(f"{what} needs a static shape, got {dims_text(s)}")
     return s
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 
@@ -122,7 +122,7 @@ def col2im(n: Node) -> list[SSAValue]:
     nb = [(image[i] + pads[i] + pads[d + i] - (dil[i] * (block[i] - 1) + 1)) // st[i] + 1 for i in range(d)]
     k, blocks, pixels = int(np.prod(block)), int(np.prod(nb)), int(np.prod(image))
     if not is_static(xs) or xs[2] != blocks or xs[1] % k:
-        raise n.error(f"input of shape {list(xs)} does not hold {k}-position blocks x {blocks} columns")
+        raise n.error(f"input of shape {dims_text(xs)} does not hold {k}-position blocks x {blocks} columns")
     m = np.zeros((k * blocks, pixels))
     for ki, kk in enumerate(itertools.product(*(range(b) for b in block))):
         for bi, bb in enumerate(itertools.product(*(range(b) for b in nb))):

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape, symbolic_reshape, symbolic_slice
@@ -32,7 +32,7 @@ def _axes(n: Node, axes: Sequence[int], rank: int) -> list[int]:
 def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
     s = shape(x)
     if not is_static(s):
-        raise n.error(f"{what} needs a static input shape, got {list(s)}")
+        raise n.error(f"{what} needs a static input shape, got {dims_text(s)}")
     return s
 
 
@@ -235,7 +235,7 @@ def shape_(n: Node) -> Out:
     if DYN in sel:
         syms = sym_shape(n, 0)
         if syms is None:
-            raise n.error(f"Shape of {list(s)}: a dynamic dim has no name (give dims=)")
+            raise n.error(f"Shape of {dims_text(s)}: a dynamic dim has no name (give dims=)")
         return [np.array(syms[slice(n.attr("start", 0), n.attr("end", None))], dtype=object)]
     return [np.array(sel, np.int64)]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.registry import OnnxImportError
@@ -181,6 +181,8 @@ def mark(ctx: Any, v: SSAValue, dims: list[int | Dim]) -> None:
         return
     ctx.ssa_dims[v] = list(dims)
     op = v.owner
+    if not isinstance(op, Operation):
+        return  # a graph input passed through unchanged: its dims are named already
     text = [StringAttr(_text(d)) if isinstance(d, Dim) else IntegerAttr(int(d), 64) for d in dims]
     op.attributes[DIMS_ATTR] = ArrayAttr(text)  # type: ignore[union-attr]
 

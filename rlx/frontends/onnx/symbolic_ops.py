@@ -10,7 +10,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, shape
+from rlx.frontends.onnx.importer import Node, dims_text, shape
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 
 
@@ -60,7 +60,7 @@ def _quotient(num: list[int | Dim], den: list[int | Dim]) -> int | Dim:
 def symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
     src = sym_shape(n, 0)
     if src is None:
-        raise n.error(f"the target shape is symbolic but input {list(shape(x))} has unnamed dynamic dims")
+        raise n.error(f"the target shape is symbolic but input {dims_text(shape(x))} has unnamed dynamic dims")
     allowzero = n.attr("allowzero", 0)
     out: list[int | Dim] = [src[i] if (not isinstance(d, Dim) and d == 0 and not allowzero) else d
                             for i, d in enumerate(target.tolist())]  # fmt: skip
