@@ -182,10 +182,23 @@ def test_output_names_kept_and_gather_bounds() -> None:
     assert index_bounds(module) == {"ids": 2}
 
 
-def test_symbolic_size_in_a_comparison_is_an_error() -> None:
-    m = _model([c("Shape", ["x"], ["s"]), c("Constant", [], ["one"], value=numpy_helper.from_array(
-                    np.array([1, 1], np.int64))),
+def test_symbolic_sizes_used_as_data_are_computed_at_run_time() -> None:
+    one = numpy_helper.from_array(np.array([1, 1], np.int64))
+    m = _model([c("Shape", ["x"], ["s"]), c("Constant", [], ["one"], value=one),
                 c("Equal", ["s", "one"], ["e"]), c("Cast", ["e"], ["y"], to=TensorProto.FLOAT)],
                [("x", TensorProto.FLOAT, ["n", 1])], [("y", TensorProto.FLOAT, None)])  # fmt: skip
-    with pytest.raises(OnnxImportError, match=r"\(Equal\): 's' holds symbolic sizes \[n, 1\]"):
+    module, _ = import_model(m)
+    bind_dims(module, {"n": 3})
+    x = np.zeros((3, 1), np.float32)
+    np.testing.assert_array_equal(run(module, [x])[0], _ref(m, {"x": x})[0])
+
+
+def test_symbolic_range_start_is_an_error() -> None:
+    ten = numpy_helper.from_array(np.array(10, np.int64))
+    m = _model([c("Shape", ["x"], ["s"]), c("Constant", [], ["z"], value=numpy_helper.from_array(np.array([0], np.int64))),
+                c("Gather", ["s", "z"], ["n0"]), c("Squeeze", ["n0"], ["n"]),
+                c("Constant", [], ["ten"], value=ten), c("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
+                c("Range", ["n", "ten", "one"], ["y"])],
+               [("x", TensorProto.FLOAT, ["n", 1])], [("y", TensorProto.INT64, None)])  # fmt: skip
+    with pytest.raises(OnnxImportError, match=r"\(Range\): Range with a symbolic limit needs constant start"):
         import_model(m)

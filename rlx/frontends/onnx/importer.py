@@ -34,7 +34,7 @@ from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
-from rlx.frontends.onnx.symbolic import SymbolicDimError, is_symbolic
+from rlx.frontends.onnx.symbolic import SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {
@@ -203,11 +203,10 @@ class Importer:
         if name not in self.known:
             raise OnnxImportError(f"value '{name}' is used before it is defined")
         arr = self.known[name]
-        if is_symbolic(arr):
-            raise SymbolicDimError(
-                f"'{name}' holds symbolic sizes {arr.tolist()} and is used as data; give dims="
-                " (rlx-translate --dim-binding) to import this graph"
-            )
+        if is_symbolic(arr):  # sizes used as data: computed at run time
+            v = materialize_symbolic(self, arr)
+            self.values[name] = v
+            return v
         if name in self.initializers and not self.bake:
             v = self.g.param(name, arr.shape, element_type(arr.dtype))
             self.params[name] = arr

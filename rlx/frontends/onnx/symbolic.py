@@ -194,3 +194,19 @@ def _text(d: Dim) -> str:
 def sizes(dims: list[int | Dim]) -> list[int]:
     """Result-type sizes: `?` for symbolic dims."""
     return [DYN if isinstance(d, Dim) else int(d) for d in dims]
+
+
+def materialize_symbolic(ctx, arr: np.ndarray) -> SSAValue:  # noqa: ANN001
+    """An i64 tensor holding the sizes of `arr` (ints and `Dim`s) at run time: each `Dim`
+    is the sum of a `[size]` ones tensor, so it folds to a constant after `bind-dims`."""
+    g = ctx.g
+    parts = []
+    for d in arr.reshape(-1).tolist():
+        if isinstance(d, Dim):
+            ones = g.broadcast_to(g.constant(np.ones([1], np.int64), dtype="i64"), sizes([d]))
+            mark(ctx, ones, [d])
+            parts.append(g.reshape(g.op("reduce", ones, kind="sum", axes=[0], keepdims=True), [1]))
+        else:
+            parts.append(g.constant(np.array([int(d)], np.int64), dtype="i64"))
+    flat = parts[0] if len(parts) == 1 else g.op("concat", *parts, axis=0)
+    return g.reshape(flat, list(arr.shape))

@@ -106,3 +106,4 @@ def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SS
 
 def _scalar(n: Node, d: Dim) -> SSAValue:
     raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
+
