@@ -1,34 +1,110 @@
 """Emitting rlx ops whose sizes are symbolic (`symbolic.Dim`): Reshape targets, slices
 with symbolic bounds and `arange` of a symbolic length (a dynamic iota: the exclusive
-cumsum of a `[count]` ones tensor whose size `bind-dims` resolves from `rlx.dims`)."""
+cumsum of a `[count]` ones tensor whose size `bind-dims` resolves from `rlx.dims`), and
+the symbolic dims of values computed by rlx ops (`sym_of`)."""
 
 from __future__ import annotations
 
 from math import prod
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
 from rlx.frontends.onnx.importer import Node, dims_text, shape
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 
 
 def sym_shape(n: Node, i: int) -> list[int | Dim] | None:
-    """Symbolic dims of input `i` (None if a dynamic dim has no known name)."""
+    """Symbolic dims of input `i` (None if a dynamic dim has no known name): the
+    importer's own record, ONNX shape inference's names, else derived from the rlx op
+    that computed the value (`sym_of`)."""
     v = n.input(i)
-    s = shape(v)
     if v in n.ctx.ssa_dims:
         return n.ctx.ssa_dims[v]
     syms = n.ctx.sym_shapes.get(n.proto.input[i], [])
     out: list[int | Dim] = []
-    for a, d in enumerate(s):
+    for a, d in enumerate(shape(v)):
         if d != DYN:
             out.append(d)
         elif a < len(syms) and isinstance(syms[a], str):
             out.append(Dim(syms[a]))  # type: ignore[arg-type]
         else:
+            return sym_of(n.ctx, v)
+    return out
+
+
+_SAME_SHAPE = frozenset(
+    "rlx.cast rlx.cumsum rlx.softmax rlx.layer_norm rlx.rms_norm rlx.quantize rlx.dequantize".split()
+)
+
+
+def sym_of(ctx, v: SSAValue, depth: int = 0) -> list[int | Dim] | None:  # noqa: ANN001
+    """Symbolic dims of `v` from the rlx op that computed it (elementwise broadcasting,
+    transpose, gather, reduce, matmul, concat), recursively; None if unknown."""
+    s = shape(v)
+    if DYN not in s:
+        return list(s)
+    if v in ctx.ssa_dims:
+        return ctx.ssa_dims[v]
+    op = v.owner
+    if depth > 64 or not isinstance(op, Operation):
+        return None
+    ins = [sym_of(ctx, o, depth + 1) for o in op.operands]
+    out = _rule(op, ins, len(s))
+    if out is None or len(out) != len(s):
+        return None
+    out = [d if d != DYN else None for d in out]  # type: ignore[misc]
+    if any(d is None for d in out) or any(d0 != DYN and d0 != d for d0, d in zip(s, out, strict=True)):
+        return None
+    ctx.ssa_dims[v] = out
+    return out  # type: ignore[return-value]
+
+
+def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
+    name = op.name
+    if name in _SAME_SHAPE or isinstance(op, UnaryOp | BinaryOp | CompareOp | WhereOp):
+        return None if any(i is None for i in ins) else _rule_broadcast(ins)
+    x = ins[0] if ins else None
+    if x is None:
+        return None
+    if name == "rlx.transpose":
+        return [x[p] for p in op.permutation]  # type: ignore[attr-defined]
+    if name == "rlx.gather":
+        idx = ins[1]
+        ax = op.axis % len(x)  # type: ignore[attr-defined]
+        return None if idx is None else [*x[:ax], *idx, *x[ax + 1 :]]
+    if name == "rlx.reduce":
+        axes = op.axes  # type: ignore[attr-defined]
+        axes = range(len(x)) if axes is None else [a % len(x) for a in axes]
+        keep = op.keepdims  # type: ignore[attr-defined]
+        return [1 if a in axes else d for a, d in enumerate(x) if keep or a not in axes]
+    if name == "rlx.matmul" and ins[1] is not None and len(x) >= 2 and len(ins[1]) >= 2:
+        a, b = x, ins[1]
+        batch = _rule_broadcast([a[:-2], b[:-2]])
+        return None if batch is None else [*batch, a[-2], b[-1]]
+    if name == "rlx.concat":
+        ax = op.axis % len(x)  # type: ignore[attr-defined]
+        if any(i is None for i in ins):
             return None
+        tot: int | Dim = 0
+        for i in ins:
+            tot = tot + i[ax]
+        return [tot if a == ax else d for a, d in enumerate(x)]
+    return None
+
+
+def _rule_broadcast(shapes: list) -> list | None:  # noqa: ANN001
+    r = max(len(s) for s in shapes)
+    out = []
+    for a in range(r):
+        pick: int | Dim = 1
+        for s in shapes:
+            k = a - (r - len(s))
+            if k >= 0 and (isinstance(s[k], Dim) or s[k] != 1):
+                pick = s[k]
+        out.append(pick)
     return out
 
 
