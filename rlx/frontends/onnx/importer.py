@@ -34,7 +34,7 @@ from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
-from rlx.frontends.onnx.symbolic import SymbolicDimError, is_symbolic, materialize_symbolic
+from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {
@@ -325,6 +325,7 @@ class Importer:
                 syms.append(name)
         self.sym_shapes[vi.name] = syms
         v = self.g.input(vi.name, dims, et)
+        self.ssa_dims[v] = [Dim(d) if isinstance(d, str) else d for d in syms]
         attrs: dict[str, Attribute] = {"rlx.name": StringAttr(vi.name)}
         if DYN in dims:
             attrs["rlx.dims"] = ArrayAttr(names)

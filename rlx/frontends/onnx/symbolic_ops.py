@@ -69,6 +69,13 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
     x = ins[0] if ins else None
     if x is None:
         return None
+    if name == "rlx.reshape":
+        out = list(shape(op.results[0]))
+        res = _unit_reshape(x, out)
+        if res is None and out.count(DYN) == 1:  # the one dynamic dim from the element count
+            res = [d for d in out]
+            res[out.index(DYN)] = _quotient(x, [d for d in out if d != DYN])
+        return res
     if name == "rlx.transpose":
         return [x[p] for p in op.permutation]  # type: ignore[attr-defined]
     if name == "rlx.gather":
@@ -93,6 +100,20 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
             tot = tot + i[ax]
         return [tot if a == ax else d for a, d in enumerate(x)]
     return None
+
+
+def _unit_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
+    """A reshape that only inserts or drops unit dims keeps the other dims in order."""
+    src = [d for d in x if isinstance(d, Dim) or d != 1]
+    pos = [i for i, d in enumerate(out) if d != 1]
+    if len(src) != len(pos):
+        return None
+    res: list = [1] * len(out)
+    for i, d in zip(pos, src, strict=True):
+        if out[i] != DYN and (isinstance(d, Dim) or d != out[i]):
+            return None
+        res[i] = d
+    return res
 
 
 def _rule_broadcast(shapes: list) -> list | None:  # noqa: ANN001
