@@ -33,7 +33,7 @@ from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
-from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
@@ -133,7 +133,13 @@ class Node:
             raise self.error(str(e)) from None
 
     def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
-        return x if tuple(shape) == shape_of(x.type) else self.typed("reshape", x, shape)
+        if tuple(shape) == shape_of(x.type):
+            return x
+        y = self.typed("reshape", x, shape)
+        if list(shape).count(DYN) > 1:
+            for hook in DYNAMIC_RESULT_HOOKS:
+                hook(self.ctx, y)
+        return y
 
     def cast(self, x: SSAValue, dtype: Any) -> SSAValue:
         return x if elem(x) == element_type(dtype) else self.typed("cast", x, (), dtype)

@@ -19,6 +19,8 @@ from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
+from rlx.frontends.onnx.symbolic_ops import sym_shape
 
 
 def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
@@ -114,12 +116,42 @@ def _scatter_flat(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, red: st
 @converter("GatherND", attrs=("batch_dims",))
 def gather_nd(n: Node) -> list[SSAValue]:
     x, idx = n.input(0), n.input(1)
-    xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
     b = n.attr("batch_dims", 0)
+    if not is_static(shape(x)) and b == 0:
+        return [_gather_nd_symbolic(n, x, idx)]
+    xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
     m = js[-1]
     flat = _flat_nd(n, idx, xs[b : b + m], xs[:b])
     rest = xs[b + m :]
     return [n.emit("gather", n.reshape(x, [int(np.prod(xs[: b + m])), *rest]), flat, axis=0)]
+
+
+def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
+    """GatherND of data with named dynamic dims: the strides are computed at run time."""
+    xs, js = sym_shape(n, 0), sym_shape(n, 1)
+    if xs is None or js is None or isinstance(js[-1], Dim):
+        raise n.error(f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims")
+    m = int(js[-1])
+
+    def value(d: int | Dim) -> SSAValue:
+        return materialize_symbolic(n.ctx, np.array(d, dtype=object)) if isinstance(d, Dim) else n.constant(d, "i64")
+
+    flat: SSAValue | None = None
+    for j in range(m):
+        stride: int | Dim = 1
+        for d in xs[j + 1 : m]:
+            stride = stride * d
+        col = n.emit("gather", idx, n.constant(np.array(j), "i64"), axis=len(js) - 1)
+        mark(n.ctx, col, js[:-1])
+        term = n.emit("mul", _wrap(n, col, value(xs[j])), value(stride))
+        flat = term if flat is None else n.emit("add", flat, term)
+    assert flat is not None
+    lead: int | Dim = 1
+    for d in xs[:m]:
+        lead = lead * d
+    rows = n.reshape(x, sizes([lead, *xs[m:]]))
+    mark(n.ctx, rows, [lead, *xs[m:]])
+    return n.emit("gather", rows, flat, axis=0)
 
 
 @converter("ScatterND", attrs=("reduction",))

@@ -13,6 +13,7 @@ from xdsl.ir import Operation, SSAValue
 from rlx.dialects.rlx.base import DYN
 from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
 from rlx.frontends.onnx.importer import Node, dims_text, shape
+from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 
 
@@ -204,3 +205,15 @@ def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SS
 def _scalar(n: Node, d: Dim) -> SSAValue:
     raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
 
+
+def _record(ctx, v: SSAValue) -> None:  # noqa: ANN001
+    """Put the symbols `sym_of` derives on a reshape the importer emitted (`rlx.dims`)."""
+    if v in ctx.ssa_dims:
+        return
+    dims = sym_of(ctx, v)
+    if dims is not None:
+        ctx.ssa_dims.pop(v, None)
+        mark(ctx, v, dims)
+
+
+DYNAMIC_RESULT_HOOKS.append(_record)
