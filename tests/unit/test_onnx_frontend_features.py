@@ -202,3 +202,21 @@ def test_symbolic_range_start_is_an_error() -> None:
                [("x", TensorProto.FLOAT, ["n", 1])], [("y", TensorProto.INT64, None)])  # fmt: skip
     with pytest.raises(OnnxImportError, match=r"\(Range\): Range with a symbolic limit needs constant start"):
         import_model(m)
+
+
+def test_rlx_run_random_ids_stay_inside_a_small_table(tmp_path, capsys) -> None:  # noqa: ANN001
+    from rlx.tools.rlx_run import main
+
+    table = np.full((2, 4), np.nan, np.float32)
+    table[:2] = RNG.standard_normal((2, 4))
+    big = np.full((6, 4), np.nan, np.float32)
+    big[:2] = 1.0  # rows >= 2 must never be read
+    m = _model([c("Gather", ["tt", "ids"], ["a"]), c("Gather", ["big", "ids"], ["b"]), c("Add", ["a", "b"], ["y"])],
+               [("ids", TensorProto.INT64, [64])], [("y", TensorProto.FLOAT, None)],
+               [("tt", table), ("big", big)])  # fmt: skip
+    module, params = import_model(m, bake_initializers=True)
+    path = tmp_path / "g.mlir"
+    path.write_text(str(module))
+    assert main([str(path), "--output-dir", str(tmp_path), "--no-cache"]) == 0
+    (out,) = tmp_path.glob("*.npy")  # the runtime names outputs itself (out0)
+    assert np.isfinite(np.load(out)).all()
