@@ -111,13 +111,13 @@ def options_from_args(a: argparse.Namespace) -> Any:
 
 
 def random_array(
-    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, scale: float
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, scale: float, high: int = 4
 ) -> np.ndarray:
-    """Seeded test data: N(0, scale) floats, small non-negative ints, random bools."""
+    """Seeded test data: N(0, scale) floats, ints in [0, high), random bools."""
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
-        return rng.integers(0, 4, size=shape).astype(dtype)
+        return rng.integers(0, max(1, high), size=shape).astype(dtype)
     return (rng.standard_normal(shape) * scale).astype(np.float32).astype(dtype)
 
 
@@ -126,7 +126,7 @@ def _note(msg: str) -> None:
 
 
 def _inputs(
-    g: Any, specs: Sequence[str], rng: np.random.Generator, seed: int
+    g: Any, specs: Sequence[str], rng: np.random.Generator, seed: int, bounds: dict[str, int]
 ) -> dict[str, np.ndarray]:
     wanted = {n: (s, d) for n, s, d in g.inputs}
     given: dict[str, str] = {}
@@ -145,7 +145,8 @@ def _inputs(
         if src is None or src == "random":
             if src is None:
                 _note(f"input '{name}' not given: using random {dtype}{list(shape)} (seed {seed})")
-            out[name] = random_array(rng, shape, dtype, 1.0)
+            # integer inputs that index a gather stay inside its table
+            out[name] = random_array(rng, shape, dtype, 1.0, min(4, bounds.get(name, 4)))
             continue
         try:
             out[name] = np.load(src, allow_pickle=False)
@@ -216,7 +217,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     if a.print_ir:
         sys.stdout.write(g.ir(a.print_ir).rstrip("\n") + "\n")
     rng = np.random.default_rng(a.seed)
-    inputs = _inputs(g, a.input, rng, a.seed)
+    from rlx.tools.index_bounds import index_bounds_of_file
+
+    inputs = _inputs(g, a.input, rng, a.seed, index_bounds_of_file(a.file, a.entry))
     _params(g, a.params, rng, a.seed)
     outs = g.run(**inputs)
     for (name, _, _), arr in zip(g.outputs, outs, strict=True):

@@ -6,24 +6,33 @@ from __future__ import annotations
 from math import prod
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, RlxOp, broadcast_shapes, shape_of, tensor
 from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+from rlx.transforms.dim_exprs import DIMS_ATTR, eval_dim, symbolic_dims
 
 
-def _resolve_given(op: Operation, operand_types: list[TensorType]) -> list[Attribute]:
+def _resolve_given(
+    op: Operation, operand_types: list[TensorType], env: dict[str, int] | None = None
+) -> list[Attribute]:
     """Result types written in the IR, with `?` resolved where the op determines them:
-    a single dynamic reshape dim from the element count, broadcast_to dims from the operand,
-    cast/dequantize shapes from the operand."""
+    reshape/broadcast_to dims from their `rlx.dims` expressions over the bound dim names
+    (`env`), a single dynamic reshape dim from the element count, broadcast_to dims from
+    the operand, cast/dequantize shapes from the operand."""
     given = [r.type for r in op.results]
     if not given or not isinstance(given[0], TensorType):
         return given
     out = given[0]
     dims = list(shape_of(out))
+    sym = symbolic_dims(op) if env and DYN in dims else None
+    if sym is not None and len(sym) == len(dims):
+        for i, e in enumerate(sym):
+            if dims[i] == DYN and isinstance(e, str) and (v := eval_dim(e, env or {})) is not None:
+                dims[i] = v
     if op.name in ("rlx.cast", "rlx.dequantize"):
         return [tensor(shape_of(operand_types[0]), out.element_type)]
     if op.name == "rlx.reshape" and DYN in dims:
@@ -39,8 +48,22 @@ def _resolve_given(op: Operation, operand_types: list[TensorType]) -> list[Attri
     return [tensor(dims, out.element_type)]
 
 
+def _dim_sizes(f: func.FuncOp) -> dict[str, int]:
+    """Sizes of the named dims of `f`'s arguments (`rlx.dims`) that are static now."""
+    env: dict[str, int] = {}
+    attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
+    for a, arg in zip(attrs, f.body.block.args, strict=False):
+        names = a.data.get(DIMS_ATTR)
+        if isinstance(names, ArrayAttr) and isinstance(arg.type, TensorType):
+            for nm, d in zip(names.data, shape_of(arg.type), strict=False):
+                if isinstance(nm, StringAttr) and d != DYN:
+                    env[nm.data] = d
+    return env
+
+
 def reinfer_function(f: func.FuncOp) -> None:
     """Recompute result types in program order and update the function type."""
+    env = _dim_sizes(f)
     for op in f.body.walk():
         if isinstance(op, ScanOp | ElementwiseRegionOp):
             _reinfer_region_op(op)
@@ -52,7 +75,8 @@ def reinfer_function(f: func.FuncOp) -> None:
         ):
             continue
         operand_types = [o.type for o in op.operands]
-        new = op.infer_from(operand_types, op.attributes, _resolve_given(op, operand_types))  # type: ignore[arg-type]
+        given = _resolve_given(op, operand_types, env)
+        new = op.infer_from(operand_types, op.attributes, given)  # type: ignore[arg-type]
         for r, t in zip(list(op.results), new, strict=True):
             if r.type != t:
                 Rewriter.replace_value_with_new_type(r, t)

@@ -7,12 +7,22 @@ docs/onnx-coverage.md for the supported ops.
 # Importing the op families registers their converters.
 from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_attention,
+    ops_einsum,
     ops_elementwise,
     ops_index,
+    ops_math,
     ops_nn,
+    ops_pairwise,
     ops_quant,
     ops_reduce,
+    ops_resize,
+    ops_rnn,
+    ops_sample,
+    ops_scatter,
+    ops_spectral,
     ops_tensor,
+    ops_window,
+    subgraphs,
 )
 from rlx.frontends.onnx.importer import import_model
 from rlx.frontends.onnx.registry import OnnxImportError, supported_ops

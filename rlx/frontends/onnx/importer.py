@@ -10,6 +10,7 @@ compile-time operand (Reshape's shape, Slice's starts, ...).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,21 +31,20 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dtypes import element_type, numpy_dtype
-from rlx.frontends.onnx.registry import CONVERTERS, OnnxImportError
+from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
+from rlx.frontends.onnx.folding import fold
+from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
-MIN_OPSET = 7
+MIN_OPSET = 1
 OP_MIN_OPSET = {
-    "Softmax": 13, "LogSoftmax": 13, "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13,
-    "Resize": 13, "Gather": 11, "Concat": 11, "Flatten": 11, "Range": 11,
-    "QuantizeLinear": 10, "DequantizeLinear": 10, "BatchNormalization": 9, "Dropout": 10,
+    "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13, "Resize": 10, "Gather": 11,
+    "Concat": 11, "Flatten": 11, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10,
+    "BatchNormalization": 9, "Dropout": 10, "Scan": 9, "TopK": 10, "Upsample": 9,
 }  # fmt: skip
-"""Ops whose semantics changed: older versions are rejected (opsets >= 13 are the target)."""
-_NO_FOLD = frozenset(
-    "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial".split()
-)
-_FOLD_LIMIT = 1 << 20
-"""Nodes whose inputs are all compile-time constants are evaluated at import time (up to
-this many input elements), except float initializers kept as params and random ops."""
+"""Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
+attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/
+Hardmax below 13 use their opset-11 meaning (coerced to 2-D at `axis`)."""
 
 
 def onnx_elem(onnx_type: int) -> Attribute:
@@ -133,7 +133,13 @@ class Node:
             raise self.error(str(e)) from None
 
     def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
-        return x if tuple(shape) == shape_of(x.type) else self.typed("reshape", x, shape)
+        if tuple(shape) == shape_of(x.type):
+            return x
+        y = self.typed("reshape", x, shape)
+        if list(shape).count(DYN) > 1:
+            for hook in DYNAMIC_RESULT_HOOKS:
+                hook(self.ctx, y)
+        return y
 
     def cast(self, x: SSAValue, dtype: Any) -> SSAValue:
         return x if elem(x) == element_type(dtype) else self.typed("cast", x, (), dtype)
@@ -155,6 +161,11 @@ def elem(v: SSAValue) -> Attribute:
 
 def shape(v: SSAValue) -> tuple[int, ...]:
     return shape_of(v.type)
+
+
+def dims_text(s: Sequence[int]) -> str:
+    """A shape for messages: `[?, 3]` (dynamic dims as `?`)."""
+    return "[" + ", ".join("?" if d == DYN else str(d) for d in s) + "]"
 
 
 def is_static(s: Sequence[int]) -> bool:
@@ -181,8 +192,15 @@ class Importer:
         self.initializers: set[str] = set()
         self.params: dict[str, np.ndarray] = {}
         self.arg_attrs: list[dict[str, Attribute]] = []
+        self.sym_shapes: dict[str, list[int | str | None]] = {}
+        """ONNX value name -> dims (sizes, dim names, None if unknown)."""
+        self.dim_names: set[str] = set()
+        self.generated_dims: list[str] = []
+        self.ssa_dims: dict[SSAValue, list[Any]] = {}
+        """Symbolic dims of values the importer shaped from symbolic sizes."""
         opset = {o.domain: o.version for o in model.opset_import}
         self.opset = opset.get("", opset.get("ai.onnx", 0))
+        self.has_default_domain = "" in opset or "ai.onnx" in opset
 
     def value(self, name: str) -> SSAValue:
         """The SSA value of ONNX value `name` (materializing known constants)."""
@@ -191,6 +209,10 @@ class Importer:
         if name not in self.known:
             raise OnnxImportError(f"value '{name}' is used before it is defined")
         arr = self.known[name]
+        if is_symbolic(arr):  # sizes used as data: computed at run time
+            v = materialize_symbolic(self, arr)
+            self.values[name] = v
+            return v
         if name in self.initializers and not self.bake:
             v = self.g.param(name, arr.shape, element_type(arr.dtype))
             self.params[name] = arr
@@ -200,6 +222,39 @@ class Importer:
         self.values[name] = v
         return v
 
+    def run_body(
+        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None]
+    ) -> list[SSAValue | np.ndarray]:
+        """Import a subgraph (If branch, Loop/Scan body, function body) inline.
+
+        Its inputs are bound to `bind` (SSA values or compile-time arrays); outer values
+        stay visible; names it defines are dropped afterwards, so a body can be imported
+        once per unrolled iteration. Returns its outputs (known arrays stay arrays)."""
+        saved = dict(self.values), dict(self.known), set(self.initializers)
+        local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+        local |= {o for nd in graph.node for o in nd.output}
+        try:
+            for vi, b in zip(graph.input, bind, strict=False):
+                self.values.pop(vi.name, None)
+                self.known.pop(vi.name, None)
+                if isinstance(b, np.ndarray):
+                    self.known[vi.name] = b
+                elif b is not None:
+                    self.values[vi.name] = b
+            for t in graph.initializer:
+                self.known[t.name] = numpy_helper.to_array(t)
+            for proto in graph.node:
+                self._convert(proto)
+            return [
+                self.known[o.name] if o.name in self.known else self.value(o.name)
+                for o in graph.output
+            ]
+        finally:
+            inner = self.values
+            self.values, self.known, self.initializers = saved
+            # outer constants materialized inside the body stay materialized (one param each)
+            self.values.update({k: v for k, v in inner.items() if k not in local})
+
     def materialize(self, arr: np.ndarray) -> SSAValue:
         try:
             return self.g.constant(arr, dtype=element_type(arr.dtype))
@@ -208,7 +263,7 @@ class Importer:
 
     # ---------------------------------------------------------------- graph
     def run(self) -> tuple[ModuleOp, dict[str, np.ndarray]]:
-        if self.opset < MIN_OPSET:
+        if self.opset < MIN_OPSET and self.has_default_domain:
             raise OnnxImportError(
                 f"model uses opset {self.opset}; the importer needs opset >= {MIN_OPSET}"
             )
@@ -227,6 +282,15 @@ class Importer:
                 self.known[vi.name] = np.asarray(self.frozen[vi.name], dtype=dt)
             elif vi.name not in self.initializers:
                 self._add_input(vi)
+        self.dim_names |= {d for s in self.sym_shapes.values() for d in s if isinstance(d, str)}
+        if self.generated_dims:
+            warnings.warn(
+                "ONNX import: unnamed or clashing dynamic dims got the names "
+                + ", ".join(self.generated_dims) + " (bind them with dim_binding=)",
+                stacklevel=3,
+            )
+        if any(isinstance(d, str) for s in self.sym_shapes.values() for d in s):
+            infer_symbolic_shapes(self)
         for proto in graph.node:
             self._convert(proto)
         outs = [self.value(o.name) for o in graph.output]
@@ -239,6 +303,9 @@ class Importer:
             raise OnnxImportError(f"the imported graph does not verify: {e}") from None
         f = module.body.block.first_op
         f.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in self.arg_attrs])  # type: ignore[union-attr]
+        f.res_attrs = ArrayAttr(  # type: ignore[union-attr]  # the ONNX output names
+            [DictionaryAttr({"rlx.name": StringAttr(o.name)}) for o in graph.output]
+        )
         return module, self.params
 
     def _add_input(self, vi: onnx.ValueInfoProto) -> None:
@@ -250,15 +317,21 @@ class Importer:
             raise OnnxImportError(f"graph input '{vi.name}' has no shape (unknown rank)")
         dims: list[int] = []
         names: list[Attribute] = []
+        syms: list[int | str] = []
         for axis, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") or d.dim_param in self.dims:
+            if (d.HasField("dim_value") and d.dim_value >= 0) or d.dim_param in self.dims:
                 size = d.dim_value if d.HasField("dim_value") else self.dims[d.dim_param]
                 dims.append(size)
                 names.append(IntegerAttr(size, 64))
+                syms.append(size)
             else:
+                name = dim_name(self, vi.name, axis, d.dim_param)
                 dims.append(DYN)
-                names.append(StringAttr(d.dim_param or f"{vi.name}_{axis}"))
+                names.append(StringAttr(name))
+                syms.append(name)
+        self.sym_shapes[vi.name] = syms
         v = self.g.input(vi.name, dims, et)
+        self.ssa_dims[v] = [Dim(d) if isinstance(d, str) else d for d in syms]
         attrs: dict[str, Attribute] = {"rlx.name": StringAttr(vi.name)}
         if DYN in dims:
             attrs["rlx.dims"] = ArrayAttr(names)
@@ -269,9 +342,16 @@ class Importer:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
+        if fold(self, node):
+            return
         entry = CONVERTERS.get(proto.op_type)
         if entry is None:
-            raise node.error(f"op type '{proto.op_type}' is not supported")
+            body = next((b for f in EXPANDERS if (b := f(self, proto)) is not None), None)
+            if body is None:
+                raise node.error(f"op type '{proto.op_type}' is not supported")
+            for p in body:
+                self._convert(p)
+            return
         fn, allowed = entry
         if self.opset < OP_MIN_OPSET.get(proto.op_type, 0):
             raise node.error(
@@ -281,9 +361,10 @@ class Importer:
             extra = sorted(set(node.attrs) - allowed)
             if extra:
                 raise node.error(f"attribute(s) {', '.join(extra)} not supported")
-        if self._fold(node):
-            return
-        outs = list(fn(node))
+        try:
+            outs = list(fn(node))
+        except SymbolicDimError as e:
+            raise node.error(str(e)) from None
         for name, v in zip(proto.output, outs, strict=False):
             if not name or v is None:
                 continue
@@ -295,37 +376,6 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
-
-    def _fold(self, node: Node) -> bool:
-        """Evaluate a node on compile-time constants with ONNX's reference evaluator."""
-        names = [n for n in node.proto.input if n]
-        if node.op_type in _NO_FOLD or not names or any(n not in self.known for n in names):
-            return False
-        if sum(self.known[n].size for n in names) > _FOLD_LIMIT:
-            return False
-        if any(
-            n in self.initializers and not self.bake and self.known[n].dtype.kind == "f"
-            for n in names
-        ):
-            return False  # keep float weights as params
-        from onnx.reference import ReferenceEvaluator
-
-        ins = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in names]
-        outs = [
-            helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
-            for n in node.proto.output
-            if n
-        ]
-        g = helper.make_graph([node.proto], "fold", ins, outs)
-        m = helper.make_model(g, opset_imports=list(self.model.opset_import))
-        try:
-            res = ReferenceEvaluator(m).run(None, {n: self.known[n] for n in names})
-        except Exception:
-            return False
-        for o, r in zip([o.name for o in outs], res, strict=True):
-            self.known[o] = np.asarray(r)
-        return True
-
 
 def _hint(v: SSAValue, name: str) -> None:
     hint = re.sub(r"[^A-Za-z0-9_]", "_", name)

@@ -56,8 +56,6 @@ def pow_(n: Node) -> list[SSAValue]:
 def mod(n: Node) -> list[SSAValue]:
     a, b = n.input(0), n.input(1)
     if is_float(elem(a)):
-        if not n.attr("fmod", 0):
-            raise n.error("floating-point Mod needs fmod=1 (the ONNX spec requires it)")
         q = n.emit("div", a, b)
         zero = n.constant(0, a)  # C fmod: truncated quotient
         q = n.emit(
@@ -66,8 +64,11 @@ def mod(n: Node) -> list[SSAValue]:
             n.emit("ceil", q),
             n.emit("floor", q),
         )
-        return [n.emit("sub", a, n.emit("mul", q, b))]
-    r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
+        r = n.emit("sub", a, n.emit("mul", q, b))
+        inf = n.emit("compare", n.emit("abs", b), n.constant(np.inf, b), predicate="eq")
+        r = n.emit("where", inf, a, r)  # fmod(a, ±inf) = a
+    else:
+        r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
     if n.attr("fmod", 0):
         return [r]
     zero = n.constant(0, a)

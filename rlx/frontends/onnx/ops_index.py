@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
+from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import mark, sizes
+from rlx.frontends.onnx.symbolic_ops import sym_shape
 
 
 def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
@@ -26,11 +29,11 @@ def _wrap(n: Node, idx: SSAValue, dim: int) -> SSAValue:
 def gather_elements(n: Node) -> list[SSAValue]:
     x, idx = n.input(0), n.input(1)
     xs, js = shape(x), shape(idx)
-    if not (is_static(xs) and is_static(js)):
-        raise n.error("GatherElements needs static shapes")
     rank = len(xs)
     axis = n.attr("axis", 0)
     axis = axis + rank if axis < 0 else axis
+    if not (is_static(xs) and is_static(js)):
+        return [_gather_elements_onehot(n, x, idx, axis)]
     strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
     base = sum(
         np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
@@ -40,6 +43,33 @@ def gather_elements(n: Node) -> list[SSAValue]:
     flat = n.emit("mul", _wrap(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
     flat = n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
     return [n.emit("gather", n.reshape(x, [int(np.prod(xs))]), flat, axis=0)]
+
+
+def _gather_elements_onehot(n: Node, x: SSAValue, idx: SSAValue, axis: int) -> SSAValue:
+    """GatherElements with dynamic dims: `sum_d where(idx == d, x[.., d], 0)` along a
+    static `axis` (the other axes of `x` must broadcast against the indices')."""
+    rank, d = len(shape(x)), shape(x)[axis]
+    sx, si = sym_shape(n, 0), sym_shape(n, 1)
+    if d == DYN or sx is None or si is None:
+        raise n.error("GatherElements with dynamic shapes needs named dims and a static gathered axis")
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    inv = [perm.index(a) for a in range(rank)]
+    xt = n.emit("transpose", x, permutation=perm)
+    it = n.emit("transpose", _wrap(n, idx, d), permutation=perm)
+    hit = n.emit(
+        "compare", _unsq(n, it, [si[a] for a in perm], rank), _iota(n, d, rank, rank + 1), predicate="eq"
+    )
+    vals = n.emit("where", hit, _unsq(n, xt, [sx[a] for a in perm], rank - 1), n.constant(0, x))
+    return n.emit("transpose", n.emit("reduce", vals, kind="sum", axes=[rank]), permutation=inv)
+
+
+def _unsq(n: Node, v: SSAValue, dims: list, at: int) -> SSAValue:  # noqa: ANN001
+    """`v` (symbolic dims `dims`) with a unit axis inserted at `at`."""
+    dims = list(dims)
+    dims.insert(at, 1)
+    y = n.reshape(v, sizes(dims))
+    mark(n.ctx, y, dims)
+    return y
 
 
 @converter("OneHot", attrs=("axis",))

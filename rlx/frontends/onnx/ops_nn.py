@@ -54,8 +54,8 @@ def _channel(n: Node, v: SSAValue, rank: int) -> SSAValue:
     return n.reshape(v, [shape(v)[0]] + [1] * (rank - 2))
 
 
-@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"))
 def batch_norm(n: Node) -> list[SSAValue]:
+    """Inference BatchNormalization (the converter is `ops_math.batch_norm`)."""
     if n.attr("training_mode", 0) or n.n_outputs > 1:
         raise n.error("training mode (running statistics outputs) is not supported")
     x = n.input(0)
@@ -181,9 +181,8 @@ def _pads2(p: list[int], rank: int) -> list[int]:
     return [0, p[0], 0, p[1]] if rank == 3 else p
 
 
-@converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-def conv(n: Node) -> list[SSAValue]:
-    x, w = n.input(0), n.input(1)
+def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
+    """1-D / 2-D Conv onto `rlx.conv2d` (the converter is `ops_window.conv`, which adds 3-D)."""
     rank = len(shape(x))
     k = rank - 2
     kernel = list(shape(w)[2:])
@@ -191,13 +190,13 @@ def conv(n: Node) -> list[SSAValue]:
     dil = list(n.attr("dilations") or [1] * k)
     pads = _spatial_pads(n, shape(x)[2:], kernel, strides, dil)
     x2, w2 = _to_2d(n, x), _to_2d(n, w)
-    ops = [x2, w2] + ([n.input(2)] if n.has(2) else [])
+    ops = [x2, w2] + ([bias] if bias is not None else [])
     y = n.emit(
         "conv2d", *ops,
         strides=_two(strides, rank, 1), dilations=_two(dil, rank, 1),
         padding=_pads2(pads, rank), groups=n.attr("group", 1),
     )  # fmt: skip
-    return [_back(n, y, rank)]
+    return _back(n, y, rank)
 
 
 _POOL_ATTRS = (
@@ -206,8 +205,8 @@ _POOL_ATTRS = (
 )  # fmt: skip
 
 
-@converter("MaxPool", "AveragePool", attrs=_POOL_ATTRS)
 def pool(n: Node) -> list[SSAValue]:
+    """1-D / 2-D pools onto `rlx.pool2d` (registered by `ops_window`, which handles the rest)."""
     if n.wants(1):
         raise n.error("the Indices output of MaxPool is not supported")
     x = n.input(0)

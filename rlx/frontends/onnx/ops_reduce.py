@@ -89,16 +89,32 @@ def cumsum(n: Node) -> list[SSAValue]:
     return [n.emit("gather", y, flip, axis=axis)]
 
 
+def _coerced(n: Node, fn) -> list[SSAValue]:  # noqa: ANN001
+    """Softmax / LogSoftmax / Hardmax: opset >= 13 works on `axis` (default -1); older
+    opsets coerce the input to 2-D `[prod(s[:axis]), prod(s[axis:])]` (axis default 1)."""
+    x = n.input(0)
+    if n.ctx.opset >= 13:
+        return [fn(n, x, n.attr("axis", -1))]
+    s = shape(x)
+    axis = n.attr("axis", 1) % max(len(s), 1)
+    if DYN in s:
+        raise n.error(f"opset {n.ctx.opset} {n.op_type} needs a static shape (coerced to 2-D)")
+    x2 = n.reshape(x, [int(np.prod(s[:axis])), int(np.prod(s[axis:]))])
+    return [n.reshape(fn(n, x2, 1), s)]
+
+
 @converter("Softmax", "LogSoftmax", attrs=("axis",))
 def softmax(n: Node) -> list[SSAValue]:
-    x = n.input(0)
-    axis = n.attr("axis", -1)
+    return _coerced(n, _softmax)
+
+
+def _softmax(n: Node, x: SSAValue, axis: int) -> SSAValue:
     if n.op_type == "Softmax":
-        return [n.emit("softmax", x, axis=axis)]
+        return n.emit("softmax", x, axis=axis)
     m = n.emit("reduce", x, kind="max", axes=[axis], keepdims=True)
     d = n.emit("sub", x, m)
     s = n.emit("reduce", n.emit("exp", d), kind="sum", axes=[axis], keepdims=True)
-    return [n.emit("sub", d, n.emit("log", s))]
+    return n.emit("sub", d, n.emit("log", s))
 
 
 def _argext(n: Node, x: SSAValue, axis: int, last: bool, kind: str) -> SSAValue:
@@ -134,11 +150,13 @@ def argmax(n: Node) -> list[SSAValue]:
 
 @converter("Hardmax", attrs=("axis",))
 def hardmax(n: Node) -> list[SSAValue]:
-    x = n.input(0)
-    axis = n.attr("axis", -1)
+    return _coerced(n, _hardmax)
+
+
+def _hardmax(n: Node, x: SSAValue, axis: int) -> SSAValue:
     rank = len(shape(x))
     axis = axis + rank if axis < 0 else axis
     am = _argext(n, x, axis, False, "max")
     dim = shape(x)[axis]
     idx = np.arange(dim, dtype=np.int64).reshape([dim if i == axis else 1 for i in range(rank)])
-    return [n.cast(n.emit("compare", n.constant(idx, "i64"), am, predicate="eq"), elem(x))]
+    return n.cast(n.emit("compare", n.constant(idx, "i64"), am, predicate="eq"), elem(x))

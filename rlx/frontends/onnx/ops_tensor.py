@@ -14,8 +14,10 @@ from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
+from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape, symbolic_reshape, symbolic_slice
 
 Out = list[SSAValue | np.ndarray | None]
 
@@ -30,14 +32,17 @@ def _axes(n: Node, axes: Sequence[int], rank: int) -> list[int]:
 def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
     s = shape(x)
     if not is_static(s):
-        raise n.error(f"{what} needs a static input shape, got {list(s)}")
+        raise n.error(f"{what} needs a static input shape, got {dims_text(s)}")
     return s
 
 
 @converter("Reshape", attrs=("allowzero",))
 def reshape(n: Node) -> Out:
     x = n.input(0)
-    target = [int(d) for d in n.const(1, "shape ")]
+    t = n.const(1, "shape ")
+    if is_symbolic(t):
+        return [symbolic_reshape(n, x, t)]
+    target = [int(d) for d in t]
     src = shape(x)
     allowzero = n.attr("allowzero", 0)
     out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
@@ -111,7 +116,27 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
 @converter("Expand", attrs=())
 def expand(n: Node) -> Out:
     x = n.input(0)
-    out = broadcast_shape(shape(x), [int(d) for d in n.const(1, "shape ")])
+    t = n.const(1, "shape ")
+    if is_symbolic(t):
+        xs = sym_shape(n, 0)
+        if xs is None:
+            raise n.error("a symbolic Expand needs named dynamic dims on its input")
+        tl = list(t.tolist())
+        r = max(len(xs), len(tl))
+        xs2, tl2 = [1] * (r - len(xs)) + list(xs), [1] * (r - len(tl)) + tl
+        dims: list[int | Dim] = []
+        for a, b in zip(xs2, tl2, strict=True):
+            if isinstance(b, Dim):
+                dims.append(a if (isinstance(a, Dim) or a != 1) else b)
+            elif b == 1:
+                dims.append(a)
+            else:
+                dims.append(b)
+        y = x if sizes(dims) == list(shape(x)) else n.typed("broadcast_to", x, sizes(dims))
+        if y is not x:
+            mark(n.ctx, y, dims)
+        return [y]
+    out = broadcast_shape(shape(x), [int(d) for d in t])
     return [x if out == list(shape(x)) else n.typed("broadcast_to", x, out)]
 
 
@@ -133,7 +158,8 @@ def gather(n: Node) -> Out:
 
 
 def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int) -> SSAValue:
-    """`x[start:end:step]` along `axis` with ONNX clamping (negative steps via gather)."""
+    """`x[start:end:step]` along `axis` with ONNX clamping (negative steps, and tensors
+    with dynamic dims on other axes, via gather)."""
     s = list(shape(x))
     dim = s[axis]
     if step == 0:
@@ -145,7 +171,7 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
             return x
         raise n.error(f"slicing the dynamic axis {axis} needs a static size")
     start, end, _ = slice(start, end, step).indices(dim)
-    if step < 0:
+    if step < 0 or DYN in s:
         idx = np.arange(start, end, step, dtype=np.int64)
         return n.emit("gather", x, n.constant(idx, "i64"), axis=axis)
     starts, limits, strides = [0] * len(s), list(s), [1] * len(s)
@@ -159,7 +185,19 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
 def slice_(n: Node) -> Out:
     x = n.input(0)
     rank = len(shape(x))
-    starts, ends = n.const(1, "starts ").tolist(), n.const(2, "ends ").tolist()
+    st, en = n.const(1, "starts "), n.const(2, "ends ")
+    if is_symbolic(st) or is_symbolic(en):
+        axes = n.const(3, "axes ")
+        axes = _axes(n, axes.tolist() if axes is not None else range(len(st)), rank)
+        steps = n.const(4, "steps ")
+        steps = steps.tolist() if steps is not None else [1] * len(st)
+        for a, s0, e0, sp in zip(axes, st.tolist(), en.tolist(), steps, strict=True):
+            if isinstance(s0, Dim) or isinstance(e0, Dim):
+                x = symbolic_slice(n, x, a, s0, e0, int(sp))
+            else:
+                x = slice_axis(n, x, a, int(s0), int(e0), int(sp))
+        return [x]
+    starts, ends = st.tolist(), en.tolist()
     axes = n.const(3, "axes ")
     axes = _axes(n, axes.tolist() if axes is not None else range(len(starts)), rank)
     steps = n.const(4, "steps ")
@@ -195,7 +233,10 @@ def shape_(n: Node) -> Out:
     s = shape(n.input(0))
     sel = s[slice(n.attr("start", 0), n.attr("end", None))]
     if DYN in sel:
-        raise n.error(f"Shape of a dynamic shape {list(s)} cannot be folded to a constant")
+        syms = sym_shape(n, 0)
+        if syms is None:
+            raise n.error(f"Shape of {dims_text(s)}: a dynamic dim has no name (give dims=)")
+        return [np.array(syms[slice(n.attr("start", 0), n.attr("end", None))], dtype=object)]
     return [np.array(sel, np.int64)]
 
 
@@ -217,15 +258,31 @@ def constant(n: Node) -> Out:
 
 @converter("ConstantOfShape", attrs=("value",))
 def constant_of_shape(n: Node) -> Out:
-    dims = [int(d) for d in n.const(0, "shape ")]
+    t = n.const(0, "shape ")
     v = n.attr("value")
     fill = numpy_helper.to_array(v).reshape(()) if v is not None else np.float32(0)
+    if is_symbolic(t):
+        syms = list(t.reshape(-1).tolist())
+        y = n.typed("broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms))
+        mark(n.ctx, y, syms)
+        return [y]
+    dims = [int(d) for d in t]
     return [np.full(dims, fill, dtype=fill.dtype)]
 
 
 @converter("Range", attrs=())
 def range_(n: Node) -> Out:
     start, limit, delta = (n.const(i, "") for i in range(3))
+    if any(is_symbolic(v) for v in (start, limit, delta)):
+        s0, l0, d0 = (np.asarray(v).reshape(()).item() for v in (start, limit, delta))
+        if isinstance(s0, Dim) or isinstance(d0, Dim) or int(d0) <= 0:
+            raise n.error("Range with a symbolic limit needs constant start and a positive delta")
+        count = (l0 - int(s0) + (int(d0) - 1)) // int(d0) if int(d0) != 1 else l0 - int(s0)
+        dt = np.asarray(start).dtype if not is_symbolic(start) else np.dtype(np.int64)
+        r = n.cast(dyn_iota(n, count), dt)
+        if int(d0) != 1:
+            r = n.emit("mul", r, n.constant(int(d0), r))
+        return [n.emit("add", r, n.constant(int(s0), r)) if int(s0) else r]
     return [np.arange(start, limit, delta).astype(start.dtype)]
 
 

@@ -18,6 +18,14 @@ Converter = Callable[["Node"], Sequence[Any]]
 
 CONVERTERS: dict[str, tuple[Converter, frozenset[str] | None]] = {}
 
+DYNAMIC_RESULT_HOOKS: list[Callable[[Any, Any], None]] = []
+"""`fn(importer, value)` called for each reshape/broadcast result with several dynamic
+dims, to record their symbols (filled by `symbolic_ops`)."""
+
+EXPANDERS: list[Callable[[Any, Any], list[Any] | None]] = []
+"""`fn(importer, node_proto) -> replacement nodes | None`, tried for op types without a
+converter (e.g. ONNX function bodies, filled by `subgraphs`)."""
+
 
 def converter(
     *op_types: str, attrs: Iterable[str] | None = None

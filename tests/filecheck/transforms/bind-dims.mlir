@@ -30,3 +30,25 @@ func.func @static(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   func.return %y : tensor<2x8xf32>
 }
 // CHECK-LABEL: func.func @static(%x: tensor<2x8xf32>) -> tensor<2x8xf32>
+
+// -----
+
+// Reshape / broadcast_to results with several dynamic dims take their sizes from the
+// `rlx.dims` expressions over the bound names (written by the ONNX importer).
+func.func @sym(%x: tensor<?x?x8xf32> {rlx.dims = ["batch", "seq", 8]}) -> tensor<?x?x2x4xf32> {
+  %r = rlx.reshape %x {rlx.dims = ["batch", "seq", 2 : i64, 4 : i64]} : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  func.return %r : tensor<?x?x2x4xf32>
+}
+// CHECK-LABEL: func.func @sym
+// CHECK: rlx.reshape {{.*}} -> tensor<2x4x2x4xf32>
+// PARTIAL-LABEL: func.func @sym
+// PARTIAL: rlx.reshape {{.*}} -> tensor<3x?x2x4xf32>
+
+// -----
+
+func.func @symexpr(%x: tensor<?x?xf32> {rlx.dims = ["batch", "seq"]}) -> tensor<?xf32> {
+  %r = rlx.reshape %x {rlx.dims = ["(batch*seq)"]} : (tensor<?x?xf32>) -> tensor<?xf32>
+  func.return %r : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @symexpr
+// CHECK: rlx.reshape {{.*}} -> tensor<8xf32>

@@ -1,0 +1,159 @@
+"""Export small real models with both torch ONNX exporters and check RLX against
+onnxruntime.
+
+    python bench/onnx_exports.py [--models bert,gpt2,llama,resnet18,mobilenet_v2]
+                                 [--exporters torchscript,dynamo] [--keep DIR]
+
+Models come from installed packages only (transformers with random init and small
+configs, torchvision without weights); nothing is downloaded at run time. Each export is
+imported with `rlx.frontends.onnx.import_model` WITHOUT `dims=` (dynamic batch/sequence
+dims stay symbolic), compiled with `CompileOptions(dim_binding=...)` for the sample's
+sizes and run; the outputs are compared with onnxruntime (cosine similarity and max abs
+difference). torch, transformers, torchvision and onnxruntime are bench-only
+dependencies, never test dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SEQ, BATCH = 7, 2
+
+
+def _transformer(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[int, str]]]:
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    small = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    if name == "bert":
+        model = tf.BertModel(tf.BertConfig(**small, type_vocab_size=2))
+    elif name == "gpt2":
+        model = tf.GPT2Model(tf.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64))
+    else:
+        model = tf.LlamaModel(tf.LlamaConfig(**small, num_key_value_heads=1))
+    model.config.use_cache = False
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 100, (BATCH, SEQ)).astype(np.int64)
+    mask = np.ones((BATCH, SEQ), np.int64)
+    mask[1, -2:] = 0
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    axes = {k: {0: "batch", 1: "seq"} for k in feeds}
+    return model.eval(), feeds, axes
+
+
+def _vision(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[int, str]]]:
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    x = np.random.default_rng(0).standard_normal((BATCH, 3, 64, 64)).astype(np.float32)
+    return model, {"x": x}, {"x": {0: "batch"}}
+
+
+def export(name: str, exporter: str, path: Path) -> dict[str, np.ndarray]:
+    """Write `name` exported by `exporter` to `path`; returns the sample inputs."""
+    import torch
+
+    model, feeds, axes = (_vision if name in ("resnet18", "mobilenet_v2") else _transformer)(name)
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+
+    class Wrap(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = model
+
+        def forward(self, *a: Any) -> Any:
+            if name in ("resnet18", "mobilenet_v2"):
+                out = self.m(*a)
+            else:  # by keyword: GPT-2's second positional argument is past_key_values
+                out = self.m(**dict(zip(names, a, strict=True)), return_dict=False)
+            return out if isinstance(out, torch.Tensor) else out[0]
+
+    names = list(feeds)
+    if exporter == "dynamo":
+        dims = {k: {a: torch.export.Dim.AUTO for a in v} for k, v in axes.items()}
+        torch.onnx.export(Wrap(), args, str(path), input_names=names, output_names=["y"],
+                          dynamo=True, dynamic_shapes=(tuple(dims.values()),), optimize=True)  # fmt: skip
+    else:
+        torch.onnx.export(Wrap(), args, str(path), input_names=names, output_names=["y"],
+                          dynamic_axes={**axes, "y": {0: "batch"}}, dynamo=False, opset_version=17)  # fmt: skip
+    return feeds
+
+
+def check(path: Path, feeds: dict[str, np.ndarray]) -> str:
+    """Import without dims= (symbolic, bound at compile time); if that import fails, with
+    dims= (bound at import); compare with onnxruntime."""
+    try:
+        return "symbolic: " + _check(path, feeds, False)
+    except Exception as e:
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    return f"dims=: {_check(path, feeds, True)}\n{'':26s}(without dims=: {why})"
+
+
+def _check(path: Path, feeds: dict[str, np.ndarray], at_import: bool) -> str:
+    import onnx
+    import onnxruntime as ort
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+    from rlx.transforms.bind_dims import arg_dim_names
+
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    model = onnx.load(str(path))
+    t0 = time.perf_counter()
+    names = [vi.name for vi in model.graph.input if vi.name in feeds]
+    binding: dict[str, int] = {}
+    for vi in model.graph.input:
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param and vi.name in feeds:
+                binding[d.dim_param] = feeds[vi.name].shape[axis]
+    module, params = import_model(model, dims=binding if at_import else None)
+    f = module.body.block.first_op
+    for nm, dn in zip(names, arg_dim_names(f), strict=False):  # type: ignore[arg-type]
+        for axis, d in enumerate(dn or []):
+            if isinstance(d, str):
+                binding[d] = feeds[nm].shape[axis]
+    cg = rlx.compile(module, rlx.CompileOptions(dim_binding=binding, param_bindings=params))
+    got = cg.run(**{k: feeds[k] for k in names})[0]
+    dt = time.perf_counter() - t0
+    a, b = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+    cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+    return f"cosine {cos:.6f}  max|diff| {np.abs(a - b).max():.2e}  dims {binding}  ({dt:.1f} s)"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="bert,gpt2,llama,resnet18,mobilenet_v2")
+    p.add_argument("--exporters", default="torchscript,dynamo")
+    p.add_argument("--keep", help="directory to keep the .onnx files in")
+    a = p.parse_args()
+    out = Path(a.keep or tempfile.mkdtemp())
+    out.mkdir(parents=True, exist_ok=True)
+    for name in a.models.split(","):
+        for exp in a.exporters.split(","):
+            path = out / f"{name}_{exp}.onnx"
+            try:
+                feeds = export(name, exp, path)
+            except Exception as e:  # an exporter failure is reported, not an RLX result
+                print(f"{name:13s} {exp:11s} EXPORT FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+                continue
+            try:
+                print(f"{name:13s} {exp:11s} {check(path, feeds)}", flush=True)
+            except Exception as e:
+                print(f"{name:13s} {exp:11s} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+                if "-v" in __import__("sys").argv:
+                    traceback.print_exc()
+
+
+if __name__ == "__main__":
+    main()

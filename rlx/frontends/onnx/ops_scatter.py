@@ -1,0 +1,238 @@
+"""Index-addressed reads and writes by flat positions: GatherND (opsets 11-25),
+ScatterND (11-25), ScatterElements (11-25), Scatter (9-10), TensorScatter (24-25),
+MaxUnpool (9-25).
+
+Every op computes, at run time, one flat position of the (static-shaped) data per
+index row (`sum_j idx_j * stride_j`, negative indices wrapped). A gather is one
+`rlx.gather` of the flattened data. A scatter compares the positions against
+`arange(P)` (a `[K, P]` mask, so its cost is K x P: fine for masks and caches, not for
+huge tensors) and picks, per data position, the last matching update (`none`) or
+reduces all matching updates (`add`, `mul`, `max`, `min`) with `rlx.reduce`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from rlx.dialects.rlx.base import is_float
+from rlx.dtypes import numpy_dtype
+from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
+from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
+from rlx.frontends.onnx.symbolic_ops import sym_shape
+
+
+def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
+    s = shape(v)
+    if not is_static(s):
+        raise n.error(f"{what} needs a static shape, got {dims_text(s)}")
+    return s
+
+
+def _wrap(n: Node, idx: SSAValue, dim: SSAValue | int) -> SSAValue:
+    idx = n.cast(idx, "i64")
+    neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
+    d = dim if isinstance(dim, SSAValue) else n.constant(dim, "i64")
+    return n.emit("where", neg, n.emit("add", idx, d), idx)
+
+
+def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
+    """Flat positions in `batch + dims` of the index rows `idx[..., len(dims)]`."""
+    js = shape(idx)
+    m = len(dims)
+    full = (*batch, *dims)
+    strides = [int(np.prod(full[i + 1 :])) for i in range(len(full))]
+    flat: SSAValue | None = None
+    for j in range(m):
+        starts = [0] * len(js)
+        limits = list(js)
+        starts[-1], limits[-1] = j, j + 1
+        col = n.reshape(n.emit("slice", idx, starts=starts, limits=limits), js[:-1])
+        term = n.emit("mul", _wrap(n, col, dims[j]), n.constant(strides[len(batch) + j], "i64"))
+        flat = term if flat is None else n.emit("add", flat, term)
+    if flat is None:
+        flat = n.typed("broadcast_to", n.constant(0, "i64"), js[:-1])
+    if batch:
+        b = len(batch)
+        base = sum(
+            np.arange(batch[i]).reshape([batch[i] if k == i else 1 for k in range(len(js) - 1)])
+            * strides[i]
+            for i in range(b)
+        )
+        flat = n.emit("add", flat, n.constant(np.broadcast_to(base, js[:-1]), "i64"))
+    return flat
+
+
+def scatter_rows(
+    n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str
+) -> SSAValue:
+    """`data[P, R]` with rows `pos[K]` written (or reduced) from `upd[K, R]`."""
+    (p, r), k = shape(data), shape(pos)[0]
+    hit = n.emit(
+        "compare",
+        n.reshape(pos, [k, 1]),
+        n.constant(np.arange(p).reshape(1, p), "i64"),
+        predicate="eq",
+    )  # [K, P]
+    if reduction == "none":
+        last = n.emit(
+            "reduce",
+            n.emit("where", hit, n.constant(np.arange(k).reshape(k, 1), "i64"), n.constant(-1, "i64")),
+            kind="max",
+            axes=[0],
+        )  # [P]: the last update of each row, -1 if none
+        any_ = n.emit("compare", last, n.constant(0, "i64"), predicate="ge")
+        rows = n.emit("gather", upd, n.emit("max", last, n.constant(0, "i64")), axis=0)
+        return n.emit("where", n.reshape(any_, [p, 1]), rows, data)
+    dt = numpy_dtype(elem(data))
+    big = np.inf if is_float(elem(data)) else np.iinfo(dt).max
+    ident = {"add": 0, "mul": 1, "max": -big, "min": big}.get(reduction)
+    if ident is None:
+        raise n.error(f"reduction '{reduction}' is not supported")
+    kind = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}[reduction]
+    m3 = n.reshape(hit, [k, p, 1])
+    vals = n.emit("where", m3, n.reshape(upd, [k, 1, r]), n.constant(ident, data))
+    red = n.emit("reduce", vals, kind=kind, axes=[0])  # [P, R]
+    op = {"add": "add", "mul": "mul", "max": "max", "min": "min"}[reduction]
+    out = n.emit(op, data, red)
+    if reduction in ("max", "min"):
+        any_ = n.emit("reduce", n.cast(hit, "i32"), kind="max", axes=[0])
+        any_ = n.emit("compare", n.reshape(any_, [p, 1]), n.constant(0, "i32"), predicate="gt")
+        out = n.emit("where", any_, out, data)
+    return out
+
+
+def _scatter_flat(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, red: str) -> SSAValue:
+    """Scatter elements of `upd` to the flat positions `pos` (same shape) of `data`."""
+    ds = shape(data)
+    k = int(np.prod(shape(pos)))
+    out = scatter_rows(
+        n, n.reshape(data, [int(np.prod(ds)), 1]), n.reshape(pos, [k]), n.reshape(upd, [k, 1]), red
+    )
+    return n.reshape(out, ds)
+
+
+@converter("GatherND", attrs=("batch_dims",))
+def gather_nd(n: Node) -> list[SSAValue]:
+    x, idx = n.input(0), n.input(1)
+    b = n.attr("batch_dims", 0)
+    if not is_static(shape(x)) and b == 0:
+        return [_gather_nd_symbolic(n, x, idx)]
+    xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
+    m = js[-1]
+    flat = _flat_nd(n, idx, xs[b : b + m], xs[:b])
+    rest = xs[b + m :]
+    return [n.emit("gather", n.reshape(x, [int(np.prod(xs[: b + m])), *rest]), flat, axis=0)]
+
+
+def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
+    """GatherND of data with named dynamic dims: the strides are computed at run time."""
+    xs, js = sym_shape(n, 0), sym_shape(n, 1)
+    if xs is None or js is None or isinstance(js[-1], Dim):
+        raise n.error(f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims")
+    m = int(js[-1])
+
+    def value(d: int | Dim) -> SSAValue:
+        return materialize_symbolic(n.ctx, np.array(d, dtype=object)) if isinstance(d, Dim) else n.constant(d, "i64")
+
+    flat: SSAValue | None = None
+    for j in range(m):
+        stride: int | Dim = 1
+        for d in xs[j + 1 : m]:
+            stride = stride * d
+        col = n.emit("gather", idx, n.constant(np.array(j), "i64"), axis=len(js) - 1)
+        mark(n.ctx, col, js[:-1])
+        term = n.emit("mul", _wrap(n, col, value(xs[j])), value(stride))
+        flat = term if flat is None else n.emit("add", flat, term)
+    assert flat is not None
+    lead: int | Dim = 1
+    for d in xs[:m]:
+        lead = lead * d
+    rows = n.reshape(x, sizes([lead, *xs[m:]]))
+    mark(n.ctx, rows, [lead, *xs[m:]])
+    return n.emit("gather", rows, flat, axis=0)
+
+
+@converter("ScatterND", attrs=("reduction",))
+def scatter_nd(n: Node) -> list[SSAValue]:
+    x, idx, upd = n.input(0), n.input(1), n.input(2)
+    xs, js = _static(n, x, "ScatterND data"), _static(n, idx, "ScatterND indices")
+    m = js[-1]
+    flat = _flat_nd(n, idx, xs[:m], ())
+    k, p, r = int(np.prod(js[:-1])), int(np.prod(xs[:m])), int(np.prod(xs[m:]))
+    out = scatter_rows(
+        n, n.reshape(x, [p, r]), n.reshape(flat, [k]), n.reshape(upd, [k, r]),
+        n.attr("reduction", "none"),
+    )  # fmt: skip
+    return [n.reshape(out, xs)]
+
+
+def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:
+    """Flat positions in `xs` of `idx` read along `axis` (GatherElements addressing)."""
+    js = _static(n, idx, "indices")
+    rank = len(xs)
+    strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
+    base = sum(
+        (np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
+         for i in range(rank) if i != axis),
+        np.zeros([1] * rank, np.int64),
+    )  # fmt: skip
+    flat = n.emit("mul", _wrap(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
+    return n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
+
+
+@converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))
+def scatter_elements(n: Node) -> list[SSAValue]:
+    x, idx, upd = n.input(0), n.input(1), n.input(2)
+    xs = _static(n, x, "data")
+    axis = n.attr("axis", 0) % len(xs)
+    pos = element_positions(n, idx, xs, axis)
+    return [_scatter_flat(n, x, pos, upd, n.attr("reduction", "none"))]
+
+
+@converter("TensorScatter", attrs=("axis", "mode"))
+def tensor_scatter(n: Node) -> list[SSAValue]:
+    cache, upd = n.input(0), n.input(1)
+    cs, us = _static(n, cache, "past_cache"), _static(n, upd, "update")
+    rank = len(cs)
+    axis = n.attr("axis", -2) % rank
+    t = np.arange(us[axis]).reshape([us[axis] if i == axis else 1 for i in range(rank)])
+    pos = n.constant(np.broadcast_to(t, us), "i64")
+    if n.has(2):  # per-batch write offsets
+        w = n.reshape(n.cast(n.input(2), "i64"), [cs[0]] + [1] * (rank - 1))
+        pos = n.emit("add", pos, w)
+    if n.attr("mode", "linear") == "circular":
+        pos = n.emit("sub", pos, n.emit("mul", n.emit("div", pos, n.constant(cs[axis], "i64")),
+                                        n.constant(cs[axis], "i64")))  # fmt: skip
+    strides = [int(np.prod(cs[i + 1 :])) for i in range(rank)]
+    base = sum(
+        np.arange(us[i]).reshape([us[i] if k == i else 1 for k in range(rank)]) * strides[i]
+        for i in range(rank)
+        if i != axis
+    )
+    flat = n.emit("mul", pos, n.constant(strides[axis], "i64"))
+    flat = n.emit("add", flat, n.constant(np.broadcast_to(base, us), "i64"))
+    return [_scatter_flat(n, cache, flat, upd, "none")]
+
+
+@converter("MaxUnpool", attrs=("kernel_shape", "pads", "strides"))
+def max_unpool(n: Node) -> list[SSAValue]:
+    x, idx = n.input(0), n.input(1)
+    xs = _static(n, x, "X")
+    k = list(n.attr("kernel_shape"))
+    d = len(k)
+    st = list(n.attr("strides", [1] * d))
+    p = list(n.attr("pads", [0] * 2 * d))
+    out = [*xs[:2], *((xs[2 + i] - 1) * st[i] + k[i] - p[i] - p[d + i] for i in range(d))]
+    zeros = n.typed("broadcast_to", n.constant(0, x), out)
+    y = _scatter_flat(n, zeros, n.cast(idx, "i64"), x, "none")
+    if n.has(2):  # indices address the default shape; a larger output_shape pads at the end
+        for a, size in enumerate(int(v) for v in n.const(2, "output_shape ")):
+            cur = list(shape(y))
+            if size < cur[a]:
+                raise n.error(f"output_shape {size} on axis {a} is below the unpooled {cur[a]}")
+            if size > cur[a]:
+                cur[a] = size - cur[a]
+                y = n.emit("concat", y, n.typed("broadcast_to", n.constant(0, x), cur), axis=a)
+    return [y]

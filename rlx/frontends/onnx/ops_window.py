@@ -1,0 +1,218 @@
+"""Pooling and convolution beyond `rlx.pool2d` / `rlx.conv2d`: N-D windows (3-D),
+dilations, ceil mode with count_include_pad, MaxPool's Indices, LpPool (opsets 1-25),
+LRN (1-25), 3-D Conv (1-25).
+
+The general pool pads the input (with -inf, the lowest integer, or 0), takes one
+strided `rlx.slice` per kernel offset and combines them with `max` / `add`; averages
+divide by a count computed at import time (cells inside the input, or inside the
+explicit pads with count_include_pad=1). MaxPool's Indices follow the running maximum
+(first occurrence wins) through a constant tensor of flat input positions. 1-D/2-D pools
+without these features keep `rlx.pool2d`. A 3-D Conv is a sum over depth taps of 2-D
+convolutions with the depth folded into the batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from rlx.dialects.rlx.base import DYN, is_float
+from rlx.dtypes import numpy_dtype
+from rlx.frontends.onnx import ops_nn
+from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.registry import converter
+
+
+def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
+    """(strides, dilations, explicit pads, output sizes) of a pooling node."""
+    k = len(sizes)
+    st = list(n.attr("strides") or [1] * k)
+    dil = list(n.attr("dilations") or [1] * k)
+    pads = ops_nn._spatial_pads(n, sizes, kernel, st, dil)
+    out = []
+    for i in range(k):
+        span = sizes[i] + pads[i] + pads[k + i] - ((kernel[i] - 1) * dil[i] + 1)
+        if n.attr("ceil_mode", 0):
+            o = -(-span // st[i]) + 1
+            if (o - 1) * st[i] >= sizes[i] + pads[i]:
+                o -= 1
+        else:
+            o = span // st[i] + 1
+        out.append(o)
+    return st, dil, pads, out
+
+
+def _pad(n: Node, x: SSAValue, axis: int, before: int, after: int, fill) -> SSAValue:  # noqa: ANN001
+    parts = []
+    for size in (before, after):
+        s = list(shape(x))
+        s[axis] = size
+        parts.append(n.typed("broadcast_to", n.constant(fill, x), s) if size else None)
+    seq = [p for p in (parts[0], x, parts[1]) if p is not None]
+    return seq[0] if len(seq) == 1 else n.emit("concat", *seq, axis=axis)
+
+
+def _windows(n: Node, x: SSAValue, kernel, st, dil, pads, out, fill):  # noqa: ANN001,ANN202
+    """Padded `x` and a function giving its strided slice for one kernel offset."""
+    k = len(kernel)
+    s = list(shape(x))
+    for i in range(k):
+        need = (out[i] - 1) * st[i] + (kernel[i] - 1) * dil[i] + 1
+        extra = max(need - (s[2 + i] + pads[i] + pads[k + i]), 0)
+        x = _pad(n, x, 2 + i, pads[i], pads[k + i] + extra, fill)
+    ps = shape(x)
+
+    def at(off: tuple[int, ...], v: SSAValue = x) -> SSAValue:
+        starts = [0, 0, *(o * d for o, d in zip(off, dil, strict=True))]
+        limits = [ps[0], ps[1], *(a + (o - 1) * t + 1 for a, o, t in zip(starts[2:], out, st, strict=True))]
+        return n.emit("slice", v, starts=starts, limits=limits, strides=[1, 1, *st])
+
+    return at
+
+
+def _count(sizes, kernel, st, dil, pads, out, include_pad: bool) -> np.ndarray:  # noqa: ANN001
+    """Cells of each window inside the input (or inside the explicit pads)."""
+    k = len(sizes)
+    m = np.ones(sizes)
+    m = np.pad(m, [(pads[i], pads[k + i]) for i in range(k)], constant_values=1 if include_pad else 0)
+    need = [(out[i] - 1) * st[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(k)]
+    m = np.pad(m, [(0, max(need[i] - m.shape[i], 0)) for i in range(k)])
+    c = np.zeros(out)
+    for off in itertools.product(*(range(kk) for kk in kernel)):
+        c += m[tuple(slice(o * d, o * d + (oo - 1) * t + 1, t) for o, d, oo, t in zip(off, dil, out, st, strict=True))]
+    return c
+
+
+def general_pool(n: Node, kind: str) -> list[SSAValue | None]:
+    """`kind` max / avg / lp pooling of any rank (see the module docstring)."""
+    x = n.input(0)
+    xs = list(shape(x))
+    if not is_static(xs):
+        raise n.error("pooling needs static shapes here")
+    sizes, kernel = xs[2:], list(n.attr("kernel_shape"))
+    st, dil, pads, out = _geometry(n, sizes, kernel)
+    offsets = list(itertools.product(*(range(kk) for kk in kernel)))
+    dt = numpy_dtype(elem(x))
+    if kind == "max":
+        low = -np.inf if is_float(elem(x)) else np.iinfo(dt).min
+        at = _windows(n, x, kernel, st, dil, pads, out, low)
+        best, bi = None, None
+        want_idx = n.wants(1)
+        if want_idx:
+            sp = np.arange(int(np.prod(sizes))).reshape(sizes)
+            if n.attr("storage_order", 0):
+                sp = np.arange(int(np.prod(sizes))).reshape(sizes[::-1]).T
+            ix = n.constant(sp.reshape([1, 1, *sizes]), "i64")
+            ix = n.typed("broadcast_to", ix, [1, 1, *sizes])
+            at_i = _windows(n, ix, kernel, st, dil, pads, out, -1)
+        for off in offsets:
+            v = at(off)
+            if best is None:
+                best, bi = v, (at_i(off) if want_idx else None)
+                continue
+            take = n.emit("compare", v, best, predicate="gt")
+            best = n.emit("where", take, v, best)
+            if want_idx:
+                bi = n.emit("where", take, at_i(off), bi)
+        if not want_idx:
+            return [best, None]
+        per = int(np.prod(sizes))
+        base = (np.arange(xs[0] * xs[1]) * per).reshape([xs[0], xs[1]] + [1] * len(sizes))
+        return [best, n.emit("add", bi, n.constant(base, "i64"))]
+    if kind == "lp":
+        p = float(n.attr("p", 2))
+        a = n.emit("abs", x)
+        x = n.emit("mul", a, a) if p == 2 else n.emit("pow", a, n.constant(p, a))
+    at = _windows(n, x, kernel, st, dil, pads, out, 0)
+    acc = None
+    for off in offsets:
+        v = at(off)
+        acc = v if acc is None else n.emit("add", acc, v)
+    assert acc is not None
+    if kind == "lp":
+        return [n.emit("sqrt", acc) if p == 2 else n.emit("pow", acc, n.constant(1 / p, acc))]
+    cnt = _count(sizes, kernel, st, dil, pads, out, bool(n.attr("count_include_pad", 0)))
+    return [n.emit("div", acc, n.constant(cnt.reshape([1, 1, *out]), acc))]
+
+
+@converter("MaxPool", "AveragePool", attrs=ops_nn._POOL_ATTRS)
+def pool(n: Node) -> list[SSAValue | None]:
+    rank = len(shape(n.input(0)))
+    dil = n.attr("dilations") or []
+    special = (
+        rank > 4
+        or any(d != 1 for d in dil)
+        or n.wants(1)
+        or (n.attr("ceil_mode", 0) and n.attr("count_include_pad", 0))
+    )
+    if not special:
+        return ops_nn.pool(n)
+    return general_pool(n, "max" if n.op_type == "MaxPool" else "avg")
+
+
+@converter("LpPool", attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
+def lp_pool(n: Node) -> list[SSAValue | None]:
+    return general_pool(n, "lp")[:1]
+
+
+@converter("LRN", attrs=("alpha", "beta", "bias", "size"))
+def lrn(n: Node) -> list[SSAValue]:
+    x = n.input(0)
+    xs = list(shape(x))
+    size = int(n.attr("size"))
+    c = xs[1]
+    if c == DYN:
+        raise n.error("LRN needs a static channel count")
+    sq = n.emit("mul", x, x)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    padded = _pad(n, sq, 1, lo, hi, 0)
+    acc = None
+    for j in range(size):
+        s = list(shape(padded))
+        v = n.emit("slice", padded, starts=[0, j] + [0] * (len(s) - 2), limits=[s[0], j + c, *s[2:]])
+        acc = v if acc is None else n.emit("add", acc, v)
+    alpha, beta, bias = n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
+    d = n.emit("add", n.emit("mul", acc, n.constant(alpha / size, x)), n.constant(bias, x))
+    return [n.emit("div", x, n.emit("pow", d, n.constant(beta, x)))]
+
+
+@converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+def conv(n: Node) -> list[SSAValue]:
+    return [conv_of(n, n.input(0), n.input(1), n.opt(2))]
+
+
+def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
+    """Conv of `x` by `w` (+ `bias`) with `n`'s attributes, 1-D to 3-D."""
+    if len(shape(x)) != 5:
+        return ops_nn.conv2d_of(n, x, w, bias)
+    xs, ws = list(shape(x)), list(shape(w))
+    if not (is_static(xs) and is_static(ws)):
+        raise n.error("3-D Conv needs static shapes")
+    kernel = ws[2:]
+    st = list(n.attr("strides") or [1] * 3)
+    dil = list(n.attr("dilations") or [1] * 3)
+    pads = ops_nn._spatial_pads(n, xs[2:], kernel, st, dil)
+    x = _pad(n, x, 2, pads[0], pads[3], 0)
+    depth = shape(x)[2]
+    do = (depth - ((kernel[0] - 1) * dil[0] + 1)) // st[0] + 1
+    acc = None
+    for kd in range(kernel[0]):
+        a = kd * dil[0]
+        xd = n.emit("slice", x, starts=[0, 0, a, 0, 0],
+                    limits=[xs[0], xs[1], a + (do - 1) * st[0] + 1, xs[3], xs[4]],
+                    strides=[1, 1, st[0], 1, 1])  # fmt: skip
+        xd = n.emit("transpose", xd, permutation=[0, 2, 1, 3, 4])
+        xd = n.reshape(xd, [xs[0] * do, xs[1], xs[3], xs[4]])
+        wd = n.emit("slice", w, starts=[0, 0, kd, 0, 0], limits=[ws[0], ws[1], kd + 1, ws[3], ws[4]])
+        wd = n.reshape(wd, [ws[0], ws[1], ws[3], ws[4]])
+        y = n.emit("conv2d", xd, wd, strides=st[1:], dilations=dil[1:],
+                   padding=[pads[1], pads[2], pads[4], pads[5]], groups=n.attr("group", 1))  # fmt: skip
+        acc = y if acc is None else n.emit("add", acc, y)
+    assert acc is not None
+    _, m, ho, wo = shape(acc)
+    y = n.emit("transpose", n.reshape(acc, [xs[0], do, m, ho, wo]), permutation=[0, 2, 1, 3, 4])
+    if bias is not None:
+        y = n.emit("add", y, n.reshape(bias, [1, m, 1, 1, 1]))
+    return y

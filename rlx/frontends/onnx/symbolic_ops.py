@@ -1,0 +1,219 @@
+"""Emitting rlx ops whose sizes are symbolic (`symbolic.Dim`): Reshape targets, slices
+with symbolic bounds and `arange` of a symbolic length (a dynamic iota: the exclusive
+cumsum of a `[count]` ones tensor whose size `bind-dims` resolves from `rlx.dims`), and
+the symbolic dims of values computed by rlx ops (`sym_of`)."""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+from xdsl.ir import Operation, SSAValue
+
+from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
+from rlx.frontends.onnx.importer import Node, dims_text, shape
+from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
+from rlx.frontends.onnx.symbolic import Dim, mark, sizes
+
+
+def sym_shape(n: Node, i: int) -> list[int | Dim] | None:
+    """Symbolic dims of input `i` (None if a dynamic dim has no known name): the
+    importer's own record, ONNX shape inference's names, else derived from the rlx op
+    that computed the value (`sym_of`)."""
+    v = n.input(i)
+    if v in n.ctx.ssa_dims:
+        return n.ctx.ssa_dims[v]
+    syms = n.ctx.sym_shapes.get(n.proto.input[i], [])
+    out: list[int | Dim] = []
+    for a, d in enumerate(shape(v)):
+        if d != DYN:
+            out.append(d)
+        elif a < len(syms) and isinstance(syms[a], str):
+            out.append(Dim(syms[a]))  # type: ignore[arg-type]
+        else:
+            return sym_of(n.ctx, v)
+    return out
+
+
+_SAME_SHAPE = frozenset(
+    "rlx.cast rlx.cumsum rlx.softmax rlx.layer_norm rlx.rms_norm rlx.quantize rlx.dequantize".split()
+)
+
+
+def sym_of(ctx, v: SSAValue, depth: int = 0) -> list[int | Dim] | None:  # noqa: ANN001
+    """Symbolic dims of `v` from the rlx op that computed it (elementwise broadcasting,
+    transpose, gather, reduce, matmul, concat), recursively; None if unknown."""
+    s = shape(v)
+    if DYN not in s:
+        return list(s)
+    if v in ctx.ssa_dims:
+        return ctx.ssa_dims[v]
+    op = v.owner
+    if depth > 64 or not isinstance(op, Operation):
+        return None
+    ins = [sym_of(ctx, o, depth + 1) for o in op.operands]
+    out = _rule(op, ins, len(s))
+    if out is None or len(out) != len(s):
+        return None
+    out = [d if d != DYN else None for d in out]  # type: ignore[misc]
+    if any(d is None for d in out) or any(d0 != DYN and d0 != d for d0, d in zip(s, out, strict=True)):
+        return None
+    ctx.ssa_dims[v] = out
+    return out  # type: ignore[return-value]
+
+
+def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
+    name = op.name
+    if name in _SAME_SHAPE or isinstance(op, UnaryOp | BinaryOp | CompareOp | WhereOp):
+        return None if any(i is None for i in ins) else _rule_broadcast(ins)
+    x = ins[0] if ins else None
+    if x is None:
+        return None
+    if name == "rlx.reshape":
+        out = list(shape(op.results[0]))
+        res = _unit_reshape(x, out)
+        if res is None and out.count(DYN) == 1:  # the one dynamic dim from the element count
+            res = [d for d in out]
+            res[out.index(DYN)] = _quotient(x, [d for d in out if d != DYN])
+        return res
+    if name == "rlx.transpose":
+        return [x[p] for p in op.permutation]  # type: ignore[attr-defined]
+    if name == "rlx.gather":
+        idx = ins[1]
+        ax = op.axis % len(x)  # type: ignore[attr-defined]
+        return None if idx is None else [*x[:ax], *idx, *x[ax + 1 :]]
+    if name == "rlx.reduce":
+        axes = op.axes  # type: ignore[attr-defined]
+        axes = range(len(x)) if axes is None else [a % len(x) for a in axes]
+        keep = op.keepdims  # type: ignore[attr-defined]
+        return [1 if a in axes else d for a, d in enumerate(x) if keep or a not in axes]
+    if name == "rlx.matmul" and ins[1] is not None and len(x) >= 2 and len(ins[1]) >= 2:
+        a, b = x, ins[1]
+        batch = _rule_broadcast([a[:-2], b[:-2]])
+        return None if batch is None else [*batch, a[-2], b[-1]]
+    if name == "rlx.concat":
+        ax = op.axis % len(x)  # type: ignore[attr-defined]
+        if any(i is None for i in ins):
+            return None
+        tot: int | Dim = 0
+        for i in ins:
+            tot = tot + i[ax]
+        return [tot if a == ax else d for a, d in enumerate(x)]
+    return None
+
+
+def _unit_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
+    """A reshape that only inserts or drops unit dims keeps the other dims in order."""
+    src = [d for d in x if isinstance(d, Dim) or d != 1]
+    pos = [i for i, d in enumerate(out) if d != 1]
+    if len(src) != len(pos):
+        return None
+    res: list = [1] * len(out)
+    for i, d in zip(pos, src, strict=True):
+        if out[i] != DYN and (isinstance(d, Dim) or d != out[i]):
+            return None
+        res[i] = d
+    return res
+
+
+def _rule_broadcast(shapes: list) -> list | None:  # noqa: ANN001
+    r = max(len(s) for s in shapes)
+    out = []
+    for a in range(r):
+        pick: int | Dim = 1
+        for s in shapes:
+            k = a - (r - len(s))
+            if k >= 0 and (isinstance(s[k], Dim) or s[k] != 1):
+                pick = s[k]
+        out.append(pick)
+    return out
+
+
+def _quotient(num: list[int | Dim], den: list[int | Dim]) -> int | Dim:
+    """prod(num) // prod(den) with common symbolic factors cancelled."""
+    syms = [d for d in num if isinstance(d, Dim)]
+    top = prod(d for d in num if not isinstance(d, Dim))
+    bottom = prod(d for d in den if not isinstance(d, Dim))
+    rest: list[Dim] = []
+    for d in (d for d in den if isinstance(d, Dim)):
+        hit = next((k for k, s in enumerate(syms) if s.expr == d.expr), None)
+        if hit is None:
+            rest.append(d)
+        else:
+            syms.pop(hit)
+    if rest or top % bottom:
+        q: int | Dim = top
+        for d in syms:
+            q = q * d
+        for d in [bottom, *rest]:
+            q = q // d
+        return q
+    q = top // bottom
+    for d in syms:
+        q = q * d
+    return q
+
+
+def symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
+    src = sym_shape(n, 0)
+    if src is None:
+        raise n.error(f"the target shape is symbolic but input {dims_text(shape(x))} has unnamed dynamic dims")
+    allowzero = n.attr("allowzero", 0)
+    out: list[int | Dim] = [src[i] if (not isinstance(d, Dim) and d == 0 and not allowzero) else d
+                            for i, d in enumerate(target.tolist())]  # fmt: skip
+    holes = [i for i, d in enumerate(out) if not isinstance(d, Dim) and d == -1]
+    if len(holes) > 1:
+        raise n.error("more than one -1 in the shape")
+    if holes:
+        out[holes[0]] = _quotient(src, [d for i, d in enumerate(out) if i != holes[0]])
+    y = n.reshape(x, sizes(out))
+    mark(n.ctx, y, out)
+    return y
+
+
+def dyn_iota(n: Node, count: int | Dim, dtype: str = "i64") -> SSAValue:
+    """`arange(count)` for a symbolic `count`: an exclusive cumsum of a `[count]` ones
+    tensor whose size `bind-dims` resolves from `rlx.dims`."""
+    ones = n.typed("broadcast_to", n.constant(np.ones([1]), dtype), sizes([count]))
+    mark(n.ctx, ones, [count])
+    return n.emit("cumsum", ones, axis=0, exclusive=True)
+
+
+def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SSAValue:  # noqa: ANN001
+    """`x[start:end:step]` on `axis` with a symbolic bound (in range, step > 0)."""
+    syms = sym_shape(n, 0) or []
+    dim = syms[axis] if axis < len(syms) else shape(x)[axis]
+    if step <= 0 or (not isinstance(start, Dim) and start < 0) or (not isinstance(end, Dim) and end < 0):
+        raise n.error("a slice with a symbolic bound needs a positive step and non-negative bounds")
+    if not isinstance(end, Dim) and end >= 2**31 - 1:
+        end = dim
+    if not isinstance(start, Dim) and start == 0 and step == 1 and isinstance(end, Dim) and isinstance(dim, Dim) and end.expr == dim.expr:
+        return x
+    count = (end - start + (step - 1)) // step if step != 1 else end - start
+    idx = dyn_iota(n, count)
+    if step != 1:
+        idx = n.emit("mul", idx, n.constant(step, "i64"))
+    if isinstance(start, Dim) or start:
+        idx = n.emit("add", idx, n.constant(start, "i64") if not isinstance(start, Dim) else _scalar(n, start))
+    y = n.emit("gather", x, idx, axis=axis)
+    if syms:
+        mark(n.ctx, y, [count if a == axis else d for a, d in enumerate(syms)])
+    return y
+
+
+def _scalar(n: Node, d: Dim) -> SSAValue:
+    raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
+
+
+def _record(ctx, v: SSAValue) -> None:  # noqa: ANN001
+    """Put the symbols `sym_of` derives on a reshape the importer emitted (`rlx.dims`)."""
+    if v in ctx.ssa_dims:
+        return
+    dims = sym_of(ctx, v)
+    if dims is not None:
+        ctx.ssa_dims.pop(v, None)
+        mark(ctx, v, dims)
+
+
+DYNAMIC_RESULT_HOOKS.append(_record)
