@@ -55,5 +55,11 @@ def symbolic_dims(op: Operation) -> list[str | int] | None:
         return None
     out: list[str | int] = []
     for d in a.data:
-        out.append(d.data if isinstance(d, StringAttr) else d.value.data if isinstance(d, IntegerAttr) else -1)
+        out.append(
+            d.data
+            if isinstance(d, StringAttr)
+            else d.value.data
+            if isinstance(d, IntegerAttr)
+            else -1
+        )
     return out

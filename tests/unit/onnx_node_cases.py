@@ -95,7 +95,9 @@ def _rounded(want: np.ndarray) -> bool:
     outputs, e.g. `test_gridsample_bicubic`): those are compared with the ONNX backend
     runner's relative tolerance (rtol 1e-3) instead of rtol 1e-4."""
     w = want.astype(np.float64)
-    return bool(np.all(np.isfinite(w))) and np.array_equal(w, np.round(w, 4).astype(want.dtype).astype(np.float64))
+    return bool(np.all(np.isfinite(w))) and np.array_equal(
+        w, np.round(w, 4).astype(want.dtype).astype(np.float64)
+    )
 
 
 def run_case(case: Case) -> tuple[str, str]:
@@ -127,7 +129,10 @@ def run_case(case: Case) -> tuple[str, str]:
             u = re.search(r"op type '(\w+)' is not supported", str(e))
             d = re.search(r"\((\w+)\): op domain '([\w.]+)'", str(e))
             if u or d:
-                return "skip", f"unsupported op {u.group(1) if u else d.group(2) + '.' + d.group(1)}"
+                return (
+                    "skip",
+                    f"unsupported op {u.group(1) if u else d.group(2) + '.' + d.group(1)}",
+                )
             return "skip", _short(str(e))
         except Exception as e:  # a bug of the importer
             return "fail", f"import crashed: {type(e).__name__}: {_short(str(e))}"
@@ -198,7 +203,9 @@ def documented_families() -> dict[str, list[str]]:
     text = DOC.read_text()
     m = re.search(r"<!-- passing:begin -->(.*?)<!-- passing:end -->", text, re.S)
     out: dict[str, list[str]] = {}
-    for fam, names in re.findall(r"^\* \*\*(.+?)\*\* \(\d+\): (.*)$", m.group(1) if m else "", re.M):
+    for fam, names in re.findall(
+        r"^\* \*\*(.+?)\*\* \(\d+\): (.*)$", m.group(1) if m else "", re.M
+    ):
         out[fam] = re.findall(r"\btest_\w+", names)
     return out
 
@@ -272,7 +279,13 @@ def render(r: dict[str, list[tuple[str, str, float]]]) -> str:
     out += ["", "### Skipped: ops without a converter", ""]
     ocount = Counter(w.removeprefix("unsupported op ") for _, w, _ in unsupported_op)
     out.append(", ".join(f"{o} ({c})" for o, c in sorted(ocount.items())) + ".")
-    out += ["", "### Per op", "", "Cases grouped by the op of their model (several ops: one row).", ""]
+    out += [
+        "",
+        "### Per op",
+        "",
+        "Cases grouped by the op of their model (several ops: one row).",
+        "",
+    ]
     out += ["| op | pass | fail | unsupported |", "|---|---|---|---|"]
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for col, key in ((0, "pass"), (0, "slow"), (1, "fail"), (2, "skip")):

@@ -66,7 +66,9 @@ def test_symbolic_shapes_bind_later() -> None:
     assert 'rlx.dims = ["batch", "seq", 2 : i64, 4 : i64]' in text
     x = RNG.standard_normal((3, 5, 8)).astype(np.float32)
     (want,) = _ref(m, {"x": x})
-    cg = rlx.compile(module, rlx.CompileOptions(dim_binding={"batch": 3, "seq": 5}, param_bindings=params))
+    cg = rlx.compile(
+        module, rlx.CompileOptions(dim_binding={"batch": 3, "seq": 5}, param_bindings=params)
+    )
     np.testing.assert_allclose(cg.run(x)[0], want, rtol=1e-5, atol=1e-5)
     bind_dims(module, {"batch": 3, "seq": 5})
     np.testing.assert_allclose(run(module, [x], params)[0], want, rtol=1e-5, atol=1e-6)
@@ -200,7 +202,9 @@ def test_symbolic_range_start_is_an_error() -> None:
                 c("Constant", [], ["ten"], value=ten), c("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
                 c("Range", ["n", "ten", "one"], ["y"])],
                [("x", TensorProto.FLOAT, ["n", 1])], [("y", TensorProto.INT64, None)])  # fmt: skip
-    with pytest.raises(OnnxImportError, match=r"\(Range\): Range with a symbolic limit needs constant start"):
+    with pytest.raises(
+        OnnxImportError, match=r"\(Range\): Range with a symbolic limit needs constant start"
+    ):
         import_model(m)
 
 
@@ -220,3 +224,23 @@ def test_rlx_run_random_ids_stay_inside_a_small_table(tmp_path, capsys) -> None:
     assert main([str(path), "--output-dir", str(tmp_path), "--no-cache"]) == 0
     (out,) = tmp_path.glob("*.npy")  # the runtime names outputs itself (out0)
     assert np.isfinite(np.load(out)).all()
+
+
+def test_compiled_outputs_keep_the_onnx_output_names() -> None:
+    """The imported result names (`rlx.name`) become the compiled graph's output names."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["z.1"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("y", "z.1")],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    module, _ = import_model(model)
+    assert [name for name, _, _ in rlx.compile(module).outputs] == ["y", "z.1"]

@@ -27,6 +27,7 @@ def dim_name(imp: Importer, value: str, axis: int, param: str) -> str:
     imp.generated_dims.append(f"{name} (input '{value}' axis {axis})")
     return name
 
+
 def infer_symbolic_shapes(imp: Importer) -> None:
     """Symbolic shapes of intermediate values from ONNX shape inference, with the
     graph inputs' dynamic dims named as the importer names them."""
@@ -55,4 +56,3 @@ def infer_symbolic_shapes(imp: Importer) -> None:
             (d.dim_param if d.dim_param in imp.dim_names else None)
             for d in tt.shape.dim
         ]  # fmt: skip
-

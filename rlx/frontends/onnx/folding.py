@@ -43,7 +43,10 @@ def fold(imp: Importer, node: Node) -> bool:
         for o, r in zip(node.proto.output, res, strict=False):
             imp.known[o] = concrete(np.asarray(r, dtype=object))
         return True
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.proto.attribute):
+    if any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        for a in node.proto.attribute
+    ):
         return False  # subgraphs may read outer values: the converters handle them
     from onnx.reference import ReferenceEvaluator
 
@@ -67,5 +70,3 @@ def fold(imp: Importer, node: Node) -> bool:
         if from_params and imp.known[o].size > 64:
             imp.initializers.add(o)
     return True
-
-

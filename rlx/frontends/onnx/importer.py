@@ -286,7 +286,8 @@ class Importer:
         if self.generated_dims:
             warnings.warn(
                 "ONNX import: unnamed or clashing dynamic dims got the names "
-                + ", ".join(self.generated_dims) + " (bind them with dim_binding=)",
+                + ", ".join(self.generated_dims)
+                + " (bind them with dim_binding=)",
                 stacklevel=3,
             )
         if any(isinstance(d, str) for s in self.sym_shapes.values() for d in s):
@@ -376,6 +377,7 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
+
 
 def _hint(v: SSAValue, name: str) -> None:
     hint = re.sub(r"[^A-Za-z0-9_]", "_", name)

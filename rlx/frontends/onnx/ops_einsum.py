@@ -24,7 +24,9 @@ def _parse(n: Node, eq: str, ranks: list[int]) -> tuple[list[list[str]], list[st
     terms = lhs.split(",")
     if len(terms) != len(ranks):
         raise n.error(f"equation '{eq}' has {len(terms)} operands, got {len(ranks)} inputs")
-    ell = max((r - (len(t) - 3) for t, r in zip(terms, ranks, strict=True) if "..." in t), default=0)
+    ell = max(
+        (r - (len(t) - 3) for t, r in zip(terms, ranks, strict=True) if "..." in t), default=0
+    )
     out_terms = []
     for t, r in zip(terms, ranks, strict=True):
         if "..." in t:
@@ -44,7 +46,9 @@ def _parse(n: Node, eq: str, ranks: list[int]) -> tuple[list[list[str]], list[st
     return out_terms, out
 
 
-def _diag_and_sum(n: Node, x: SSAValue, labels: list[str], keep: set[str]) -> tuple[SSAValue, list[str]]:
+def _diag_and_sum(
+    n: Node, x: SSAValue, labels: list[str], keep: set[str]
+) -> tuple[SSAValue, list[str]]:
     """Take diagonals of repeated labels, then sum labels outside `keep`."""
     labels = list(labels)
     while len(set(labels)) < len(labels):
@@ -61,7 +65,9 @@ def _diag_and_sum(n: Node, x: SSAValue, labels: list[str], keep: set[str]) -> tu
     return x, labels
 
 
-def _arrange(n: Node, x: SSAValue, labels: list[str], order: list[str], sizes: dict[str, int]) -> SSAValue:
+def _arrange(
+    n: Node, x: SSAValue, labels: list[str], order: list[str], sizes: dict[str, int]
+) -> SSAValue:
     perm = [labels.index(c) for c in order]
     if perm != list(range(len(perm))):
         x = n.emit("transpose", x, permutation=perm)

@@ -51,13 +51,18 @@ def _gather_elements_onehot(n: Node, x: SSAValue, idx: SSAValue, axis: int) -> S
     rank, d = len(shape(x)), shape(x)[axis]
     sx, si = sym_shape(n, 0), sym_shape(n, 1)
     if d == DYN or sx is None or si is None:
-        raise n.error("GatherElements with dynamic shapes needs named dims and a static gathered axis")
+        raise n.error(
+            "GatherElements with dynamic shapes needs named dims and a static gathered axis"
+        )
     perm = [a for a in range(rank) if a != axis] + [axis]
     inv = [perm.index(a) for a in range(rank)]
     xt = n.emit("transpose", x, permutation=perm)
     it = n.emit("transpose", _wrap(n, idx, d), permutation=perm)
     hit = n.emit(
-        "compare", _unsq(n, it, [si[a] for a in perm], rank), _iota(n, d, rank, rank + 1), predicate="eq"
+        "compare",
+        _unsq(n, it, [si[a] for a in perm], rank),
+        _iota(n, d, rank, rank + 1),
+        predicate="eq",
     )
     vals = n.emit("where", hit, _unsq(n, xt, [sx[a] for a in perm], rank - 1), n.constant(0, x))
     return n.emit("transpose", n.emit("reduce", vals, kind="sum", axes=[rank]), permutation=inv)

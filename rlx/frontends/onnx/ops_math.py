@@ -119,7 +119,9 @@ def bitcast(n: Node) -> list[SSAValue]:
     dst = np.dtype(helper.tensor_dtype_to_np_dtype(n.attr("to")))
     ints = {"i", "u", "b"}
     if src.kind not in ints or dst.kind not in ints or src.itemsize != dst.itemsize:
-        raise n.error(f"bit casts {src} -> {dst} are supported only between integer types of one width")
+        raise n.error(
+            f"bit casts {src} -> {dst} are supported only between integer types of one width"
+        )
     return [n.cast(x, dst)]
 
 
@@ -185,7 +187,9 @@ def reverse_sequence(n: Node) -> list[SSAValue]:
         raise n.error("ReverseSequence needs a static shape")
     ba, ta = n.attr("batch_axis", 1), n.attr("time_axis", 0)
     rank = len(xs)
-    t = n.constant(np.arange(xs[ta]).reshape([xs[ta] if i == ta else 1 for i in range(rank)]), "i64")
+    t = n.constant(
+        np.arange(xs[ta]).reshape([xs[ta] if i == ta else 1 for i in range(rank)]), "i64"
+    )
     ln = n.reshape(lens, [xs[ba] if i == ba else 1 for i in range(rank)])
     rev = n.emit("sub", n.emit("sub", ln, n.constant(1, "i64")), t)
     src = n.emit("where", n.emit("compare", t, ln, predicate="lt"), rev, t)

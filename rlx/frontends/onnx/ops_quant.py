@@ -73,7 +73,9 @@ def _out_dtype(n: Node) -> np.dtype:
     return np.dtype(helper.tensor_dtype_to_np_dtype(od)) if od else np.dtype(np.uint8)
 
 
-def quantize_value(n: Node, x: SSAValue, scale: SSAValue, zp: SSAValue | None, dt: np.dtype) -> SSAValue:
+def quantize_value(
+    n: Node, x: SSAValue, scale: SSAValue, zp: SSAValue | None, dt: np.dtype
+) -> SSAValue:
     """saturate(round(x / scale) + zp) as `dt` (float8: no rounding, optional saturation)."""
     xf = n.cast(x, "f32")
     q = n.emit("div", xf, scale)
@@ -154,7 +156,9 @@ def _conv_i32(n: Node, x: SSAValue, w: SSAValue) -> SSAValue:
     return ops_window.conv_of(n, x, w, None)
 
 
-@converter("ConvInteger", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+@converter(
+    "ConvInteger", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+)
 def conv_integer(n: Node) -> list[SSAValue]:
     x, w = n.input(0), n.input(1)
     return [_conv_i32(n, _centered(n, x, 2, 1), _centered(n, w, 3, 0))]
@@ -163,7 +167,9 @@ def conv_integer(n: Node) -> list[SSAValue]:
 def _requant(n: Node, acc: SSAValue, scale: SSAValue, ys: int, yzp: int, axis: int) -> SSAValue:
     """Requantize an int32 accumulator of real scale `scale` onto inputs `ys` / `yzp`."""
     r = len(shape(acc))
-    q = n.emit("round", n.emit("div", n.emit("mul", n.cast(acc, "f32"), scale), _scale(n, ys, r, axis)))
+    q = n.emit(
+        "round", n.emit("div", n.emit("mul", n.cast(acc, "f32"), scale), _scale(n, ys, r, axis))
+    )
     q = n.emit("add", q, _scale(n, yzp, r, axis))
     info = np.iinfo(np.dtype(numpy_dtype(elem(n.input(yzp)))))
     q = n.emit("min", n.emit("max", q, n.constant(info.min, q)), n.constant(info.max, q))
@@ -187,7 +193,9 @@ def qlinear_matmul(n: Node) -> list[SSAValue]:
     return [_requant(n, acc, scale, 6, 7, -1)]
 
 
-@converter("QLinearConv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+@converter(
+    "QLinearConv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+)
 def qlinear_conv(n: Node) -> list[SSAValue]:
     x, w = n.input(0), n.input(3)
     acc = _conv_i32(n, _centered(n, x, 2, 1), _centered(n, w, 5, 0))

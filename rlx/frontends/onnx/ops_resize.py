@@ -179,7 +179,9 @@ def _resize(n: Node, x: SSAValue, scales, sizes, roi, ctm: str, nearest_mode: st
         if math.isclose(sc[a], 1.0) and out[a] == xs[a] and roi_a in (None, (0.0, 1.0)):
             continue
         try:
-            taps = axis_taps(xs[a], out[a], sc[a], coeffs(), ctm, roi_a, bool(n.attr("exclude_outside", 0)))
+            taps = axis_taps(
+                xs[a], out[a], sc[a], coeffs(), ctm, roi_a, bool(n.attr("exclude_outside", 0))
+            )
         except (ValueError, KeyError) as e:
             raise n.error(str(e)) from None
         y = resize_axis(n, y, a, taps)

@@ -82,7 +82,9 @@ def _slice0(n: Node, v: SSAValue, i: int, axis: int = 0) -> SSAValue:
 def _cols(n: Node, v: SSAValue, k: int, size: int) -> SSAValue:
     """Gate block `k` (columns `k*size:(k+1)*size` of the last axis)."""
     s = list(shape(v))
-    return n.emit("slice", v, starts=[0] * (len(s) - 1) + [k * size], limits=[*s[:-1], (k + 1) * size])
+    return n.emit(
+        "slice", v, starts=[0] * (len(s) - 1) + [k * size], limits=[*s[:-1], (k + 1) * size]
+    )
 
 
 @converter(
@@ -119,7 +121,9 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
         wd, rd = _slice0(n, w, d), _slice0(n, r, d)
-        xw = n.reshape(n.emit("matmul", x2, n.emit("transpose", wd, permutation=[1, 0])), [seq, batch, g * hid])
+        xw = n.reshape(
+            n.emit("matmul", x2, n.emit("transpose", wd, permutation=[1, 0])), [seq, batch, g * hid]
+        )
         rt = n.emit("transpose", rd, permutation=[1, 0])  # [hid, g*hid]
         wb = rb = None
         if n.has(3):
@@ -167,7 +171,10 @@ def recurrent(n: Node) -> list[SSAValue | None]:
                     v = n.emit("min", n.emit("max", v, n.constant(-clip, v)), n.constant(clip, v))
                 hc = gact(v)
                 one = n.constant(1, z)
-                h_new, c_new = n.emit("add", n.emit("mul", n.emit("sub", one, z), hc), n.emit("mul", z, h)), None
+                h_new, c_new = (
+                    n.emit("add", n.emit("mul", n.emit("sub", one, z), hc), n.emit("mul", z, h)),
+                    None,
+                )
             else:
                 pi = _cols(n, pd, 0, hid) if pd is not None else None
                 po = _cols(n, pd, 1, hid) if pd is not None else None
@@ -199,7 +206,11 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     def cat(vs: list[SSAValue], axis: int) -> SSAValue:
         return vs[0] if len(vs) == 1 else n.emit("concat", *vs, axis=axis)
 
-    y_all, h_all, c_all = cat(ys, 1), cat(hs, 0), cat(cs, 0)  # [seq, dirs, batch, hid], [dirs, batch, hid]
+    y_all, h_all, c_all = (
+        cat(ys, 1),
+        cat(hs, 0),
+        cat(cs, 0),
+    )  # [seq, dirs, batch, hid], [dirs, batch, hid]
     if layout:
         y_all = n.emit("transpose", y_all, permutation=[2, 0, 1, 3])
         h_all = n.emit("transpose", h_all, permutation=[1, 0, 2])

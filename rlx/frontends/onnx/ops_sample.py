@@ -51,7 +51,9 @@ def _cubic(n: Node, t: SSAValue) -> list[SSAValue]:
         return n.constant(v, t)
 
     def far(u: SSAValue) -> SSAValue:  # ((A u - 5A) u + 8A) u - 4A
-        p = n.emit("add", n.emit("mul", n.emit("sub", n.emit("mul", c(_A), u), c(5 * _A)), u), c(8 * _A))
+        p = n.emit(
+            "add", n.emit("mul", n.emit("sub", n.emit("mul", c(_A), u), c(5 * _A)), u), c(8 * _A)
+        )
         return n.emit("sub", n.emit("mul", p, u), c(4 * _A))
 
     def near(u: SSAValue) -> SSAValue:  # ((A+2) u - (A+3)) u u + 1
@@ -105,7 +107,9 @@ def grid_sample(n: Node) -> list[SSAValue]:
     xs, gs = shape(x), shape(grid)
     if not (is_static(xs) and is_static(gs)):
         raise n.error("GridSample needs static shapes")
-    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(n.attr("mode", "linear"), n.attr("mode", "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(
+        n.attr("mode", "linear"), n.attr("mode", "linear")
+    )
     if n.ctx.opset < 20 and "mode" not in n.attrs:
         mode = "linear"
     pad = n.attr("padding_mode", "zeros")
@@ -116,7 +120,10 @@ def grid_sample(n: Node) -> list[SSAValue]:
     taps = []
     for i in range(k):  # the grid's last axis lists coordinates innermost-first (x, y, z)
         j = k - 1 - i
-        gi = n.reshape(n.emit("slice", grid, starts=[0] * (len(gs) - 1) + [j], limits=[*gs[:-1], j + 1]), gs[:-1])
+        gi = n.reshape(
+            n.emit("slice", grid, starts=[0] * (len(gs) - 1) + [j], limits=[*gs[:-1], j + 1]),
+            gs[:-1],
+        )
         taps.append(_taps(n, gi, dims[i], mode, pad, ac))
     pixels = int(np.prod(dims))
     perm = [0, *range(2, 2 + k), 1]
@@ -133,7 +140,9 @@ def grid_sample(n: Node) -> list[SSAValue]:
             if wt is not None:
                 w = wt if w is None else n.emit("mul", w, wt)
             if ok is not None:
-                valid = ok if valid is None else n.emit("where", valid, ok, n.constant(False, "bool"))
+                valid = (
+                    ok if valid is None else n.emit("where", valid, ok, n.constant(False, "bool"))
+                )
         v = n.emit("gather", rows, flat, axis=0)  # [N, *out, C]
         if valid is not None:
             v = n.emit("where", n.reshape(valid, [nb, *out_sp, 1]), v, n.constant(0, v))

@@ -64,9 +64,7 @@ def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ..
     return flat
 
 
-def scatter_rows(
-    n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str
-) -> SSAValue:
+def scatter_rows(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str) -> SSAValue:
     """`data[P, R]` with rows `pos[K]` written (or reduced) from `upd[K, R]`."""
     (p, r), k = shape(data), shape(pos)[0]
     hit = n.emit(
@@ -78,7 +76,9 @@ def scatter_rows(
     if reduction == "none":
         last = n.emit(
             "reduce",
-            n.emit("where", hit, n.constant(np.arange(k).reshape(k, 1), "i64"), n.constant(-1, "i64")),
+            n.emit(
+                "where", hit, n.constant(np.arange(k).reshape(k, 1), "i64"), n.constant(-1, "i64")
+            ),
             kind="max",
             axes=[0],
         )  # [P]: the last update of each row, -1 if none
@@ -130,11 +130,17 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
     """GatherND of data with named dynamic dims: the strides are computed at run time."""
     xs, js = sym_shape(n, 0), sym_shape(n, 1)
     if xs is None or js is None or isinstance(js[-1], Dim):
-        raise n.error(f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims")
+        raise n.error(
+            f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
+        )
     m = int(js[-1])
 
     def value(d: int | Dim) -> SSAValue:
-        return materialize_symbolic(n.ctx, np.array(d, dtype=object)) if isinstance(d, Dim) else n.constant(d, "i64")
+        return (
+            materialize_symbolic(n.ctx, np.array(d, dtype=object))
+            if isinstance(d, Dim)
+            else n.constant(d, "i64")
+        )
 
     flat: SSAValue | None = None
     for j in range(m):

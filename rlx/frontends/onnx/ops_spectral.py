@@ -42,7 +42,9 @@ def _along(n: Node, x: SSAValue, axis: int, m: np.ndarray) -> SSAValue:
     return n.emit("transpose", y, permutation=inv) if inv != list(range(rank)) else y
 
 
-def dft(n: Node, x: SSAValue, axis: int, length: int | None, inverse: bool, onesided: bool) -> SSAValue:
+def dft(
+    n: Node, x: SSAValue, axis: int, length: int | None, inverse: bool, onesided: bool
+) -> SSAValue:
     """The DFT of `x` (`[..., 1 | 2]`, the last axis real/imag) along `axis`."""
     xs = shape(x)
     if not is_static(xs):
@@ -57,7 +59,9 @@ def dft(n: Node, x: SSAValue, axis: int, length: int | None, inverse: bool, ones
     a_re, a_im = _matrices(n_in, length, inverse, onesided)
 
     def part(k: int) -> SSAValue:
-        return n.reshape(n.emit("slice", x, starts=[0] * (rank - 1) + [k], limits=[*xs[:-1], k + 1]), xs[:-1])
+        return n.reshape(
+            n.emit("slice", x, starts=[0] * (rank - 1) + [k], limits=[*xs[:-1], k + 1]), xs[:-1]
+        )
 
     xr = part(0)
     xi = part(1) if xs[-1] == 2 else None
@@ -119,10 +123,15 @@ def col2im(n: Node) -> list[SSAValue]:
     dil = list(n.attr("dilations", [1] * d))
     st = list(n.attr("strides", [1] * d))
     pads = list(n.attr("pads", [0] * 2 * d))
-    nb = [(image[i] + pads[i] + pads[d + i] - (dil[i] * (block[i] - 1) + 1)) // st[i] + 1 for i in range(d)]
+    nb = [
+        (image[i] + pads[i] + pads[d + i] - (dil[i] * (block[i] - 1) + 1)) // st[i] + 1
+        for i in range(d)
+    ]
     k, blocks, pixels = int(np.prod(block)), int(np.prod(nb)), int(np.prod(image))
     if not is_static(xs) or xs[2] != blocks or xs[1] % k:
-        raise n.error(f"input of shape {dims_text(xs)} does not hold {k}-position blocks x {blocks} columns")
+        raise n.error(
+            f"input of shape {dims_text(xs)} does not hold {k}-position blocks x {blocks} columns"
+        )
     m = np.zeros((k * blocks, pixels))
     for ki, kk in enumerate(itertools.product(*(range(b) for b in block))):
         for bi, bb in enumerate(itertools.product(*(range(b) for b in nb))):

@@ -263,7 +263,9 @@ def constant_of_shape(n: Node) -> Out:
     fill = numpy_helper.to_array(v).reshape(()) if v is not None else np.float32(0)
     if is_symbolic(t):
         syms = list(t.reshape(-1).tolist())
-        y = n.typed("broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms))
+        y = n.typed(
+            "broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms)
+        )
         mark(n.ctx, y, syms)
         return [y]
     dims = [int(d) for d in t]

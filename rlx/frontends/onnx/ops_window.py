@@ -66,7 +66,11 @@ def _windows(n: Node, x: SSAValue, kernel, st, dil, pads, out, fill):  # noqa: A
 
     def at(off: tuple[int, ...], v: SSAValue = x) -> SSAValue:
         starts = [0, 0, *(o * d for o, d in zip(off, dil, strict=True))]
-        limits = [ps[0], ps[1], *(a + (o - 1) * t + 1 for a, o, t in zip(starts[2:], out, st, strict=True))]
+        limits = [
+            ps[0],
+            ps[1],
+            *(a + (o - 1) * t + 1 for a, o, t in zip(starts[2:], out, st, strict=True)),
+        ]
         return n.emit("slice", v, starts=starts, limits=limits, strides=[1, 1, *st])
 
     return at
@@ -76,12 +80,19 @@ def _count(sizes, kernel, st, dil, pads, out, include_pad: bool) -> np.ndarray: 
     """Cells of each window inside the input (or inside the explicit pads)."""
     k = len(sizes)
     m = np.ones(sizes)
-    m = np.pad(m, [(pads[i], pads[k + i]) for i in range(k)], constant_values=1 if include_pad else 0)
+    m = np.pad(
+        m, [(pads[i], pads[k + i]) for i in range(k)], constant_values=1 if include_pad else 0
+    )
     need = [(out[i] - 1) * st[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(k)]
     m = np.pad(m, [(0, max(need[i] - m.shape[i], 0)) for i in range(k)])
     c = np.zeros(out)
     for off in itertools.product(*(range(kk) for kk in kernel)):
-        c += m[tuple(slice(o * d, o * d + (oo - 1) * t + 1, t) for o, d, oo, t in zip(off, dil, out, st, strict=True))]
+        c += m[
+            tuple(
+                slice(o * d, o * d + (oo - 1) * t + 1, t)
+                for o, d, oo, t in zip(off, dil, out, st, strict=True)
+            )
+        ]
     return c
 
 
@@ -152,7 +163,9 @@ def pool(n: Node) -> list[SSAValue | None]:
     return general_pool(n, "max" if n.op_type == "MaxPool" else "avg")
 
 
-@converter("LpPool", attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
+@converter(
+    "LpPool", attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides")
+)
 def lp_pool(n: Node) -> list[SSAValue | None]:
     return general_pool(n, "lp")[:1]
 
@@ -171,7 +184,9 @@ def lrn(n: Node) -> list[SSAValue]:
     acc = None
     for j in range(size):
         s = list(shape(padded))
-        v = n.emit("slice", padded, starts=[0, j] + [0] * (len(s) - 2), limits=[s[0], j + c, *s[2:]])
+        v = n.emit(
+            "slice", padded, starts=[0, j] + [0] * (len(s) - 2), limits=[s[0], j + c, *s[2:]]
+        )
         acc = v if acc is None else n.emit("add", acc, v)
     alpha, beta, bias = n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
     d = n.emit("add", n.emit("mul", acc, n.constant(alpha / size, x)), n.constant(bias, x))
@@ -205,7 +220,9 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
                     strides=[1, 1, st[0], 1, 1])  # fmt: skip
         xd = n.emit("transpose", xd, permutation=[0, 2, 1, 3, 4])
         xd = n.reshape(xd, [xs[0] * do, xs[1], xs[3], xs[4]])
-        wd = n.emit("slice", w, starts=[0, 0, kd, 0, 0], limits=[ws[0], ws[1], kd + 1, ws[3], ws[4]])
+        wd = n.emit(
+            "slice", w, starts=[0, 0, kd, 0, 0], limits=[ws[0], ws[1], kd + 1, ws[3], ws[4]]
+        )
         wd = n.reshape(wd, [ws[0], ws[1], ws[3], ws[4]])
         y = n.emit("conv2d", xd, wd, strides=st[1:], dilations=dil[1:],
                    padding=[pads[1], pads[2], pads[4], pads[5]], groups=n.attr("group", 1))  # fmt: skip

@@ -221,4 +221,7 @@ def scan(n: Node) -> list[Val]:
             outs[o].append(_value(n, v))
     if steps == 0:
         raise n.error("a scan over an empty sequence is not supported")
-    return [*states, *(_stack(n, o, ax, bool(d)) for o, ax, d in zip(outs, out_axes, out_dirs, strict=True))]
+    return [
+        *states,
+        *(_stack(n, o, ax, bool(d)) for o, ax, d in zip(outs, out_axes, out_dirs, strict=True)),
+    ]

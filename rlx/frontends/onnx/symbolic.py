@@ -48,9 +48,17 @@ class Dim:
         if not isinstance(other, int | Dim):
             return NotImplemented
         if not rev and isinstance(other, int):
-            if (op in "*" and other == 1) or (op in "+-" and other == 0) or (op == "//" and other == 1):
+            if (
+                (op in "*" and other == 1)
+                or (op in "+-" and other == 0)
+                or (op == "//" and other == 1)
+            ):
                 return self
-        if rev and isinstance(other, int) and ((op == "*" and other == 1) or (op == "+" and other == 0)):
+        if (
+            rev
+            and isinstance(other, int)
+            and ((op == "*" and other == 1) or (op == "+" and other == 0))
+        ):
             return self
         a, b = (other, self) if rev else (self, other)
         return Dim(f"({a}{op}{b})")
@@ -119,7 +127,9 @@ def _ints(a: np.ndarray | None) -> list[int]:
     return [] if a is None else [int(v) for v in np.asarray(a).reshape(-1)]
 
 
-def fold_symbolic(op: str, attrs: dict[str, Any], ins: list[np.ndarray | None]) -> list[np.ndarray] | None:
+def fold_symbolic(
+    op: str, attrs: dict[str, Any], ins: list[np.ndarray | None]
+) -> list[np.ndarray] | None:
     """Evaluate a shape-computation op on arrays holding `Dim`s (None: not such an op)."""
     x = ins[0]
     if op in ("Identity", "Cast", "CastLike"):
@@ -137,7 +147,11 @@ def fold_symbolic(op: str, attrs: dict[str, Any], ins: list[np.ndarray | None]) 
     if op == "Concat":
         return [np.concatenate([np.atleast_1d(a) for a in ins], axis=attrs.get("axis", 0))]
     if op == "Unsqueeze":
-        axes = sorted(a % (x.ndim + len(ax)) for ax in [_ints(ins[1]) if len(ins) > 1 else attrs["axes"]] for a in ax)
+        axes = sorted(
+            a % (x.ndim + len(ax))
+            for ax in [_ints(ins[1]) if len(ins) > 1 else attrs["axes"]]
+            for a in ax
+        )
         for a in axes:
             x = np.expand_dims(x, a)
         return [x]
@@ -154,13 +168,25 @@ def fold_symbolic(op: str, attrs: dict[str, Any], ins: list[np.ndarray | None]) 
         return [x[tuple(sl)]]
     if op == "Reshape":
         return [x.reshape(_ints(ins[1]))]
-    ops = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.floor_divide, "Mod": np.mod}
+    ops = {
+        "Add": np.add,
+        "Sub": np.subtract,
+        "Mul": np.multiply,
+        "Div": np.floor_divide,
+        "Mod": np.mod,
+    }
     if op in ops:
         return [ops[op](np.asarray(x, dtype=object), np.asarray(ins[1], dtype=object))]
     if op == "Equal":
         return [np.vectorize(lambda a, b: bool(a == b), otypes=[bool])(x, ins[1])]
     if op == "Where":
-        return [np.where(np.asarray(x).astype(bool), np.asarray(ins[1], dtype=object), np.asarray(ins[2], dtype=object))]
+        return [
+            np.where(
+                np.asarray(x).astype(bool),
+                np.asarray(ins[1], dtype=object),
+                np.asarray(ins[2], dtype=object),
+            )
+        ]
     if op == "ReduceProd" and len(ins) == 1:
         keep = attrs.get("keepdims", 1)
         return [np.asarray(np.prod(x, keepdims=bool(keep)), dtype=object)]

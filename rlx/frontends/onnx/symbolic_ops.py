@@ -57,7 +57,9 @@ def sym_of(ctx, v: SSAValue, depth: int = 0) -> list[int | Dim] | None:  # noqa:
     if out is None or len(out) != len(s):
         return None
     out = [d if d != DYN else None for d in out]  # type: ignore[misc]
-    if any(d is None for d in out) or any(d0 != DYN and d0 != d for d0, d in zip(s, out, strict=True)):
+    if any(d is None for d in out) or any(
+        d0 != DYN and d0 != d for d0, d in zip(s, out, strict=True)
+    ):
         return None
     ctx.ssa_dims[v] = out
     return out  # type: ignore[return-value]
@@ -158,7 +160,9 @@ def _quotient(num: list[int | Dim], den: list[int | Dim]) -> int | Dim:
 def symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
     src = sym_shape(n, 0)
     if src is None:
-        raise n.error(f"the target shape is symbolic but input {dims_text(shape(x))} has unnamed dynamic dims")
+        raise n.error(
+            f"the target shape is symbolic but input {dims_text(shape(x))} has unnamed dynamic dims"
+        )
     allowzero = n.attr("allowzero", 0)
     out: list[int | Dim] = [src[i] if (not isinstance(d, Dim) and d == 0 and not allowzero) else d
                             for i, d in enumerate(target.tolist())]  # fmt: skip
@@ -184,18 +188,33 @@ def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SS
     """`x[start:end:step]` on `axis` with a symbolic bound (in range, step > 0)."""
     syms = sym_shape(n, 0) or []
     dim = syms[axis] if axis < len(syms) else shape(x)[axis]
-    if step <= 0 or (not isinstance(start, Dim) and start < 0) or (not isinstance(end, Dim) and end < 0):
+    if (
+        step <= 0
+        or (not isinstance(start, Dim) and start < 0)
+        or (not isinstance(end, Dim) and end < 0)
+    ):
         raise n.error("a slice with a symbolic bound needs a positive step and non-negative bounds")
     if not isinstance(end, Dim) and end >= 2**31 - 1:
         end = dim
-    if not isinstance(start, Dim) and start == 0 and step == 1 and isinstance(end, Dim) and isinstance(dim, Dim) and end.expr == dim.expr:
+    if (
+        not isinstance(start, Dim)
+        and start == 0
+        and step == 1
+        and isinstance(end, Dim)
+        and isinstance(dim, Dim)
+        and end.expr == dim.expr
+    ):
         return x
     count = (end - start + (step - 1)) // step if step != 1 else end - start
     idx = dyn_iota(n, count)
     if step != 1:
         idx = n.emit("mul", idx, n.constant(step, "i64"))
     if isinstance(start, Dim) or start:
-        idx = n.emit("add", idx, n.constant(start, "i64") if not isinstance(start, Dim) else _scalar(n, start))
+        idx = n.emit(
+            "add",
+            idx,
+            n.constant(start, "i64") if not isinstance(start, Dim) else _scalar(n, start),
+        )
     y = n.emit("gather", x, idx, axis=axis)
     if syms:
         mark(n.ctx, y, [count if a == axis else d for a, d in enumerate(syms)])

@@ -8,7 +8,8 @@ ABI of each converted function (the runtime codes against it):
   * params: one memref per distinct `rlx.param` name, in order of first appearance
     (`rlx.kind = "param"`, `rlx.name` = the param name);
   * outputs: one memref per original result, written by the function
-    (`rlx.kind = "output"`, `rlx.name = "out<i>"`).
+    (`rlx.kind = "output"`, `rlx.name` = the result's `rlx.name` result attribute when every
+    result has a distinct plain one, as ONNX imports do, else `"out<i>"`).
 Integer buffers are signless (ui8 data is stored as i8). Intermediates are `memref.alloc`s
 (freed at the end; `plan-memory` turns them into views of one arena); a returned value is
 computed straight into its output buffer when possible, otherwise copied.
@@ -220,7 +221,7 @@ class FuncLowering:
                 _arg_dict(d, kind, name.data if isinstance(name, StringAttr) else f"arg{i}")
             )
         attrs += [_arg_dict(None, "param", p) for p in params]
-        attrs += [_arg_dict(None, "output", f"out{i}") for i in range(n_out)]
+        attrs += [_arg_dict(None, "output", o) for o in output_names(f, n_out)]
         f.body.detach_block(old)
         for o in reversed(list(old.walk())):
             o.drop_all_references()
@@ -347,6 +348,25 @@ class FuncLowering:
 def _hint(name: str) -> str | None:
     h = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return h if h and not h[0].isdigit() else None
+
+
+_OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def output_names(f: func.FuncOp, n_out: int) -> list[str]:
+    """The names of a function's results: their `rlx.name` result attributes (the ONNX
+    importer keeps the model's output names there) when every one is a distinct, plain
+    name, else `out<i>`."""
+    default = [f"out{i}" for i in range(n_out)]
+    if f.res_attrs is None or len(f.res_attrs.data) != n_out:
+        return default
+    names = []
+    for d in f.res_attrs.data:
+        a = d.data.get("rlx.name") if isinstance(d, DictionaryAttr) else None
+        if not isinstance(a, StringAttr) or not _OUTPUT_NAME.fullmatch(a.data):
+            return default
+        names.append(a.data)
+    return names if len(set(names)) == n_out else default
 
 
 def _name_args(old: Block, new: Block, params: Sequence[str], n_out: int) -> None:
