@@ -94,17 +94,11 @@ def _looks_like_path(s: str) -> bool:
 
 
 def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
-    """The first op (innermost first) that fails verification, with its error."""
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                if (bad := find_failure(child)) is not None:
-                    return bad
-    try:
-        op.verify(verify_nested_ops=False)
-    except DiagnosticException as e:
-        return op, e
-    return None
+    """The first op (innermost first) that fails verification (xDSL verifiers, dominance,
+    shape bounds: `rlx.tools.ir_checks.find_failure`), with its error."""
+    from rlx.tools.ir_checks import find_failure as find
+
+    return find(op)
 
 
 def _diag_text(
@@ -161,6 +155,10 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
     for f in funcs:
         if f.sym_name.data == entry:
+            if f.is_declaration:
+                raise CompileError(f"@{entry} is a declaration (no body): nothing to compile")
+            if f.sym_visibility is not None and f.sym_visibility.data == "private":
+                raise CompileError(f"@{entry} is private: the entry function must be public")
             return f
     names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
     raise CompileError(f"no function @{entry} in the module (functions: {names})")
