@@ -95,8 +95,8 @@ def _looks_like_path(s: str) -> bool:
 
 def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
     """The first op (innermost first) that fails verification (xDSL verifiers, dominance,
-    shape bounds: `rlx.tools.ir_checks.find_failure`), with its error."""
-    from rlx.tools.ir_checks import find_failure as find
+    shape bounds: `rlx.ir_checks.find_failure`), with its error."""
+    from rlx.ir_checks import find_failure as find
 
     return find(op)
 

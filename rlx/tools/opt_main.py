@@ -775,8 +775,8 @@ def find_verification_failure(
     op: Operation,
 ) -> tuple[Operation, DiagnosticException] | None:
     """Verify `op` and everything nested (xDSL verifiers, dominance, shape bounds); return
-    the first failing op and its error (see `rlx.tools.ir_checks.find_failure`)."""
-    from rlx.tools.ir_checks import find_failure
+    the first failing op and its error (see `rlx.ir_checks.find_failure`)."""
+    from rlx.ir_checks import find_failure
 
     return find_failure(op)
 

@@ -1,7 +1,7 @@
 """Hostile IR text: every malformed input gives a located diagnostic and exit 1, fast.
 
-Covers the parser guards of `rlx.tools.locating_parser` (string pre-scan, nesting limit,
-first-token errors, compact splats) and the verifier checks of `rlx.tools.ir_checks`
+Covers the parser guards of `rlx.parser` (string pre-scan, nesting limit,
+first-token errors, compact splats) and the verifier checks of `rlx.ir_checks`
 (dominance, int64 shape bounds), through `rlx-opt` in process and through `rlx.compile`.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 import rlx
 from rlx.runtime.compiler import CompileError
-from rlx.tools.locating_parser import MAX_NESTING, prescan
+from rlx.parser import MAX_NESTING, prescan
 from rlx.tools.rlx_opt import main
 
 LOCATED = re.compile(r"^in\.mlir:\d+:\d+: error: ", re.M)
