@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import rlx
-from rlx.runtime.compiler import CompileError
 from rlx.parser import MAX_NESTING, prescan
+from rlx.runtime.compiler import CompileError
 from rlx.tools.rlx_opt import main
 
 LOCATED = re.compile(r"^in\.mlir:\d+:\d+: error: ", re.M)
