@@ -54,7 +54,9 @@ def growth_after_warmup(cycles: int, warmup: int = WARMUP) -> float:
     for i in range(warmup, warmup + cycles):
         cycle(i)
     gc.collect()
-    return rss_mb() - base
+    grown = rss_mb() - base
+    print(f"RSS after {warmup} warm-up cycles: {base:.1f} MB; {cycles} more: {grown:+.1f} MB")
+    return grown
 
 
 def allowed_mb(cycles: int) -> float:
