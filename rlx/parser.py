@@ -35,10 +35,11 @@ from xdsl.dialects.builtin import (
     RankedStructure,
     StringAttr,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 AttributeInvT = TypeVar("AttributeInvT", bound=Attribute)
 
@@ -180,6 +181,17 @@ class LocatingParser(Parser):
                 StringAttr(self.lexer.input.name), IntAttr(0), IntAttr(0)
             )
         return module
+
+    def _parse_block(self) -> Block:
+        """xDSL's block parser, but a second definition of a block that was used before
+        its first definition is a "re-declaration" error (xDSL 0.75: KeyError)."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.CARET_IDENT:
+            name = token.text[1:]
+            entry = self.blocks.get(name)
+            if entry is not None and entry[1] is None and name not in self.forward_block_references:
+                raise ParseError(token.span, f"re-declaration of block '{name}'")
+        return super()._parse_block()
 
     def _current_span(self) -> Span:
         start = self.failed_op_position if self.failed_op_position is not None else self.pos

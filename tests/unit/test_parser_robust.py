@@ -247,3 +247,18 @@ def test_huge_dimension_does_not_spin_the_chunk_planner():
     assert _largest_divisor_at_most(2**61 - 1, 1 << 14) == 1  # a prime
     assert _largest_divisor_at_most(12, 5) == 4
     assert time.perf_counter() - start < 1
+
+
+def test_block_redeclared_after_a_forward_use_is_a_diagnostic(tmp_path, capsys):
+    # xDSL 0.75 raises KeyError here (found by test_fuzz_ir_text)
+    text = """func.func @main(%c: i1, %x: i32) -> i32 {
+  cf.cond_br %c, ^a, ^a
+^a:
+  cf.br ^a
+^a:
+  func.return %x : i32
+}
+"""
+    code, _, err = run_opt(tmp_path, text, capsys=capsys)
+    assert_diagnostic(code, err, "re-declaration of block 'a'")
+    assert "in.mlir:5:1: error:" in err

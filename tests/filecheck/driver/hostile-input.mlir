@@ -65,3 +65,14 @@ func.func @overflow(%x: tensor<4294967296xf32>) -> tensor<4294967296x4294967296x
   %y = rlx.broadcast_to %x : (tensor<4294967296xf32>) -> tensor<4294967296x4294967296xf32>
   func.return %y : tensor<4294967296x4294967296xf32>
 }
+
+// -----
+
+func.func @block_twice(%c: i1, %x: i32) -> i32 {
+  cf.cond_br %c, ^a, ^a
+^a:
+  cf.br ^a
+// expected-error @+1 {{re-declaration of block 'a'}}
+^a:
+  func.return %x : i32
+}
