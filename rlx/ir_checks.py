@@ -9,14 +9,15 @@ verifier), and any Python int as a dimension. `mlir-opt` rejects both; so do the
   definition when A is B). Uses in unreachable blocks are not checked (as in MLIR), and the
   body of `builtin.module` is a graph region (any order).
 * Shape bounds: every static dimension of a shaped result or block-argument type lies in
-  [0, 2^63 - 1], and so does the product of the static dimensions (element count).
+  [0, 2^63 - 1], and so do the product of the static dimensions (element count) and its
+  size in bytes (the generated code computes sizes in i64).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
@@ -149,6 +150,21 @@ def check_shape_bounds(op: Operation) -> None:
             numel *= d
         if numel > INT64_MAX:
             raise VerifyException(f"{what} has type {t}: {numel} elements exceed 2^63 - 1")
+        if numel * _element_bytes(t) > INT64_MAX:
+            raise VerifyException(
+                f"{what} has type {t}: {numel * _element_bytes(t)} bytes exceed 2^63 - 1"
+            )
+
+
+def _element_bytes(t: Attribute) -> int:
+    """Bytes per element of a shaped type (0 if unknown): sizes are i64 in the code."""
+    element = getattr(t, "element_type", None)
+    width = getattr(element, "bitwidth", None)
+    if width is None:
+        width = getattr(getattr(element, "width", None), "data", None)
+    if isinstance(element, IndexType):
+        width = 64
+    return (width + 7) // 8 if isinstance(width, int) else 0
 
 
 def check_op(op: Operation, dominance: DominanceChecker | None = None) -> None:

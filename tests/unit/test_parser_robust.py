@@ -217,6 +217,7 @@ def test_use_before_def_rejected_by_compile():
     [
         ("9223372036854775808", "dimension 9223372036854775808 is outside [0, 2^63 - 1]"),
         ("4294967296x4294967296", "18446744073709551616 elements exceed 2^63 - 1"),
+        ("2305843009213693952", "9223372036854775808 bytes exceed 2^63 - 1"),  # 2^61 x f32
     ],
 )
 def test_shapes_beyond_int64_are_rejected(tmp_path, capsys, shape, fragment):

@@ -76,3 +76,12 @@ func.func @block_twice(%c: i1, %x: i32) -> i32 {
 ^a:
   func.return %x : i32
 }
+
+// -----
+
+// 2^62 f32 elements: 2^64 bytes (sizes are i64 in the generated code).
+func.func @bytes(%x: tensor<4611686018427387904xf32>) -> tensor<4611686018427387904xf32> {
+  // expected-error @+1 {{18446744073709551616 bytes exceed 2^63 - 1}}
+  %y = rlx.exp %x : (tensor<4611686018427387904xf32>) -> tensor<4611686018427387904xf32>
+  func.return %y : tensor<4611686018427387904xf32>
+}
