@@ -52,7 +52,7 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, option_pipeline
+from rlx.runtime import counters, llvm_worker, option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.jit import JitModule, to_llvm_ir
@@ -405,6 +405,7 @@ def compile(
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"rlx.compile: options must be a CompileOptions, got {type(opts).__name__}")
     log = _Log(opts.verbose)
+    llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
     t0 = time.perf_counter()
     ctx = make_context()
     module, sources = load_module(source, ctx)

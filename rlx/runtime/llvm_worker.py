@@ -14,13 +14,11 @@ optimised module back as bitcode. Same LLVM, same target machine options: the sa
 helper; `0` never. If the helper cannot run, the pipeline runs in process.
 
 This module is imported by `rlx.runtime.jit` and also executed as the helper's script, so
-at module level it imports only the standard library and llvmlite; the helper takes its
-target machines from `llvm_host.py` (the same function as the JIT's).
+at module level it imports only the standard library and llvmlite.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -36,6 +34,15 @@ WORKER_JOBS = 256
 """Modules a helper optimises before it is replaced (bounds its own leak to ~17 MB)."""
 
 
+def _target_machine(opt_level: int, cpu: str, features: str) -> Any:
+    """The helper's copy of `llvm_host._target_machine(..., jit=True)` (importing that
+    module would import rlx); `test_memory_growth` checks both give the same code."""
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=cpu, features=features, opt=opt_level, codemodel="jitdefault", jit=True
+    )
+
+
 def run_pipeline(mod: Any, tm: Any, opt_level: int, unroll: bool) -> None:
     """LLVM's default O<opt_level> module pipeline on `mod`, in place."""
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
@@ -47,7 +54,8 @@ def run_pipeline(mod: Any, tm: Any, opt_level: int, unroll: bool) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def _mode() -> str:
+def mode() -> str:
+    """`RLX_LLVM_WORKER` as "auto", "on" or "off"; ValueError naming it otherwise."""
     v = os.environ.get("RLX_LLVM_WORKER", "auto").strip().lower()
     if v in ("", "auto"):
         return "auto"
@@ -107,10 +115,10 @@ def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll:
     """`mod` optimised at `opt_level` for `tm`: `mod` itself (in process) or a new module
     parsed from the helper's bitcode. Callers hold the JIT's LLVM lock."""
     global _runs, _worker, _failures
-    mode = _mode()
+    setting = mode()
     with _STATE_LOCK:
         _runs += 1
-        isolate = mode == "on" or (mode == "auto" and _runs > IN_PROCESS_RUNS)
+        isolate = setting == "on" or (setting == "auto" and _runs > IN_PROCESS_RUNS)
         if _worker is not None and _worker.owner != os.getpid():
             _worker = None  # a forked child: the pipes belong to the parent
         if isolate and _failures < MAX_FAILURES:
@@ -121,7 +129,7 @@ def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll:
                         _worker.close()
                     _worker = _Worker()
                 new = llvm.parse_bitcode(_worker.optimise(mod.as_bitcode(), request))
-                new.triple, new.data_layout = mod.triple, mod.data_layout
+                new.name, new.triple, new.data_layout = mod.name, mod.triple, mod.data_layout
                 return new
             except (OSError, ValueError, RuntimeError):
                 _failures += 1
@@ -133,22 +141,14 @@ def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll:
 
 
 def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
-    """The helper's loop: a JSON header line and bitcode in, a JSON line and bitcode out.
-
-    The target machine comes from `llvm_host.py`, loaded by path: importing it through the
-    `rlx` package would import all of rlx into the helper."""
-    spec = importlib.util.spec_from_file_location(
-        "_rlx_llvm_host", os.path.join(os.path.dirname(os.path.abspath(__file__)), "llvm_host.py")
-    )
-    assert spec is not None and spec.loader is not None
-    host = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(host)
-    host._initialise()
+    """The helper's loop: a JSON header line and bitcode in, a JSON line and bitcode out."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
     while header := inp.readline():
         try:
             req = json.loads(header)
             mod = llvm.parse_bitcode(inp.read(int(req["n"])))
-            tm = host._target_machine(int(req["opt"]), req["cpu"], req["features"], jit=True)
+            tm = _target_machine(int(req["opt"]), req["cpu"], req["features"])
             run_pipeline(mod, tm, int(req["opt"]), bool(req["unroll"]))
             data = mod.as_bitcode()
             out.write(json.dumps({"ok": True, "n": len(data)}).encode() + b"\n" + data)

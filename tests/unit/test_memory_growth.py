@@ -84,3 +84,27 @@ def test_no_growth_with_cache_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     grown = growth_after_warmup(cycles, warmup=cache.MEMORY_ENTRIES + 8)
     cache.CACHE.clear_memory()
     assert grown <= allowed_mb(cycles), f"RSS grew {grown:.1f} MB over {cycles} cycles"
+
+
+def test_helper_process_gives_the_same_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlx.runtime import llvm_worker
+    from rlx.runtime.jit import JitModule
+
+    monkeypatch.setenv("RLX_CACHE", "0")
+    g = rlx.compile(GRAPH.format(n=9, c=0.25))
+    ir = g.ir("llvm-ir")
+    monkeypatch.setenv("RLX_LLVM_WORKER", "0")
+    local = JitModule(ir)
+    monkeypatch.setenv("RLX_LLVM_WORKER", "1")
+    failures = llvm_worker._failures
+    remote = JitModule(ir)
+    assert llvm_worker._failures == failures and llvm_worker._worker is not None
+    # the machine code is the same (the IR text may differ in the attribute comments of
+    # intrinsic declarations after the bitcode round trip)
+    assert remote.object_code is not None and remote.object_code == local.object_code
+
+
+def test_bad_worker_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLX_LLVM_WORKER", "sometimes")
+    with pytest.raises(ValueError, match="RLX_LLVM_WORKER must be auto, 0 or 1"):
+        rlx.compile(GRAPH.format(n=3, c=0.5), rlx.CompileOptions())
