@@ -5,23 +5,91 @@ errors found after parsing (verifier, passes) cannot point at the source. `Locat
 gives every parsed op a `FileLineColLoc` of where its text starts (the first result name,
 or the op name), as MLIR does. `split_input` implements `--split-input-file` so that each
 chunk keeps the line numbers of the original file.
+
+It also makes hostile input safe to parse (see docs/xdsl-workarounds.md): a linear pre-scan
+(`prescan`) rejects unterminated or badly escaped string literals before xDSL's lexer sees
+them (its string regex backtracks exponentially on them) and bounds bracket nesting
+(`MAX_NESTING`, instead of a RecursionError); an error on the very first token is reported
+as a located diagnostic; splat dense literals stay one element (`dense<1.0> :
+tensor<2147483648xf32>` costs 4 bytes, not 8 GiB).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import UNKNOWN_LOC, FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
+    AnyDenseElement,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    IntAttr,
+    IntegerType,
+    ModuleOp,
+    RankedStructure,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 AttributeInvT = TypeVar("AttributeInvT", bound=Attribute)
+
+MAX_NESTING = 64
+"""Deepest bracket nesting ((), [], {}, <>) accepted in the input.
+
+xDSL parses (and rlx verifies and prints) nested attributes, types and regions by
+recursion; about 100 levels of `{a = {b = ...}}` exhaust Python's stack. Real IR nests a
+dozen levels at most."""
+
+_STRING_BODY = r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+'
+"""xDSL's string-literal regex made possessive (linear time; Python >= 3.11)."""
+_SCAN_RE = re.compile(r"//[^\n]*|" + _STRING_BODY + r'"|"|->|[(\[{<]|[)\]}>]')
+_STRING_PREFIX_RE = re.compile(_STRING_BODY)
+_SPLAT_RE = re.compile(r'<\s*(?:"[^"\n]*"|[-+]?[\w.+-]+|\([^()\n]*\))\s*>')
+"""`<scalar>` or `<"0x...">` (after `dense`): a splat or a hex literal."""
+
+
+def prescan(text: str, name: str = "<unknown>") -> ParseError | None:
+    """The first string-literal or nesting error in `text`, in one linear pass.
+
+    Comments and well-formed strings are skipped; a `"` that does not start a well-formed
+    string is unterminated (strings end on their line, as in MLIR) or has a bad escape.
+    """
+    depth = 0
+    source: Input[str] | None = None
+    for m in _SCAN_RE.finditer(text):
+        token = m.group()
+        if token in "([{<":
+            depth += 1
+            if depth <= MAX_NESTING:
+                continue
+            message = f"brackets nested deeper than {MAX_NESTING} levels (the limit of rlx tools)"
+        elif token in ")]}>":
+            depth = max(depth - 1, 0)
+            continue
+        elif token != '"':
+            continue  # a comment, a well-formed string or `->`
+        else:
+            end = _STRING_PREFIX_RE.match(text, m.start())
+            stop = m.start() if end is None else end.end()
+            if stop < len(text) and text[stop] == "\\":
+                message = (
+                    'invalid escape sequence in string literal (use \\n, \\t, \\\\, \\" or \\XX)'
+                )
+            else:
+                message = "unterminated string literal (a string must end on its line)"
+        source = Input(text, name) if source is None else source
+        return ParseError(Span(m.start(), m.start() + 1, source), message)
+    return None
 
 
 class LocatingParser(Parser):
@@ -34,7 +102,17 @@ class LocatingParser(Parser):
     """
 
     def __init__(self, ctx: Context, input: str, name: str = "<unknown>") -> None:
-        super().__init__(ctx, input, name)
+        self.deferred_error: ParseError | None = prescan(input, name)
+        """An error found before parsing (by `prescan`, or on the first token); raised by
+        `parse_located_module`. xDSL's constructor lexes the first token, so without this a
+        bad first token would raise from the constructor, outside any error handling."""
+        if self.deferred_error is None:
+            try:
+                super().__init__(ctx, input, name)
+            except ParseError as e:
+                self.deferred_error = e
+        if self.deferred_error is not None:
+            super().__init__(ctx, "", name)
         self._text = input
         self._line_starts: list[int] | None = None
         self.failed_op_position: int | None = None
@@ -79,8 +157,15 @@ class LocatingParser(Parser):
         xDSL reports values that are used but never defined at the end of the input;
         this reports them at their first use instead (same message).
         """
+        if self.deferred_error is not None:
+            raise _reworded(self.deferred_error)
         try:
             module = self.parse_module(allow_implicit_module)
+        except RecursionError:
+            # MAX_NESTING keeps brackets shallow; this is the backstop for other recursion.
+            raise ParseError(
+                self._current_span(), "input nested too deeply for the parser"
+            ) from None
         except ParseError as e:
             undefined = [
                 self._first_forward_use[n]
@@ -88,7 +173,7 @@ class LocatingParser(Parser):
                 if n in self._first_forward_use
             ]
             if not e.msg.startswith("values used but not defined") or not undefined:
-                raise
+                raise _reworded(e) from None
             first_use = min(undefined, key=lambda span: span.start)
             raise ParseError(first_use, e.msg) from None
         if module.location is UNKNOWN_LOC:
@@ -96,6 +181,73 @@ class LocatingParser(Parser):
                 StringAttr(self.lexer.input.name), IntAttr(0), IntAttr(0)
             )
         return module
+
+    def _parse_block(self) -> Block:
+        """xDSL's block parser, but a second definition of a block that was used before
+        its first definition is a "re-declaration" error (xDSL 0.75: KeyError)."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.CARET_IDENT:
+            name = token.text[1:]
+            entry = self.blocks.get(name)
+            if entry is not None and entry[1] is None and name not in self.forward_block_references:
+                raise ParseError(token.span, f"re-declaration of block '{name}'")
+        return super()._parse_block()
+
+    def _current_span(self) -> Span:
+        start = self.failed_op_position if self.failed_op_position is not None else self.pos
+        return Span(start, start + 1, self.lexer.input)
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """xDSL's dense parser, except that a splat keeps a single element.
+
+        xDSL repeats a splat value once per element while parsing (a MemoryError for
+        `dense<1.0> : tensor<2147483648xf32>`). RLX code reads a one-element dense attribute
+        of a larger type as a splat (`rlx.dtypes.from_dense_attr`, the reference, the
+        lowering, the LLVM emitter), and xDSL prints it as `dense<v>`.
+        """
+        if _SPLAT_RE.match(self._text, self.pos) is None:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        self.parse_punctuation("<", " in dense attribute")
+        hex_string = self.parse_optional_str_literal()
+        literal = None if hex_string is not None else self._parse_tensor_literal()
+        self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        element = type.element_type
+        numel = math.prod(type.get_shape())
+        if hex_string is not None:
+            try:
+                raw = bytes.fromhex(hex_string[2:])
+            except ValueError:
+                self.raise_error("Hex string in denseAttr is invalid")
+            splat = len(raw) == element.compile_time_size
+            attr = DenseIntOrFPElementsAttr(type, BytesAttr(raw if numel or not splat else b""))
+            if not splat and len(attr) != numel:
+                self.raise_error(
+                    f"Shape mismatch in dense literal. Expected {numel} "
+                    f"elements from the type, but got {len(attr)} elements."
+                )
+            return attr
+        assert literal is not None and len(literal[0]) == 1 and not literal[1]
+        value = literal[0][0].to_type(self, element)
+        if isinstance(element, IntegerType):
+            value = element.get_normalized_value(value)  # pyright: ignore[reportArgumentType]
+        raw = element.pack([value]) if numel else b""  # pyright: ignore[reportArgumentType]
+        return DenseIntOrFPElementsAttr(type, BytesAttr(raw))
+
+
+def _reworded(e: ParseError) -> ParseError:
+    """`e`, with xDSL 0.75's unformatted "Expected suffix identifier after {first_char}"
+    (a missing f-string prefix) spelled out."""
+    if "{first_char}" not in e.msg:
+        return e
+    prefix = e.span.input.content[e.span.start : e.span.start + 1]
+    return ParseError(
+        e.span, f"expected an identifier after '{prefix}' (e.g. {prefix}name or {prefix}0)"
+    )
 
 
 _SPLIT_MARKER_RE = re.compile(r"[ \t]*// -----[ \t\r]*\n?")

@@ -4,15 +4,16 @@ that determines the generated code, so a second compile of a graph costs millise
 Key = sha256 of: the module text after parsing/printing, the options (`options_key`), the
 entry name, the rlx version plus a fingerprint of the rlx sources (size + mtime of every
 .py file, so edited passes never reuse stale code), the xDSL/llvmlite versions, and the host
-CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` holds the signatures of
-the entry and of its `@prepare` (cache_param_invariant), the pipeline/dispatch/fusion
-reports, the graph-pass output text (`ir("rlx")`) and the sha256 of `<key>.ll` (the LLVM IR
-handed to the JIT); `load_artifact` rebuilds a runnable artifact from it. An entry that
-is unreadable, malformed, fails its hash or fails to JIT is ignored (and rebuilt by the
-caller), never fatal. Files are written atomically (temp file + rename). When the backend
-can, `<key>.o` also holds the host object code (hash-checked too): loading it skips LLVM
-optimisation and code generation, so a disk hit costs milliseconds; without it (or if it
-fails to load) the LLVM IR is JIT-compiled again.
+CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` (the manifest) holds the
+signatures of the entry and of its `@prepare` (cache_param_invariant), the
+pipeline/dispatch/fusion reports and the graph-pass output text (`ir("rlx")`); `<key>.ll`
+holds the LLVM IR handed to the JIT and, when the backend can, `<key>.o` the host object
+code (loading it skips LLVM optimisation and code generation, so a disk hit costs
+milliseconds). `rlx.runtime.cache_store` checks every entry before use (regular files of
+the recorded sizes, one checksum over all files) and caps the directory's size
+(`RLX_CACHE_MAX_MB`, least recently used entries evicted first). An entry that is
+unreadable, malformed, fails its checksum or fails to load is deleted and rebuilt by the
+caller, never fatal. Files are written atomically (temp file + rename).
 
 Location: `$RLX_CACHE_DIR`, else `$XDG_CACHE_HOME/rlx`, else `~/.cache/rlx`.
 `RLX_CACHE=0` (or false/off/no) disables both levels.
@@ -34,14 +35,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import rlx
-from rlx.runtime import blas
+from rlx.runtime import blas, cache_store
 from rlx.runtime.compiled import Artifact, Signature
 from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 if TYPE_CHECKING:
     from rlx.runtime.options import CompileOptions
 
-FORMAT = 2
 Loader = Callable[[dict[str, Any], str, bytes | None], Any]
 MEMORY_ENTRIES = 64
 
@@ -175,24 +175,24 @@ class CompileCache:
         llvm_ir: str,
         make_object: Callable[[], bytes] | None = None,
     ) -> None:
-        """Remember `artifact`; write the disk entry (object code too if `make_object`)."""
+        """Remember `artifact`; write the disk entry (object code too if `make_object`),
+        then evict old entries beyond `RLX_CACHE_MAX_MB` (a bad value raises ValueError)."""
         if not enabled():
             return
+        limit = cache_store.max_bytes()
         self._remember(key, artifact)
+        files = {".ll": llvm_ir.encode()}
+        if make_object is not None:
+            try:
+                obj = make_object()
+            except Exception:
+                obj = None  # object code is an optimisation: the IR alone is enough
+            if obj:
+                files[".o"] = obj
         try:
-            d = cache_dir() / key[:2]
-            d.mkdir(parents=True, exist_ok=True)
-            doc = {"format": FORMAT, "key": key, "llvm_ir_sha256": _sha(llvm_ir.encode()), **meta}
-            if make_object is not None:
-                try:
-                    obj = make_object()
-                except Exception:
-                    obj = None  # object code is an optimisation: the IR alone is enough
-                if obj:
-                    _atomic_write(d / f"{key}.o", obj)
-                    doc["object_sha256"] = _sha(obj)
-            _atomic_write(d / f"{key}.ll", llvm_ir.encode())
-            _atomic_write(d / f"{key}.json", json.dumps(doc).encode())
+            root = cache_dir()
+            cache_store.write_entry(root, key, meta, files)
+            cache_store.enforce_limit(root, limit)
         except OSError:
             pass  # a read-only or full cache dir must not fail the compile
 
@@ -204,42 +204,18 @@ class CompileCache:
                 self._mem.popitem(last=False)
 
     def _read_disk(self, key: str, load: Loader) -> Any:
-        d = cache_dir() / key[:2]
-        paths = [d / f"{key}.json", d / f"{key}.ll", d / f"{key}.o"]
-        if not paths[0].is_file():
-            return None
+        root = cache_dir()
         try:
-            meta = json.loads(paths[0].read_text())
-            ir = paths[1].read_text()
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
-                raise ValueError("stale or foreign cache entry")
-            if _sha(ir.encode()) != meta.get("llvm_ir_sha256"):
-                raise ValueError("LLVM IR does not match its hash")
-            obj = (
-                paths[2].read_bytes() if meta.get("object_sha256") and paths[2].is_file() else None
-            )
-            if obj is not None and _sha(obj) != meta["object_sha256"]:
-                obj = None  # corrupt object code: fall back to the IR
-            return load(meta, ir, obj)
+            entry = cache_store.read_entry(root, key)
+            if entry is None:
+                return None
+            meta, files = entry
+            return load(meta, files[".ll"].decode(), files.get(".o"))
         except Exception:
             with self._lock:
                 self.stats.disk_errors += 1
-            for p in paths:
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
+            cache_store.discard(root, key)
             return None
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 # ----------------------------------------------------------------------------- object code

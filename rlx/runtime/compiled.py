@@ -291,7 +291,15 @@ class CompiledGraph:
             self._prep_stale = True
 
     def set_params(self, params: Mapping[str, Any]) -> None:
+        """`set_param` for each `name: array` of a mapping (a dict, not a list)."""
+        if not isinstance(params, Mapping):
+            raise TypeError(
+                "set_params: expected a mapping of param name to array (e.g. a dict), "
+                f"got {type(params).__name__}; params: {', '.join(sorted(self.params)) or 'none'}"
+            )
         for k, v in params.items():
+            if not isinstance(k, str):
+                raise TypeError(f"set_params: param names are strings, got {k!r}")
             self.set_param(k, v)
 
     # ------------------------------------------------------------------ running

@@ -52,7 +52,7 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, option_pipeline
+from rlx.runtime import counters, llvm_worker, option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.jit import JitModule, to_llvm_ir
@@ -94,17 +94,11 @@ def _looks_like_path(s: str) -> bool:
 
 
 def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
-    """The first op (innermost first) that fails verification, with its error."""
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                if (bad := find_failure(child)) is not None:
-                    return bad
-    try:
-        op.verify(verify_nested_ops=False)
-    except DiagnosticException as e:
-        return op, e
-    return None
+    """The first op (innermost first) that fails verification (xDSL verifiers, dominance,
+    shape bounds: `rlx.ir_checks.find_failure`), with its error."""
+    from rlx.ir_checks import find_failure as find
+
+    return find(op)
 
 
 def _diag_text(
@@ -161,6 +155,10 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
     for f in funcs:
         if f.sym_name.data == entry:
+            if f.is_declaration:
+                raise CompileError(f"@{entry} is a declaration (no body): nothing to compile")
+            if f.sym_visibility is not None and f.sym_visibility.data == "private":
+                raise CompileError(f"@{entry} is private: the entry function must be public")
             return f
     names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
     raise CompileError(f"no function @{entry} in the module (functions: {names})")
@@ -407,6 +405,7 @@ def compile(
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"rlx.compile: options must be a CompileOptions, got {type(opts).__name__}")
     log = _Log(opts.verbose)
+    llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
     t0 = time.perf_counter()
     ctx = make_context()
     module, sources = load_module(source, ctx)

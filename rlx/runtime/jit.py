@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
-from rlx.runtime import blas, counters
+from rlx.runtime import blas, counters, llvm_worker
 from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 __all__ = ["JitModule", "compile_module", "ensure_runtime_symbols", "to_llvm_ir"]
@@ -71,14 +71,8 @@ class JitModule:
             tm = _target_machine(opt_level, self.cpu, self.features, jit=True)
             mod.triple = tm.triple
             mod.data_layout = str(tm.target_data)
-            if opt_level > 0:
-                pto = llvm_binding.create_pipeline_tuning_options(speed_level=opt_level)
-                pto.loop_vectorization = opt_level >= 2
-                pto.slp_vectorization = opt_level >= 2
-                pto.loop_interleaving = opt_level >= 2
-                pto.loop_unrolling = unroll and opt_level >= 2
-                pb = llvm_binding.create_pass_builder(tm, pto)
-                pb.getModulePassManager().run(mod, pb)
+            if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
+                mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
             engine = llvm_binding.create_mcjit_compiler(mod, tm)
             objects: list[bytes] = []
             # MCJIT hands over the object code it generates: the compile cache stores it,

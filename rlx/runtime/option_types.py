@@ -252,9 +252,20 @@ def _check_fusion_target(v: Any) -> str | None:
     return v
 
 
+MAX_ARENA_ALIGNMENT = 4096
+"""A page: larger alignments only waste memory (2**40 asked for a 1 TiB allocation)."""
+
+
 def _check_alignment(a: Any) -> int:
-    if isinstance(a, bool) or not isinstance(a, int) or a < 1 or a & (a - 1):
-        raise _bad("arena_alignment", a, "a power of two (1, 2, 4, ..., 64, 128, ...)")
+    if (
+        isinstance(a, bool)
+        or not isinstance(a, int)
+        or not 1 <= a <= MAX_ARENA_ALIGNMENT
+        or a & (a - 1)
+    ):
+        raise _bad(
+            "arena_alignment", a, f"a power of two from 1 to {MAX_ARENA_ALIGNMENT} (64, 128, ...)"
+        )
     return a
 
 

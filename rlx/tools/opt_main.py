@@ -774,26 +774,11 @@ class RlxOptMain(xDSLOptMain):
 def find_verification_failure(
     op: Operation,
 ) -> tuple[Operation, DiagnosticException] | None:
-    """Verify `op` and everything nested; return the first failing op and its error.
+    """Verify `op` and everything nested (xDSL verifiers, dominance, shape bounds); return
+    the first failing op and its error (see `rlx.ir_checks.find_failure`)."""
+    from rlx.ir_checks import find_failure
 
-    xDSL's `Operation.verify()` loses track of which nested op failed, so this walks the
-    IR and verifies each op non-recursively (nested ops first, as xDSL does).
-    """
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                if (failure := find_verification_failure(child)) is not None:
-                    return failure
-            if block.first_op is None:
-                try:
-                    block.verify()  # the "empty block needs a terminator" check
-                except DiagnosticException as e:
-                    return op, e
-    try:
-        op.verify(verify_nested_ops=False)
-    except DiagnosticException as e:
-        return op, e
-    return None
+    return find_failure(op)
 
 
 def _count_ops(module: ModuleOp) -> int:

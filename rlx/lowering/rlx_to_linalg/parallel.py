@@ -93,15 +93,12 @@ def _row_limit(op: Operation, rank: int) -> int | None:
 
 
 def _largest_divisor_at_most(n: int, bound: int) -> int:
-    best = 1
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            for d in (i, n // i):
-                if best < d <= bound:
-                    best = d
-        i += 1
-    return best
+    """The largest divisor of `n` that is <= `bound`: O(bound) steps, whatever `n` is (a
+    dimension of 2^62 must not cost 2^31 steps; `bound` is at most CHUNK_ELEMENTS)."""
+    for d in range(min(n, bound), 1, -1):
+        if n % d == 0:
+            return d
+    return 1
 
 
 def plan(op: Operation) -> Chunking | None:

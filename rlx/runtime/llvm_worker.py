@@ -1,0 +1,162 @@
+"""LLVM's optimisation pipeline, run in a helper process once a process has run it often.
+
+Why: llvmlite 0.50's new-pass-manager bindings leak native memory on every use of the
+default pipeline: `LLVMPY_CreatePassBuilder` allocates a `PassInstrumentationCallbacks`
+that nothing frees, every run registers the `StandardInstrumentations` callbacks into it,
+and building `buildPerModuleDefaultPipeline` alone keeps ~30 KB. Together about 65 KB per
+compiled module, whatever RLX frees (500 compiles: +33 MB RSS). A process that compiles
+many graphs therefore sends the pipeline to a helper process (this file run as a script:
+it imports llvmlite only) that is replaced every `WORKER_JOBS` modules, and gets the
+optimised module back as bitcode. Same LLVM, same target machine options: the same code.
+
+`RLX_LLVM_WORKER`: `auto` (default) runs the first `IN_PROCESS_RUNS` pipelines in process
+(a one-shot `rlx-run` pays no start-up) and the rest in the helper; `1` always uses the
+helper; `0` never. If the helper cannot run, the pipeline runs in process.
+
+This module is imported by `rlx.runtime.jit` and also executed as the helper's script, so
+at module level it imports only the standard library and llvmlite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from typing import IO, Any
+
+import llvmlite.binding as llvm
+
+IN_PROCESS_RUNS = 16
+"""With `RLX_LLVM_WORKER=auto`: pipelines run in this process before the helper is used."""
+WORKER_JOBS = 256
+"""Modules a helper optimises before it is replaced (bounds its own leak to ~17 MB)."""
+
+
+def _target_machine(opt_level: int, cpu: str, features: str) -> Any:
+    """The helper's copy of `llvm_host._target_machine(..., jit=True)` (importing that
+    module would import rlx); `test_memory_growth` checks both give the same code."""
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=cpu, features=features, opt=opt_level, codemodel="jitdefault", jit=True
+    )
+
+
+def run_pipeline(mod: Any, tm: Any, opt_level: int, unroll: bool) -> None:
+    """LLVM's default O<opt_level> module pipeline on `mod`, in place."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    pto.loop_vectorization = opt_level >= 2
+    pto.slp_vectorization = opt_level >= 2
+    pto.loop_interleaving = opt_level >= 2
+    pto.loop_unrolling = unroll and opt_level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def mode() -> str:
+    """`RLX_LLVM_WORKER` as "auto", "on" or "off"; ValueError naming it otherwise."""
+    v = os.environ.get("RLX_LLVM_WORKER", "auto").strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v in ("0", "false", "off", "no"):
+        return "off"
+    if v in ("1", "true", "on", "yes"):
+        return "on"
+    raise ValueError(f"RLX_LLVM_WORKER must be auto, 0 or 1, got {v!r}")
+
+
+class _Worker:
+    """One helper process and the pipes to it; used under the caller's lock."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-P", os.path.abspath(__file__)],  # -P: no rlx/runtime on sys.path
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.jobs = 0
+        self.owner = os.getpid()
+
+    def optimise(self, bitcode: bytes, request: dict[str, Any]) -> bytes:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.jobs += 1
+        header = json.dumps({**request, "n": len(bitcode)}).encode() + b"\n"
+        self.proc.stdin.write(header + bitcode)
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline() or b'{"ok": false, "error": "exited"}')
+        if not reply.get("ok"):
+            raise RuntimeError(f"LLVM helper process failed: {reply.get('error')}")
+        data = self.proc.stdout.read(int(reply["n"]))
+        if len(data) != reply["n"]:
+            raise RuntimeError("LLVM helper process: short reply")
+        return data
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+_STATE_LOCK = threading.Lock()
+_runs = 0
+_worker: _Worker | None = None
+_failures = 0
+MAX_FAILURES = 3
+"""After this many helper failures the process stops trying (e.g. it cannot be started)."""
+
+
+def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll: bool) -> Any:
+    """`mod` optimised at `opt_level` for `tm`: `mod` itself (in process) or a new module
+    parsed from the helper's bitcode. Callers hold the JIT's LLVM lock."""
+    global _runs, _worker, _failures
+    setting = mode()
+    with _STATE_LOCK:
+        _runs += 1
+        isolate = setting == "on" or (setting == "auto" and _runs > IN_PROCESS_RUNS)
+        if _worker is not None and _worker.owner != os.getpid():
+            _worker = None  # a forked child: the pipes belong to the parent
+        if isolate and _failures < MAX_FAILURES:
+            request = {"opt": opt_level, "cpu": cpu, "features": features, "unroll": unroll}
+            try:
+                if _worker is None or _worker.jobs >= WORKER_JOBS:
+                    if _worker is not None:
+                        _worker.close()
+                    _worker = _Worker()
+                new = llvm.parse_bitcode(_worker.optimise(mod.as_bitcode(), request))
+                new.name, new.triple, new.data_layout = mod.name, mod.triple, mod.data_layout
+                return new
+            except (OSError, ValueError, RuntimeError):
+                _failures += 1
+                if _worker is not None:
+                    _worker.close()
+                _worker = None  # start a fresh helper next time; this module: in process
+    run_pipeline(mod, tm, opt_level, unroll)
+    return mod
+
+
+def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    """The helper's loop: a JSON header line and bitcode in, a JSON line and bitcode out."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    while header := inp.readline():
+        try:
+            req = json.loads(header)
+            mod = llvm.parse_bitcode(inp.read(int(req["n"])))
+            tm = _target_machine(int(req["opt"]), req["cpu"], req["features"])
+            run_pipeline(mod, tm, int(req["opt"]), bool(req["unroll"]))
+            data = mod.as_bitcode()
+            out.write(json.dumps({"ok": True, "n": len(data)}).encode() + b"\n" + data)
+        except Exception as e:  # reported to the parent, which falls back to in-process
+            out.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"}).encode())
+            out.write(b"\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    _serve(sys.stdin.buffer, sys.stdout.buffer)
