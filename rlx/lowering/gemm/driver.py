@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from xdsl.dialects import func, memref
@@ -212,6 +212,9 @@ def emit_gemm(
         return False
     sa, so = list(shape(a)), list(shape(out))
     plan = _plan(tile, sa, sb, so)
+    if plan.rows < tile.mr:  # a few rows (decode-like): a shorter tile, no wasted rows
+        tile = replace(tile, mr=plan.rows, mc=plan.rows)
+        plan = _plan(tile, sa, sb, so)
     m, k, n = sa[-2], sa[-1], sb[-1]
     na, nbb = prod(plan.a_batch), prod(plan.b_batch)
 
