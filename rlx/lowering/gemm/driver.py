@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
@@ -41,13 +42,15 @@ from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.packing import loader, pack, packed_type, panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
-from rlx.lowering.rlx_to_linalg.kernels import Kernels, attr_text
+
+if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 SERIAL_MACS = 1 << 18
 """GEMMs with fewer multiply-adds (tens of microseconds) run on the calling thread."""
 
-EpilogueFn = Callable[[KernelBuilder, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
+EpilogueFn = Callable[["KernelBuilder", SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
 """`fn(kb, acc, out_index, operands)`: the final f32 value of one output element."""
 
 
@@ -63,8 +66,27 @@ class Epilogue:
 
 
 def _owner(kb: KernelBuilder) -> Kernels | None:
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
+
     owner = getattr(kb._globals, "__self__", None)  # the Kernels registry building this kernel
     return owner if isinstance(owner, Kernels) else None
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return tuple(t.get_shape())
+
+
+def elem(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return t.element_type
+
+
+def attr_text(t: Attribute) -> str:
+    """Printed type (part of a kernel's dedup key)."""
+    return str(t)
 
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)

@@ -20,13 +20,17 @@ plus add elsewhere (the portable tile).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.dialects import llvm, scf
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from rlx.lowering.gemm.target import Tile
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
-from rlx.lowering.rlx_to_linalg.kernels import Kernels
+
+if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 ARGS = ("kc", "a", "b", "c", "ldc", "accumulate")
 """The microkernel's arguments, all `index`."""

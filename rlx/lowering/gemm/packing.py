@@ -14,13 +14,16 @@ strides and padding.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import SSAValue
 
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 
-Loader = Callable[[KernelBuilder, SSAValue, SSAValue], SSAValue]
+
+Loader = Callable[["KernelBuilder", SSAValue, SSAValue], SSAValue]
 """`load(kb, row, col)`: the f32 value of the logical matrix at (row, col)."""
 
 
