@@ -1,19 +1,26 @@
 """RLX against its peers on the same workloads, in one process.
 
-    .venv/bin/python bench/peers.py [--quick] [--reps N] [--threads N] [--json PATH]
+    .venv/bin/python bench/peers.py [--quick] [--reps N] [--threads N] [--generated] [--json PATH]
 
 Workloads (bench/common.py): gelu_tanh(x*a+b) 4096x4096, softmax 2048x2048, layer_norm
 8192x768, matmul 1024^3, MLP 256x768 -> 3072 -> 768 (bias, erf GELU), one BERT encoder
 layer (seq 128, hidden 384, 12 heads, FFN 1536) and the all-MiniLM-L6-v2-shaped sentence
 encoder (6 layers, batch 1, seq 128, random weights; `--quick` halves only the first
 four sizes). Peers: NumPy (always), onnxruntime (graphs built with onnx.helper, opset 20,
-ORT_ENABLE_ALL; the MiniLM graph in bench/minilm.py) and PyTorch (CPU, eager, no_grad;
-MiniLM as an nn.Module with Hugging Face parameter names) when installed
-(`pip install -e .[bench]`). Prints, per workload, the median run time of each, the ratio
+ORT_ENABLE_ALL; the MiniLM graph in bench/minilm.py), OpenVINO (the same ONNX graphs, CPU
+plugin, latency hint, f32 inference precision) and PyTorch (CPU, eager, no_grad; MiniLM as
+an nn.Module with Hugging Face parameter names) when installed (`pip install -e .[bench]`,
+`pip install openvino`; a missing peer prints one skip line and an empty column). RLX
+compiles every workload with `cache_param_invariant=True` (weight-only work, including the
+packing of matmul weights for the generated GEMM, runs once after `set_params`, as
+onnxruntime and OpenVINO pre-pack at session creation). `--generated` sets `RLX_BLAS=0`:
+every RLX matmul uses the generated GEMM, never OpenBLAS (the default picks per shape
+class; `RLX_BLAS=1` forces OpenBLAS). Prints, per workload, the median run time of each, the ratio
 RLX / best peer (< 1: RLX faster) and each one's max |error| against NumPy; writes
 everything to bench/peers.json (gitignored). Also times the encoder layer's compile: cold
-(empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime
-and torch at N threads (default: each library's own default).
+(empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime,
+OpenVINO, torch and RLX's pool at N threads (default: each library's own default);
+`--only matmul,mlp` runs only the workloads whose names start so.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from pathlib import Path
 
 if "--threads" in sys.argv[:-1]:  # before numpy/BLAS are loaded (bench/common.py)
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+if "--generated" in sys.argv:  # read when RLX compiles a matmul
+    os.environ["RLX_BLAS"] = "0"
 
 from common import (
     ENC,
@@ -47,6 +56,8 @@ from common import (
 )
 
 import numpy as np  # isort: skip
+
+import rlx  # isort: skip
 
 Runner = Callable[[], np.ndarray]
 
@@ -149,6 +160,34 @@ def ort_runner(w: Workload) -> Runner | None:
     return lambda: sess.run(None, feed)[0]
 
 
+# ----------------------------------------------------------------------------- OpenVINO
+def ov_runner(w: Workload) -> Runner | None:
+    """The onnxruntime graph on OpenVINO's CPU plugin (latency hint, f32 precision)."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    model = _onnx_model(w)
+    if model is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "model.onnx"
+        path.write_bytes(model.SerializeToString())  # type: ignore[attr-defined]
+        core = ov.Core()
+        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
+        if THREADS:
+            config["INFERENCE_NUM_THREADS"] = str(THREADS)
+        compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+    req = compiled.create_infer_request()
+    feed = dict(w.inputs)
+
+    def run() -> np.ndarray:
+        req.infer(feed)
+        return np.array(req.get_output_tensor(0).data)
+
+    return run
+
+
 # ----------------------------------------------------------------------------- torch
 def torch_runner(w: Workload) -> Runner | None:
     try:
@@ -216,7 +255,6 @@ def torch_runner(w: Workload) -> Runner | None:
 def compile_times(reps: int) -> dict[str, float]:
     """Encoder layer compile (s): cache miss (empty cache dir and memory), disk hit (memory
     cleared) and memory hit; medians over `reps`, in this already warmed-up process."""
-    import rlx
     from rlx.runtime.cache import CACHE
 
     w = next(x for x in workloads(True) if x.tags.get("encoder"))
@@ -254,24 +292,39 @@ def compile_times(reps: int) -> dict[str, float]:
 def main() -> None:
     ap = arg_parser(__doc__)
     ap.add_argument("--json", default=str(Path(__file__).with_name("peers.json")))
+    ap.add_argument("--generated", action="store_true",
+                    help="RLX_BLAS=0: RLX's matmuls on the generated GEMM, OpenBLAS off")  # fmt: skip
+    ap.add_argument("--only", default="",
+                    help="comma-separated workload name prefixes, e.g. matmul,mlp,encoder")  # fmt: skip
     args = ap.parse_args()
     reps = reps_of(args)
-    info = machine()
+    info = machine() | {"rlx_gemm": "generated (RLX_BLAS=0)" if args.generated else "default"}
     print(info)
+    for peer, mod in (("onnxruntime", "onnxruntime"), ("openvino", "openvino"), ("torch", "torch")):
+        try:
+            __import__(mod)
+        except ImportError:
+            print(f"skip {peer}: not installed (pip install {mod}); its column stays empty")
     rows: list[dict[str, object]] = []
-    peers = ("numpy", "onnxruntime", "torch")
+    peers = ("numpy", "onnxruntime", "openvino", "torch")
     print(
         f"{'workload':36} {'rlx ms':>9} "
         + " ".join(f"{p + ' ms':>14}" for p in peers)
-        + f" {'rlx/best':>8}  max err (rlx, ort, torch)"
+        + f" {'rlx/best':>8}  max err (rlx, ort, ov, torch)"
     )
+    only = [p for p in args.only.split(",") if p]
     for w in workloads(args.quick):
+        if only and not any(w.name.startswith(p) for p in only):
+            continue
         ref = w.numpy(w.inputs, w.params)
+        if w.params and w.options is None:
+            w.options = rlx.CompileOptions(cache_param_invariant=True)
         c, _ = compile_rlx(w)
         runners: dict[str, Runner | None] = {
             "rlx": run_rlx(c, w),
             "numpy": lambda w=w: w.numpy(w.inputs, w.params),
             "onnxruntime": ort_runner(w),
+            "openvino": ov_runner(w),
             "torch": torch_runner(w),
         }
         ms: dict[str, float | None] = {}
@@ -292,14 +345,17 @@ def main() -> None:
             f"{v:14.3f}" if v is not None else f"{'-':>14}" for v in (ms[p] for p in peers)
         )
         errs = ", ".join(
-            "-" if err[k] is None else f"{err[k]:.1e}" for k in ("rlx", "onnxruntime", "torch")
+            "-" if err[k] is None else f"{err[k]:.1e}"
+            for k in ("rlx", "onnxruntime", "openvino", "torch")
         )
         print(f"{w.name:36} {ms['rlx']:9.3f} {cells} {ratio:8.2f}  {errs}")
-    ct = compile_times(3)
-    print(
-        f"encoder layer compile: cold {ct['encoder_cold_s']:.2f} s, disk cache hit "
-        f"{ct['encoder_disk_hit_s'] * 1e3:.1f} ms, memory hit {ct['encoder_memory_hit_s'] * 1e3:.1f} ms"
-    )
+    ct = compile_times(3) if not only or any("encoder".startswith(p) for p in only) else {}
+    if ct:
+        print(
+            f"encoder layer compile: cold {ct['encoder_cold_s']:.2f} s, disk cache hit "
+            f"{ct['encoder_disk_hit_s'] * 1e3:.1f} ms, memory hit "
+            f"{ct['encoder_memory_hit_s'] * 1e3:.1f} ms"
+        )
     Path(args.json).write_text(
         json.dumps({"machine": info, "quick": args.quick, "rows": rows, "compile": ct}, indent=1)
     )

@@ -17,6 +17,7 @@ _PASSES: dict[str, str] = {
     "convert-rlx-to-linalg": "rlx.lowering.convert_rlx_to_linalg:ConvertRlxToLinalgPass",
     "convert-to-llvm": "rlx.lowering.convert_to_llvm:ConvertToLLVMPass",
     "lower-to-llvm": "rlx.lowering.lower_to_llvm:LowerToLLVMPass",
+    "pack-weights": "rlx.lowering.pack_weights:PackWeights",
     "plan-memory": "rlx.lowering.plan_memory:PlanMemoryPass",
     "split-graph": "rlx.lowering.split_graph:SplitGraphPass",
 }

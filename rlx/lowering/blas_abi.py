@@ -22,6 +22,16 @@ def enabled() -> bool:
     return os.environ.get("RLX_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def gemm_mode() -> str:
+    """Which GEMM a matmul prefers: "blas" (`RLX_BLAS=1`: OpenBLAS wherever it applies),
+    "generated" (`RLX_BLAS=0`: never OpenBLAS) or "auto" (unset: the faster one per shape
+    class, `rlx.lowering.rlx_to_linalg.matmul.prefer_blas`)."""
+    raw = os.environ.get("RLX_BLAS", "").strip().lower()
+    if not raw:
+        return "auto"
+    return "generated" if raw in ("0", "false", "no", "off") else "blas"
+
+
 def _capsule_pointer(capsule: object) -> int:
     api = ctypes.pythonapi
     api.PyCapsule_GetName.restype = ctypes.c_char_p

@@ -549,6 +549,17 @@ class _FunctionEmitter:
                 f"  {self.names[op.res]} = insertvalue {self.typed(op.container)}, "
                 f"{self.typed(op.value)}, {pos}"
             )
+        elif isinstance(op, llvm.InsertElementOp):
+            lines.append(
+                f"  {self.names[op.res]} = insertelement {self.typed(op.vector)}, "
+                f"{self.typed(op.value)}, {self.typed(op.index)}"
+            )
+        elif isinstance(op, llvm.ShuffleVectorOp):
+            mask = [f"i32 {m}" for m in op.mask.iter_values()]
+            lines.append(
+                f"  {self.names[op.res]} = shufflevector {self.typed(op.v1)}, "
+                f"{self.typed(op.v2)}, <{len(mask)} x i32> <{', '.join(mask)}>"
+            )
         elif isinstance(op, llvm.UnreachableOp):
             lines.append("  unreachable")
         else:

@@ -123,6 +123,15 @@ def _publish(found: dict[str, int]) -> None:
     _ENGINES.append((engine, mod))
 
 
+def cache_key() -> str:
+    """What of the GEMM choice compiled code depends on (part of the compile-cache key):
+    BLAS availability, the mode (`gemm_mode`) and the generated GEMM's tile ISA."""
+    from rlx.lowering.blas_abi import gemm_mode
+    from rlx.lowering.gemm.target import isa
+
+    return f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()}"
+
+
 def register() -> dict[str, int]:
     """Publish the BLAS GEMMs to the JIT (once per process, whether or not enabled);
     {dtype: address of the GEMM}, empty when SciPy is missing."""

@@ -112,7 +112,7 @@ def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -
     h = hashlib.sha256()
 
     # Code compiled where BLAS was available calls it: never load it where it is not.
-    blas_key = f"blas={blas.available('f32')},{blas.available('f64')}"
+    blas_key = blas.cache_key()
     for part in (
         module_text,
         options_key(opts),

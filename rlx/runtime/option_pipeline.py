@@ -8,7 +8,7 @@ options into the ordered pass list plus a per-field report.
 
 Order: scaled-quant -> bind-params -> bind-quant-params -> bind-dims -> canonicalize -> dce ->
 constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
-scan-unroll -> precision -> rng | convert-rlx-to-linalg -> plan-memory -> split-graph |
+scan-unroll -> precision -> pack-weights -> rng | convert-rlx-to-linalg -> plan-memory -> split-graph |
 LOOPS_TO_LLVM.
 Scaled quantization comes first so hoisting and folding see the weight-side quantization;
 hoisting precedes fusion (as in RLX) so fused ops do not hide weight-only compute; precision
@@ -65,6 +65,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("legalize"),
     Stage("scan-unroll"),
     Stage("precision"),
+    Stage("pack-weights"),
     Stage("rng"),
     Stage("convert-rlx-to-linalg", "lower"),
     Stage("plan-memory", "lower"),
@@ -163,6 +164,8 @@ ROWS: tuple[Row, ...] = (
     Row("scan_unroll_max_length", "scan-unroll", lambda o: o.scan_unroll_max_length() > 0,
         lambda o, w: {"max_length": o.scan_unroll_max_length()}),
     Row("cache_param_invariant", "hoist-param-invariant", lambda o: o.cache_param_invariant()),
+    Row("cache_param_invariant", "pack-weights", lambda o: o.cache_param_invariant(),
+        note="matmul weights packed once in @prepare for the generated GEMM"),
     Row("policy", "precision", lambda o: o.policy() is not None, _policy),
     Row("precision", "precision", lambda o: o.precision() != "f32", lambda o, w: {"precision": o.precision()},
         note="without a policy: the whole graph in that type, f32 I/O (a policy overrides it)"),
@@ -360,7 +363,9 @@ class ReportProbe:
             before, after, supported_ops=self.opts.supported_ops() or (), policy=kd.policy,
             force_common_kinds=kd.force_common_kinds, force_native_kinds=kd.force_native_kinds,
         )  # fmt: skip
-        self.texts["dispatch"] = rep.format()
+        from rlx.lowering.gemm.report import gemm_lines
+
+        self.texts["dispatch"] = rep.format() + gemm_lines(module)
         self.texts.setdefault(
             "fusion",
             "fusion report: the fusion pass did not run (fusion_target none or skip_fusion)\n",

@@ -689,7 +689,9 @@ class RlxOptMain(xDSLOptMain):
             force_common_kinds=force_common,
             force_native_kinds=force_native,
         )
-        return report.format()
+        from rlx.lowering.gemm.report import gemm_lines
+
+        return report.format() + gemm_lines(after)
 
     # ----------------------------------------------------------------------------------
     # Output

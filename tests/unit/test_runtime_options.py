@@ -160,6 +160,7 @@ REGISTRY = {
     "bind-params": lambda: _fake("bind-params", path=""),
     "fusion": lambda: _fake("fusion", target="cpu", swiglu=True, max_steps=0, assert_clean=False),
     "scan-unroll": lambda: _fake("scan-unroll", max_length=64),
+    "pack-weights": lambda: _fake("pack-weights", width=0),
     "rng": lambda: _fake("rng", seed=42, backend="philox"),
     "convert-rlx-to-linalg": lambda: _fake("convert-rlx-to-linalg"),
     "plan-memory": lambda: _fake("plan-memory", alignment=64),
@@ -221,8 +222,8 @@ def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
     assert "dce" not in names and "canonicalize" not in names and "fusion" not in names
     assert names == [
         "scaled-quant", "bind-dims", "constant-folding", "hoist-param-invariant", "kernel-dispatch",
-        "legalize", "scan-unroll", "precision", "rng", "convert-rlx-to-linalg", "plan-memory",
-        "split-graph",
+        "legalize", "scan-unroll", "precision", "pack-weights", "rng", "convert-rlx-to-linalg",
+        "plan-memory", "split-graph",
     ]  # fmt: skip
     assert all("not yet" not in r.line() for r in plan.report)
 

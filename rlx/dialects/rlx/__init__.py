@@ -85,13 +85,15 @@ OP_CLASSES: dict[str, str] = {
     "rlx.fused_swiglu": "fused:FusedSwigluOp",
     "rlx.fused_residual_layer_norm": "fused:FusedResidualLayerNormOp",
     "rlx.fused_residual_rms_norm": "fused:FusedResidualRmsNormOp",
+    "rlx.pack_rhs": "gemm:PackRhsOp",
+    "rlx.packed_matmul": "gemm:PackedMatmulOp",
 }
 """Op name -> "submodule:Class", in the dialect's op order (`RLX_OPS`, `Rlx.operations`).
 
 Kept in sync with the op definitions by tests/unit/test_startup.py."""
 
 _SUBMODULES = frozenset(
-    {"base", "compute", "control", "elementwise", "fused", "leaves", "quant", "shape"}
+    {"base", "compute", "control", "elementwise", "fused", "gemm", "leaves", "quant", "shape"}
 )
 _MODULE_EXPORTS: dict[str, str] = {"UNARY_OPS": "elementwise", "BINARY_OPS": "elementwise"}
 _CLASS_MODULES: dict[str, str] = {

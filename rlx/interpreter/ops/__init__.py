@@ -6,6 +6,7 @@ Importing this package fills `REGISTRY` (op name -> (function, operand-count ran
 from rlx.interpreter.ops import (  # noqa: F401  (imported for registration)
     elementwise,
     fused,
+    gemm,
     nn,
     quant,
     reduce,

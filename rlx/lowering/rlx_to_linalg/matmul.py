@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
     MemRefType,
     NoneAttr,
+    StringAttr,
+    f32,
     i8,
     i32,
 )
@@ -33,7 +35,12 @@ from xdsl.ir.affine import AffineMap
 
 from rlx.dialects.rlx.compute import MatmulOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp, FusedSwigluOp
-from rlx.lowering.blas_abi import SYMBOLS, available
+from rlx.dialects.rlx.gemm import PackedMatmulOp, PackRhsOp
+from rlx.lowering.blas_abi import SYMBOLS, available, gemm_mode
+from rlx.lowering.gemm.driver import Epilogue, eligible_types, emit_gemm
+from rlx.lowering.gemm.driver import eligible as gemm_eligible
+from rlx.lowering.gemm.packing import loader, pack
+from rlx.lowering.gemm.target import host_tile
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
@@ -95,11 +102,10 @@ def matmul_into(kb: KernelBuilder, a: SSAValue, b: SSAValue, acc: SSAValue) -> N
     )
 
 
-def _blas_dtype(*vals: SSAValue) -> str | None:
-    """Element type "f32"/"f64" when every buffer has that element type and an identity layout."""
+def _blas_dtype_t(*types: Attribute) -> str | None:
+    """Element type "f32"/"f64" when every type is a memref of it with an identity layout."""
     kinds = set()
-    for v in vals:
-        t = v.type
+    for t in types:
         if not isinstance(t, MemRefType) or not isinstance(t.layout, NoneAttr):
             return None
         e = t.element_type
@@ -107,6 +113,15 @@ def _blas_dtype(*vals: SSAValue) -> str | None:
             "f32" if isinstance(e, Float32Type) else "f64" if isinstance(e, Float64Type) else ""
         )
     return kinds.pop() if len(kinds) == 1 and "" not in kinds else None
+
+
+def _blas_dtype(*vals: SSAValue) -> str | None:
+    """`_blas_dtype_t` of the values' types."""
+    return _blas_dtype_t(*(v.type for v in vals))
+
+
+def shape_of_type(t: Attribute) -> tuple[int, ...]:
+    return tuple(t.get_shape()) if isinstance(t, MemRefType) else ()
 
 
 def _declare(
@@ -250,12 +265,74 @@ def blas_gemm(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> boo
     return True
 
 
+SMALL_GEMM_MACS = 1 << 19
+"""At most this many multiply-adds (a 128x32x128 attention head, 64^3), OpenBLAS is faster."""
+
+
+def prefer_blas(m: int, n: int, k: int) -> bool:
+    """The measured rule of the default ("auto") mode: f32 GEMMs OpenBLAS does faster than
+    the generated GEMM (docs/performance.md, "Generated GEMM"): the small ones, where
+    OpenBLAS's per-call cost is lower (one thread: 64^3 61 vs 48 GFLOP/s, 128x32x128 84 vs
+    69; from 128x64x128 on within +-5 %, and the generated GEMM scales better on two)."""
+    return m * n * k <= SMALL_GEMM_MACS
+
+
+def path_for_types(a: Attribute, b: Attribute, out: Attribute) -> str:
+    """ "blas", "generated" or "loops" for out = a @ b of these memref types (the rule of
+    `gemm_path`, also used by the dispatch report on tensor types via `memref_of`)."""
+    mode = gemm_mode()
+    sa, sb = shape_of_type(a), shape_of_type(b)
+    big = len(sa) >= 2 and len(sb) >= 2 and sa[-2] * sa[-1] * sb[-1] >= BLAS_MIN_MNK
+    blas_ok = big and mode != "generated" and _blas_dtype_t(a, b, out) is not None
+    gen_ok = eligible_types(a, b, out)
+    if blas_ok and (mode == "blas" or not gen_ok or prefer_blas(sa[-2], sb[-1], sa[-1])):
+        return "blas"
+    return "generated" if gen_ok else "loops"
+
+
+def gemm_path(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> str:
+    """ "blas", "generated" or "loops": the implementation of out = a @ b."""
+    path = path_for_types(a.type, b.type, out.type)
+    return "loops" if path == "generated" and not _owner_ok(kb) else path
+
+
+def _owner_ok(kb: KernelBuilder) -> bool:
+    return isinstance(getattr(kb._globals, "__self__", None), Kernels)
+
+
+def _record(kb: KernelBuilder, path: str) -> None:
+    """Note the GEMM implementation on the kernel function (`rlx.gemm`), for reports;
+    the loop nest has none."""
+    fn = kb.entry.parent_op()
+    if isinstance(fn, func.FuncOp) and path != "loops":
+        label = f"generated {host_tile().name}" if path == "generated" else path
+        fn.attributes["rlx.gemm"] = StringAttr(label)
+
+
+def gemm_into(
+    kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue, epilogue: Epilogue | None = None
+) -> bool:
+    """out = epilogue(a @ b) through OpenBLAS or the generated GEMM (`gemm_path`); False
+    (nothing emitted) when neither applies. With OpenBLAS the epilogue is not applied
+    (the caller runs it as a separate pass) and `out` must be f32/f64."""
+    path = gemm_path(kb, a, b, out)
+    if path == "blas" and blas_gemm(kb, a, b, out):
+        _record(kb, "openblas")
+        return True
+    if path == "generated" or (path == "blas" and gemm_eligible(a, b, out)):
+        if emit_gemm(kb, a, b, out, epilogue):
+            _record(kb, "generated")
+            return True
+    return False
+
+
 def emit_matmul(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     out = outs[0]
-    if blas_gemm(kb, ins[0], ins[1], out):
+    if gemm_into(kb, ins[0], ins[1], out):
         return
+    _record(kb, "loops")
     acc = accumulator(kb, out)
     matmul_into(kb, ins[0], ins[1], acc)
     if acc is not out:
@@ -263,15 +340,39 @@ def emit_matmul(
         kb.generic([acc], [out], [identity(n)] * 2, [PARALLEL] * n, lambda v, _o: [v])
 
 
+def _activation(op: Operation) -> str:
+    """The `activation` attribute of a fused or packed matmul."""
+    return str(op.activation)  # type: ignore[attr-defined]
+
+
+def _bias_epilogue(bias: SSAValue, out_shape: Sequence[int], act: str) -> Epilogue:
+    """acc + bias (NumPy-broadcast to the output), then the activation."""
+    bs = shape(bias)
+    off = len(out_shape) - len(bs)
+
+    def fn(kb: KernelBuilder, v: SSAValue, idx: list[SSAValue], ops: list[SSAValue]) -> SSAValue:
+        bidx = [kb.idx(0) if d == 1 else idx[off + i] for i, d in enumerate(bs)]
+        return activation(kb, act, kb.addf(v, kb.load_c(ops[0], bidx)))
+
+    return Epilogue(fn, [bias], f"bias+{act}")
+
+
 def emit_fused_matmul_bias_act(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    act = op.activation
-    assert act is not None
+    act = _activation(op)
     x, w, bias = ins
     out = outs[0]
+    if gemm_path(kb, x, w, out) == "generated" and emit_gemm(
+        kb, x, w, out, _bias_epilogue(bias, shape(out), act)
+    ):
+        _record(kb, "generated")
+        return
     acc = accumulator(kb, out)
-    if not (acc is out and blas_gemm(kb, x, w, out)):
+    if acc is out and gemm_path(kb, x, w, out) == "blas" and blas_gemm(kb, x, w, out):
+        _record(kb, "openblas")
+    else:
+        _record(kb, "loops")
         matmul_into(kb, x, w, acc)
     n = len(shape(out))
     bmap = bcast_map(shape(bias), shape(out))
@@ -300,14 +401,18 @@ def emit_fused_swiglu(
             kb.subview(ins[0], [*zeros, 0], os_),
             kb.subview(ins[0], [*zeros, os_[-1]], os_),
         )
-        gate, up = (first, second) if op.gate_first else (second, first)
+        gate, up = (
+            (first, second) if op.gate_first else (second, first)  # type: ignore[attr-defined]
+        )
         kb.generic([gate, up], [out], [identity(n)] * 3, [PARALLEL] * n,
                    lambda g, u, _o: [kb.mulf(activation(kb, "silu", g), u)])  # fmt: skip
         return
     x, wg, wu = ins
     ag = accumulator(kb, out)
     au = kb.scratch(shape(out), elem(ag))
-    if not (ag is out and blas_gemm(kb, x, wg, ag) and blas_gemm(kb, x, wu, au)):
+    fast = (ag is out or isinstance(elem(ag), Float32Type)) and elem(ag) == elem(au)
+    if not (fast and gemm_into(kb, x, wg, ag) and gemm_into(kb, x, wu, au)):
+        _record(kb, "loops")
         kb.fill(ag, 0.0)
         kb.fill(au, 0.0)
         a_map, g_map, o_map, iters = mm_maps(shape(x), shape(wg), shape(out))
@@ -323,7 +428,65 @@ def emit_fused_swiglu(
     kb.generic(ins2, [out], [identity(n)] * (len(ins2) + 1), [PARALLEL] * n, epi)
 
 
+def _width(op: Operation, name: str) -> int:
+    """An integer attribute (`width`, `n`) of the packed ops."""
+    return int(getattr(op, name))
+
+
+def emit_pack_rhs(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """w [K, N] -> panels [P, K, width] (`rlx.lowering.gemm.packing.pack`)."""
+    k, n = shape(ins[0])
+    pack(kb, outs[0], [], n, k, _width(op, "width"), loader(ins[0], [], True))
+
+
+def emit_packed_matmul(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """The generated GEMM on pre-packed panels; when their width is not the host tile's
+    (a module packed for another CPU), unpack into a scratch [K, N] and lower as a
+    (fused) matmul."""
+    x, wp = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 else None
+    out = outs[0]
+    act = _activation(op)
+    epi = _bias_epilogue(bias, shape(out), act) if bias is not None else None
+    if epi is None and act != "none":
+        epi = Epilogue(lambda kb_, v, _i, _o: activation(kb_, act, v), [], act)
+    if emit_gemm(kb, x, wp, out, epi, packed=True):
+        _record(kb, "generated")
+        return
+    p, k, w = shape(wp)
+    n = _width(op, "n")
+    full = kb.scratch([k, n], f32)
+    with kb.nest([k, n]) as (ki, j):
+        q = kb.idiv(j, w)
+        c = kb.v(arith.RemUIOp(j, kb.idx(w)))
+        kb.store(kb.load(wp, [q, ki, c]), full, [ki, j])
+    wide = x if isinstance(elem(x), Float32Type) else None
+    if wide is None:
+        wide = kb.scratch(shape(x), f32)
+        nx = len(shape(x))
+        kb.generic([x], [wide], [identity(nx)] * 2, [PARALLEL] * nx, lambda v, _o: [v])
+    acc = out if isinstance(elem(out), Float32Type) else kb.scratch(shape(out), f32)
+    if not gemm_into(kb, wide, full, acc):
+        _record(kb, "loops")
+        matmul_into(kb, wide, full, acc)
+    nd = len(shape(out))
+    ins2 = [acc] + ([bias] if bias is not None else [])
+    maps = [identity(nd)] + ([bcast_map(shape(bias), shape(out))] if bias is not None else [])
+
+    def fin(*vals: SSAValue) -> list[SSAValue]:
+        v = vals[0] if bias is None else kb.addf(vals[0], vals[1])
+        return [activation(kb, act, v)]
+
+    kb.generic(ins2, [out], [*maps, identity(nd)], [PARALLEL] * nd, fin)
+
+
 LOWERINGS: dict[type[Operation], Emitter] = {
+    PackRhsOp: emit_pack_rhs,
+    PackedMatmulOp: emit_packed_matmul,
     MatmulOp: emit_matmul,
     FusedMatmulBiasActOp: emit_fused_matmul_bias_act,
     FusedSwigluOp: emit_fused_swiglu,

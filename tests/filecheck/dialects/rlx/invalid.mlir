@@ -630,3 +630,67 @@ func.func @conv_activation_unknown(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf
   %0 = rlx.conv2d %x, %w {activation = "tanh"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%w: tensor<2x64x40xf32>) {
+  // expected-error @+1 {{pack_rhs needs a rank-2 operand [K, N], got tensor<2x64x40>}}
+  %p = rlx.pack_rhs %w {width = 16 : i64} : (tensor<2x64x40xf32>) -> tensor<3x64x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x40xf32>) {
+  // expected-error @+1 {{attribute 'width' must be a positive integer}}
+  %p = rlx.pack_rhs %w {width = 0 : i64} : (tensor<64x40xf32>) -> tensor<3x64x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x40xi32>) {
+  // expected-error @+1 {{pack_rhs needs a float operand, got i32}}
+  %p = rlx.pack_rhs %w {width = 16 : i64} : (tensor<64x40xi32>) -> tensor<3x64x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x64xf32>, %p: tensor<3x64x16xf32>) {
+  // expected-error @+1 {{n=50 does not match 3 panels of width 16}}
+  %y = rlx.packed_matmul %x, %p {n = 50 : i64} : (tensor<5x64xf32>, tensor<3x64x16xf32>) -> tensor<5x50xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x63xf32>, %p: tensor<3x64x16xf32>) {
+  // expected-error @+1 {{contracting dimensions differ: x has K=63, w_packed K=64}}
+  %y = rlx.packed_matmul %x, %p {n = 40 : i64} : (tensor<5x63xf32>, tensor<3x64x16xf32>) -> tensor<5x40xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x64xf32>, %p: tensor<3x64x16xf32>, %b: tensor<41xf32>) {
+  // expected-error @+1 {{bias tensor<41> must broadcast to [40]}}
+  %y = rlx.packed_matmul %x, %p, %b {n = 40 : i64} : (tensor<5x64xf32>, tensor<3x64x16xf32>, tensor<41xf32>) -> tensor<5x40xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x64xf32>, %p: tensor<3x64x16xf16>) {
+  // expected-error @+1 {{packed_matmul needs f32 packed panels}}
+  %y = rlx.packed_matmul %x, %p {n = 40 : i64} : (tensor<5x64xf32>, tensor<3x64x16xf16>) -> tensor<5x40xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x64xf32>, %p: tensor<3x64x16xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<5x41xf32>, but the operands and attributes give tensor<5x40xf32>}}
+  %y = rlx.packed_matmul %x, %p {n = 40 : i64} : (tensor<5x64xf32>, tensor<3x64x16xf32>) -> tensor<5x41xf32>
+  func.return
+}

@@ -168,6 +168,13 @@ func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<
   func.return %r : tensor<2x8xf32>
 }
 
+func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32>) {
+  %p = rlx.pack_rhs %w {width = 16 : i64} : (tensor<64x40xf32>) -> tensor<3x64x16xf32>
+  %y = rlx.packed_matmul %x, %p, %b {n = 40 : i64, activation = "silu"} : (tensor<2x5x64xf32>, tensor<3x64x16xf32>, tensor<40xf32>) -> tensor<2x5x40xf32>
+  %z = rlx.packed_matmul %x, %p {n = 33 : i64} : (tensor<2x5x64xf32>, tensor<3x64x16xf32>) -> tensor<2x5x33xf32>
+  func.return
+}
+
 // CHECK-LABEL: func.func @leaves(%x: tensor<2x8xf32>) {
 // CHECK-NEXT: %w = rlx.param "w1" : tensor<8x8xf32>
 // CHECK-NEXT: %c = rlx.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
@@ -312,8 +319,14 @@ func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<
 // CHECK-NEXT: %t = math.tanh %s : f32
 // CHECK-NEXT: rlx.yield %t : f32
 // CHECK-NEXT: }
+
 // CHECK-NEXT: func.return %r : tensor<2x8xf32>
 // CHECK-NEXT: }
+// CHECK-LABEL: func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32>) {
+// CHECK-NEXT: %p = rlx.pack_rhs %w {width = 16 : i64} : (tensor<64x40xf32>) -> tensor<3x64x16xf32>
+// CHECK-NEXT: %y = rlx.packed_matmul %x, %p, %b {n = 40 : i64, activation = "silu"} : (tensor<2x5x64xf32>, tensor<3x64x16xf32>, tensor<40xf32>) -> tensor<2x5x40xf32>
+// CHECK-NEXT: %z = rlx.packed_matmul %x, %p {n = 33 : i64} : (tensor<2x5x64xf32>, tensor<3x64x16xf32>) -> tensor<2x5x33xf32>
+// CHECK-NEXT: func.return
 
 // GENERIC-LABEL: sym_name = "leaves"
 // GENERIC: %w = "rlx.param"() {name = "w1"} : () -> tensor<8x8xf32>
@@ -413,3 +426,6 @@ func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<
 // GENERIC-LABEL: sym_name = "elementwise_region"
 // GENERIC: %r = "rlx.elementwise_region"(%x, %y) ({
 // GENERIC: "rlx.yield"(%t) : (f32) -> ()
+// GENERIC-LABEL: sym_name = "gemm"
+// GENERIC: %p = "rlx.pack_rhs"(%w) {width = 16 : i64} : (tensor<64x40xf32>) -> tensor<3x64x16xf32>
+// GENERIC: %y = "rlx.packed_matmul"(%x, %p, %b) {n = 40 : i64, activation = "silu"} : (tensor<2x5x64xf32>, tensor<3x64x16xf32>, tensor<40xf32>) -> tensor<2x5x40xf32>

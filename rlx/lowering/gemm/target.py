@@ -1,0 +1,91 @@
+"""The register tile of the generated GEMM, chosen from the host CPU.
+
+A microkernel keeps an `mr x nr` block of C in `mr * nr / lanes` vector registers, with
+`nr / lanes` vector loads of B and `mr` broadcasts of A per step of k; the tile is the
+largest that leaves registers for those (x86: 16 vector registers with AVX2, 32 with
+AVX-512). `kc` bounds the k-slice of one call so that an A micro-panel (`mr x kc`) and a
+B micro-panel (`kc x nr`) stay in L1 while the kernel runs.
+
+`RLX_GEMM_ISA` (`avx512`, `avx2`, `generic`) overrides the host's choice, e.g. to test the
+portable tile on an AVX-512 machine; it is part of the compile-cache key
+(`rlx.runtime.blas.cache_key`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+ENV = "RLX_GEMM_ISA"
+
+MIN_MNK = 32 * 32 * 32
+"""Smallest M*N*K (per GEMM) for the generated GEMM, as for OpenBLAS (`BLAS_MIN_MNK`):
+below it the plain loop nest costs about as much as packing."""
+
+
+@dataclass(frozen=True)
+class Tile:
+    """Register tile and cache blocking of one instruction set."""
+
+    isa: str
+    lanes: int
+    """f32 lanes of one vector register."""
+    mr: int
+    """Rows of C per microkernel call (broadcasts of A per k)."""
+    nr: int
+    """Columns of C per microkernel call (a multiple of `lanes`)."""
+    kc: int
+    """Largest k-slice of one microkernel call (L1 blocking)."""
+    mc: int
+    """Rows of A per task block (an `mc x kc` block of packed A stays in L2)."""
+    nc: int
+    """Columns of B per task block."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.isa} {self.mr}x{self.nr}"
+
+
+TILES = {
+    # 32 zmm: 24 accumulators, 2 of B, 1 broadcast of A.
+    "avx512": Tile("avx512", 16, 12, 32, 256, 96, 256),
+    # 16 ymm: 12 accumulators, 2 of B, 1 broadcast of A.
+    "avx2": Tile("avx2", 8, 6, 16, 256, 120, 256),
+    # 16 xmm (SSE, NEON has 32): 8 accumulators.
+    "generic": Tile("generic", 4, 4, 8, 256, 128, 256),
+}
+
+
+def _host_isa() -> str:
+    import llvmlite.binding as llvm
+
+    try:
+        feats = llvm.get_host_cpu_features()
+    except RuntimeError:
+        return "generic"
+    if feats.get("avx512f"):
+        return "avx512"
+    if feats.get("avx2") and feats.get("fma"):
+        return "avx2"
+    return "generic"
+
+
+def isa() -> str:
+    """The instruction set the tile is chosen for (`RLX_GEMM_ISA` or the host's)."""
+    forced = os.environ.get(ENV, "").strip().lower()
+    if forced:
+        if forced not in TILES:
+            raise ValueError(f"{ENV}={forced!r}: expected one of {', '.join(TILES)}")
+        return forced
+    return _cached_host_isa()
+
+
+@functools.cache
+def _cached_host_isa() -> str:
+    return _host_isa()
+
+
+def host_tile() -> Tile:
+    """The tile generated code uses on this host."""
+    return TILES[isa()]

@@ -1,0 +1,162 @@
+"""The generated GEMM (rlx.lowering.gemm) against the reference interpreter: tile edges
+(M, N, K of 1, primes, sizes that are not multiples of the tile, several k-slices and
+task blocks), batches with broadcasting, f32/f16/bf16, fused epilogues, every tile ISA."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from test_rlx_to_linalg_harness import TOL, Compiled, lower, rand, t
+
+from rlx.interpreter import run
+from rlx.lowering.gemm import target
+
+
+@pytest.fixture(autouse=True)
+def _generated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLX_BLAS", "0")  # never OpenBLAS: the generated GEMM
+
+
+def _mm(a: Sequence[int], b: Sequence[int], out: Sequence[int], e: str = "f32") -> str:
+    return f"""
+func.func @main(%a: {t(a, e)}, %b: {t(b, e)}) -> {t(out, e)} {{
+  %y = rlx.matmul %a, %b : ({t(a, e)}, {t(b, e)}) -> {t(out, e)}
+  func.return %y : {t(out, e)}
+}}
+"""
+
+
+def _check(
+    text: str, inputs: Sequence[np.ndarray], e: str = "f32", path: str = "generated"
+) -> None:
+    module, _ = lower(text)
+    paths = {
+        op.attributes["rlx.gemm"].data  # type: ignore[attr-defined]
+        for op in module.walk()
+        if "rlx.gemm" in op.attributes
+    }
+    if path == "loops":  # the loop nest carries no rlx.gemm attribute
+        assert not paths, paths
+    else:
+        assert paths and all(p.startswith(path) for p in paths), paths
+    (ref,) = run(text, list(inputs))
+    (got,) = Compiled(text)(inputs)
+    rtol, atol = TOL[e]
+    scale = max(1.0, float(np.abs(ref.astype(np.float32)).max()))
+    np.testing.assert_allclose(
+        got.astype(np.float32), ref.astype(np.float32), rtol=rtol, atol=atol * scale * 4
+    )
+
+
+# (M, K, N), at least 32^3 multiply-adds: 1s, primes, not multiples of any tile (4x8, 6x16, 12x32), several k-slices
+# (K > 256) and several task blocks along M (> 96 rows) and N (> 256 columns).
+SHAPES = [(1, 256, 130), (130, 256, 1), (190, 1, 190), (37, 29, 41), (12, 96, 32), (13, 300, 37),
+          (7, 601, 11), (200, 20, 70), (20, 16, 300)]  # fmt: skip
+
+
+@pytest.mark.parametrize("mkn", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_2d_edges(mkn: tuple[int, int, int]) -> None:
+    m, k, n = mkn
+    _check(_mm((m, k), (k, n), (m, n)), [rand((m, k), seed=1), rand((k, n), seed=2)])
+
+
+@pytest.mark.parametrize("isa", sorted(target.TILES))
+def test_every_tile(monkeypatch: pytest.MonkeyPatch, isa: str) -> None:
+    monkeypatch.setenv(target.ENV, isa)
+    m, k, n = 29, 70, 45
+    _check(_mm((m, k), (k, n), (m, n)), [rand((m, k), seed=3), rand((k, n), seed=4)])
+
+
+@pytest.mark.parametrize(
+    "a,b,o",
+    [
+        ((2, 13, 64), (64, 70), (2, 13, 70)),  # one GEMM over all rows of a
+        ((3, 1, 17, 40), (2, 40, 50), (3, 2, 17, 50)),  # broadcast on both sides
+        ((2, 3, 17, 64), (2, 3, 64, 33), (2, 3, 17, 33)),  # batched b
+        ((1, 40, 32), (5, 32, 30), (5, 40, 30)),  # a broadcast over b's batch
+    ],
+)
+def test_batches(a: tuple[int, ...], b: tuple[int, ...], o: tuple[int, ...]) -> None:
+    _check(_mm(a, b, o), [rand(a, seed=5), rand(b, seed=6)])
+
+
+@pytest.mark.parametrize("e", ["f16", "bf16"])
+def test_low_precision(e: str) -> None:
+    a, b, o = (2, 19, 48), (48, 40), (2, 19, 40)
+    _check(_mm(a, b, o, e), [rand(a, e, seed=7), rand(b, e, seed=8)], e)
+
+
+@pytest.mark.parametrize(
+    "act,e,bias",
+    [("none", "f32", (45,)), ("relu", "f32", (45,)), ("gelu", "f32", (1,)),
+     ("silu", "bf16", (45,)), ("gelu", "f16", (45,))],
+)  # fmt: skip
+def test_fused_bias_act(act: str, e: str, bias: tuple[int, ...]) -> None:
+    x, w, o = (3, 23, 70), (70, 45), (3, 23, 45)
+    text = f"""
+func.func @main(%x: {t(x, e)}, %w: {t(w, e)}, %b: {t(bias, e)}) -> {t(o, e)} {{
+  %y = rlx.fused_matmul_bias_act %x, %w, %b {{activation = "{act}"}}
+      : ({t(x, e)}, {t(w, e)}, {t(bias, e)}) -> {t(o, e)}
+  func.return %y : {t(o, e)}
+}}
+"""
+    _check(text, [rand(x, e, seed=9), rand(w, e, seed=10), rand(bias, e, seed=11)], e)
+
+
+def test_fused_swiglu() -> None:
+    x, w, o = (2, 13, 64), (64, 40), (2, 13, 40)
+    text = f"""
+func.func @main(%x: {t(x)}, %wg: {t(w)}, %wu: {t(w)}) -> {t(o)} {{
+  %y = rlx.fused_swiglu %x, %wg, %wu : ({t(x)}, {t(w)}, {t(w)}) -> {t(o)}
+  func.return %y : {t(o)}
+}}
+"""
+    _check(text, [rand(x, seed=12), rand(w, seed=13), rand(w, seed=14)])
+
+
+def test_tiny_and_integer_keep_the_loop_nest() -> None:
+    _check(_mm((4, 5), (5, 6), (4, 6)), [rand((4, 5), seed=1), rand((5, 6), seed=2)], path="loops")
+    text = _mm((40, 50), (50, 60), (40, 60), "i32")
+    _check(text, [rand((40, 50), "i32", seed=1), rand((50, 60), "i32", seed=2)], "f32", "loops")
+
+
+def test_bad_isa_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(target.ENV, "sse9")
+    with pytest.raises(ValueError, match="RLX_GEMM_ISA='sse9'"):
+        target.host_tile()
+
+
+def test_tasks_on_two_threads() -> None:
+    """Enough work for several tasks on the pool (edge blocks on both axes)."""
+    from rlx.runtime import parallel
+
+    before = parallel.get_num_threads()
+    parallel.set_num_threads(2)
+    try:
+        m, k, n = 131, 67, 290
+        _check(_mm((m, k), (k, n), (m, n)), [rand((m, k), seed=15), rand((k, n), seed=16)])
+    finally:
+        parallel.set_num_threads(before)
+
+
+@pytest.mark.parametrize("mode,path", [("0", "generated"), ("1", "openblas")])
+def test_dispatch_report_names_the_gemm_path(
+    monkeypatch: pytest.MonkeyPatch, mode: str, path: str
+) -> None:
+    import rlx
+
+    monkeypatch.setenv("RLX_BLAS", mode)
+    monkeypatch.setenv("RLX_CACHE", "0")
+    text = _mm((40, 64), (64, 48), (40, 48)) + _mm((4, 5), (5, 6), (4, 6)).replace(
+        "@main", "@small"
+    )
+    g = rlx.compile(text)
+    report = g.dispatch_report()
+    assert f"matmul ×1: {path}" in report, report
+    from rlx.interpreter import parse_module
+    from rlx.lowering.gemm.report import gemm_lines
+
+    lines = gemm_lines(parse_module(text))
+    assert "matmul ×1: loops" in lines and f"matmul ×1: {path}" in lines, lines
