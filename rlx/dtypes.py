@@ -9,6 +9,9 @@ import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float4E2M1FNType,
+    Float6E2M3FNType,
+    Float6E3M2FNType,
     Float8E3M4Type,
     Float8E4M3B11FNUZType,
     Float8E4M3FNType,
@@ -53,6 +56,9 @@ _EXTRA_FLOATS = {
     Float8E4M3B11FNUZType: "float8_e4m3b11fnuz",
     Float8E3M4Type: "float8_e3m4",
     Float8E8M0FNUType: "float8_e8m0fnu",
+    Float6E2M3FNType: "float6_e2m3fn",
+    Float6E3M2FNType: "float6_e3m2fn",
+    Float4E2M1FNType: "float4_e2m1fn",
 }
 """Element types xDSL knows that rlx ops do not take, but NumPy (ml_dtypes) can hold."""
 

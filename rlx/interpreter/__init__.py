@@ -34,6 +34,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from rlx import errors as _errors
 from rlx.dialects.rlx import Rlx
 from rlx.dialects.rlx.control import YieldOp
 from rlx.dialects.rlx.leaves import ParamOp
@@ -49,6 +50,7 @@ from rlx.interpreter.ops._core import (
     numpy_dtype,
     op_name,
     registered_names,
+    run_error,
     to_numpy,
     to_python,
     typed_view,
@@ -126,6 +128,8 @@ def _bind(kind: str, name: str, value: Any, t: Attribute) -> np.ndarray:
     if not _static_shape_matches(arr.shape, t):
         raise ValueError(f"{kind} '{name}': expected shape of {t}, got {arr.shape}")
     if arr.dtype == dt:
+        if dt == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
+            return arr.view(np.uint8) != 0  # non-canonical bool bytes are True (NumPy)
         return arr
     src_float = arr.dtype.kind == "f" or arr.dtype.kind == "V"
     if dt == np.bool_ and arr.dtype != np.bool_:
@@ -241,8 +245,11 @@ class _Interpreter:
             run_block=lambda block, vals: self.run_block(block, vals, env),
             call=self.call,
         )
-        with np.errstate(all="ignore"):
-            out = fn(ctx, *args)
+        try:
+            with np.errstate(all="ignore"):
+                out = fn(ctx, *args)
+        except _errors.RlxRunError as e:
+            raise run_error(name, e) from None
         outs = list(out) if isinstance(out, list | tuple) else [out]
         return _check_results(op, name, outs)
 

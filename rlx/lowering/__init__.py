@@ -16,9 +16,11 @@ _PASSES: dict[str, str] = {
     "convert-memref-to-llvm": "rlx.lowering.convert_memref_to_llvm:ConvertMemRefToLLVMPass",
     "convert-rlx-to-linalg": "rlx.lowering.convert_rlx_to_linalg:ConvertRlxToLinalgPass",
     "convert-to-llvm": "rlx.lowering.convert_to_llvm:ConvertToLLVMPass",
+    "expand-small-floats": "rlx.lowering.expand_small_floats:ExpandSmallFloatsPass",
     "lower-to-llvm": "rlx.lowering.lower_to_llvm:LowerToLLVMPass",
     "pack-weights": "rlx.lowering.pack_weights:PackWeights",
     "plan-memory": "rlx.lowering.plan_memory:PlanMemoryPass",
+    "retype-small-floats": "rlx.lowering.expand_small_floats:RetypeSmallFloatsPass",
     "split-graph": "rlx.lowering.split_graph:SplitGraphPass",
 }
 """Pass name -> "module:Class"; imported only when the pass is used (fast start-up)."""

@@ -211,7 +211,7 @@ def element_byte_size(t: Attribute, op: Operation | None = None) -> int:
     if isinstance(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     if isinstance(t, AnyFloat):
-        return t.bitwidth // 8
+        return max(1, t.bitwidth // 8)  # fp6 / fp4 are stored one per byte
     if isinstance(t, llvm.LLVMPointerType):
         return 8
     fail(op, f"convert-memref-to-llvm: unsupported memref element type {t}")

@@ -1,8 +1,8 @@
 """`lower-to-llvm`: stages 1-3 of the lowering as one pass (rlx -> llvm dialect).
 
 Runs `convert-rlx-to-linalg`, `plan-memory{alignment=...}`, `split-graph{max-calls=...}`,
-then `LOOPS_TO_LLVM` (`convert-linalg-to-loops`, `convert-scf-to-cf`, `convert-to-llvm`,
-`reconcile-unrealized-casts`), in that order, as `rlx.compile` does after the graph
+then `LOOPS_TO_LLVM` (`convert-linalg-to-loops`, `convert-scf-to-cf`,
+`expand-small-floats`, `convert-to-llvm`, `retype-small-floats`, `reconcile-unrealized-casts`), in that order, as `rlx.compile` does after the graph
 passes. `rlx-opt model.mlir --lower-to-llvm` prints the llvm-dialect module;
 `--emit=llvm-ir` / `--emit=asm` print its LLVM IR / host assembly.
 """
@@ -21,16 +21,20 @@ from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsP
 
 from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
 from rlx.lowering.convert_to_llvm import ConvertToLLVMPass
+from rlx.lowering.expand_small_floats import ExpandSmallFloatsPass, RetypeSmallFloatsPass
 from rlx.lowering.plan_memory import PlanMemoryPass
 from rlx.lowering.split_graph import SplitGraphPass
 
 LOOPS_TO_LLVM: tuple[ModulePass, ...] = (
     ConvertLinalgToLoopsPass(),
     ConvertScfToCf(),
+    ExpandSmallFloatsPass(),
     ConvertToLLVMPass(),
+    RetypeSmallFloatsPass(),
     ReconcileUnrealizedCastsPass(),
 )
-"""Everything after rlx -> linalg: memref linalg ops -> loops -> cf -> llvm dialect."""
+"""Everything after rlx -> linalg: memref linalg ops -> loops -> cf -> llvm dialect
+(fp8/fp6/fp4 values become byte codes around convert-to-llvm: `expand_small_floats`)."""
 
 
 @dataclass(frozen=True)

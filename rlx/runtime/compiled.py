@@ -1,8 +1,10 @@
 """`CompiledGraph`: a JIT-compiled rlx function with its weights, called from NumPy.
 
 ABI (fixed by convert-rlx-to-linalg + plan-memory): the entry function takes one pointer per
-input, per prepared value (`cache_param_invariant`), per param, per output, then the arena
-(bare-pointer convention) and returns nothing. The runtime checks every array before
+input, per prepared value (`cache_param_invariant`), per param, per output, the status
+record when the graph checks data at run time (`rlx.errors`: `run` raises IndexError /
+ZeroDivisionError naming the op), then the arena (bare-pointer convention) and returns
+nothing. The runtime checks every array before
 calling native code (count, names, shapes, exact dtypes), so bad input raises ValueError
 instead of crashing the process.
 
@@ -30,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("input", "prepared", "param", "output", "arena")
+KINDS = ("input", "prepared", "param", "output", "status", "arena")
 STAGES = ("input", "rlx", "linalg", "loops", "llvm", "llvm-ir", "asm")
 PREP_PREFIX = "__rlx_prep_"
 
 
 def np_dtype(name: str) -> np.dtype:
     """NumPy dtype from its name, including the ml_dtypes ones (bfloat16, float8_*)."""
-    if name == "bfloat16" or name.startswith("float8"):
+    if name == "bfloat16" or name.startswith(("float8_", "float6_", "float4_")):
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, name))
@@ -73,6 +75,8 @@ class Signature:
     alignment: int
     dead_params: dict[str, ArgSpec] = field(default_factory=dict)
     """Params of the source graph removed by optimisation: `set_param` accepts and ignores them."""
+    error_sites: list[str] = field(default_factory=list)
+    """Checked ops by site number (`rlx.errors`): what a run's error message names."""
 
     def of(self, kind: str) -> list[ArgSpec]:
         return [a for a in self.args if a.kind == kind]
@@ -95,6 +99,7 @@ class Signature:
             str(d["entry"]), [spec(a) for a in d["args"]], int(d["arena_bytes"]),
             int(d["unplanned_bytes"]), int(d["alignment"]),
             {str(k): spec(v) for k, v in d.get("dead_params", {}).items()},
+            [str(x) for x in d.get("error_sites", [])],
         )  # fmt: skip
 
 
@@ -175,7 +180,7 @@ class CompiledGraph:
         self._in_names = tuple(a.name for a in self._ins)
         self._n_in = len(self._in_names)
         self._in_check = [
-            (i, a.np_dtype, a.shape, _c_strides(a), a.np_dtype.itemsize)
+            (i, a.np_dtype, a.shape, _c_strides(a), a.np_dtype.itemsize, a.np_dtype == np.bool_)
             for i, a in enumerate(sig.args)
             if a.kind == "input"
         ]
@@ -312,8 +317,14 @@ class CompiledGraph:
             state = self._refresh()
         ptrs = state[1].copy()
         keep = None  # converted copies must outlive the call
-        for (i, dt, shape, strides, size), a in zip(self._in_check, arrays, strict=True):
-            if type(a) is ndarray and a.dtype == dt and a.shape == shape and a.strides == strides:
+        for (i, dt, shape, strides, size, boolean), a in zip(self._in_check, arrays, strict=True):
+            if (
+                type(a) is ndarray
+                and a.dtype == dt
+                and a.shape == shape
+                and a.strides == strides
+                and not boolean  # bool inputs are checked for non-canonical bytes
+            ):
                 p = _read_ptr(id(a) + _OFF).value if _OFF else data_ptr(a)
                 if p and not p % size:
                     ptrs[i] = p
@@ -338,6 +349,8 @@ class CompiledGraph:
         self._fn(*ptrs)
         del keep
         self._spare_out = buf
+        if state[2] is not None and state[2][0]:
+            raise _status_error(state[2], self._sig)
         return outs
 
     __call__ = run
@@ -364,7 +377,7 @@ class CompiledGraph:
             )
         return tuple(given[n] for n in names)
 
-    def _refresh(self) -> tuple[int, list[int]]:
+    def _refresh(self) -> tuple[int, list[int], np.ndarray | None]:
         """Run `@prepare` if stale; rebuild this thread's pointer template."""
         unset = [n for n in self.params if n not in self._params]
         if unset:
@@ -378,6 +391,7 @@ class CompiledGraph:
                     self._prep_stale = False
         version = self._version
         ptrs = [0] * len(self._sig.args)
+        status = None
         for i, a in enumerate(self._sig.args):
             if a.kind == "param":
                 ptrs[i] = data_ptr(self._params[a.name])
@@ -385,7 +399,12 @@ class CompiledGraph:
                 ptrs[i] = data_ptr(self._prep_bufs[a.name])
             elif a.kind == "arena":
                 ptrs[i] = data_ptr(self._arena())
-        state = self._tls.state = (version, ptrs)
+            elif a.kind == "status":
+                status = getattr(self._tls, "status", None)
+                if status is None:
+                    status = self._tls.status = _status_buffer(a)
+                ptrs[i] = data_ptr(status)
+        state = self._tls.state = (version, ptrs, status)
         return state
 
     def _run_prepare(self) -> None:
@@ -393,14 +412,20 @@ class CompiledGraph:
         arena = aligned_empty((max(self._prep.arena_bytes, 1),), np.dtype(np.uint8), self._align)
         outs = iter(self._prep_bufs.values())
         ptrs = []
+        status = None
         for a in self._prep.args:
             if a.kind == "param":
                 ptrs.append(data_ptr(self._params[a.name]))
             elif a.kind == "output":
                 ptrs.append(data_ptr(next(outs)))
+            elif a.kind == "status":
+                status = _status_buffer(a)
+                ptrs.append(data_ptr(status))
             else:
                 ptrs.append(data_ptr(arena))
         self._prep_fn(*ptrs)
+        if status is not None and status[0]:
+            raise _status_error(status, self._prep)
         self.prepare_runs += 1
 
     def _arena(self) -> np.ndarray:
@@ -409,6 +434,25 @@ class CompiledGraph:
             arena = aligned_empty((max(self._sig.arena_bytes, 1),), np.dtype(np.uint8), self._align)
             self._tls.arena = arena
         return arena
+
+
+def _status_buffer(a: ArgSpec) -> np.ndarray:
+    """A zeroed status record (`rlx.errors`); the generated code writes it only on error."""
+    buf = aligned_empty(a.shape, a.np_dtype, 64)
+    buf[...] = 0
+    return buf
+
+
+def _status_error(status: np.ndarray, sig: Signature) -> Exception:
+    """The error a failed run raises (IndexError, ZeroDivisionError, ...: `rlx.errors`);
+    the record is cleared so the next run starts clean."""
+    from rlx import errors
+
+    code, site, value, bound = (int(v) for v in status[:4])
+    status[...] = 0
+    sites = sig.error_sites
+    where = sites[site] if 0 <= site < len(sites) else f"check #{site} of @{sig.entry}"
+    return errors.status_error(where, code, value, bound)
 
 
 def _c_strides(a: ArgSpec) -> tuple[int, ...]:
@@ -430,4 +474,8 @@ def _check(kind: str, spec: ArgSpec, value: Any) -> np.ndarray:
             tmp = aligned_empty(spec.shape, want, 64)
             tmp[...] = arr
             arr = tmp
+    if want == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
+        # a bool byte other than 0/1 (e.g. from a view of uint8 data) is True, as in NumPy;
+        # compiled code reads i1 as the low bit, so such bytes are normalised here
+        arr = arr.view(np.uint8) != 0
     return arr

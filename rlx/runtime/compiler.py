@@ -252,19 +252,35 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
         if want is not None and np_dtype(want).itemsize == np_dtype(dtype).itemsize:
             dtype = want
         args.append(ArgSpec(name.data, k, shape, dtype))
-    letter = {"input": "i", "prepared": "r", "param": "p", "output": "o", "arena": "a"}
+    letter = {
+        "input": "i", "prepared": "r", "param": "p", "output": "o", "status": "s", "arena": "a"
+    }  # fmt: skip
     order = "".join(letter.get(a.kind, "?") for a in args)
-    if "?" in order or order.count("a") != 1 or order != "".join(sorted(order, key="irpoa".index)):
+    if (
+        "?" in order
+        or order.count("a") != 1
+        or order.count("s") > 1
+        or order != "".join(sorted(order, key="irposa".index))
+    ):
         raise RuntimeError(
             f"lowered @{entry}: unexpected argument kinds order {order!r} "
-            "(want inputs, prepared, params, outputs, arena)"
+            "(want inputs, prepared, params, outputs, status (optional), arena)"
         )
+    sites_attr = f.attributes.get("rlx.error_sites")
+    sites = (
+        [str(getattr(x, "data", x)) for x in sites_attr.data]
+        if isinstance(sites_attr, ArrayAttr)
+        else []
+    )
 
     def i64(name: str) -> int:
         a = f.attributes.get(name) or f.properties.get(name)
         return a.value.data if isinstance(a, IntegerAttr) else 0
 
-    return Signature(entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment)
+    return Signature(
+        entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment,
+        error_sites=sites,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- pipeline

@@ -50,7 +50,8 @@ func.func @main(%x: tensor<2x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -
 """
 
 LOOPS_TO_LLVM = (
-    "convert-linalg-to-loops,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts"
+    "convert-linalg-to-loops,convert-scf-to-cf,expand-small-floats,convert-to-llvm,"
+    "retype-small-floats,reconcile-unrealized-casts"
 )
 
 

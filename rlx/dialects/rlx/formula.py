@@ -71,10 +71,14 @@ def gelu(b: ScalarBuilder[V], x: V) -> V:
 
 
 def gelu_tanh(b: ScalarBuilder[V], x: V) -> V:
-    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    """0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
+    x / (1 + exp(-2u)): no cancellation in 1 + tanh(u) for large negative x (-100 gives
+    -0.0); at -inf the limit -0.0 (the product form would give -inf · 0 = NaN)."""
     cube = b.mul(b.mul(b.mul(b.const(0.044715, x), x), x), x)
     inner = b.mul(b.const(math.sqrt(2.0 / math.pi), x), b.add(x, cube))
-    return b.mul(b.mul(b.const(0.5, x), x), b.add(b.const(1.0, x), b.math("tanh", inner)))
+    e = b.math("exp", b.mul(inner, b.const(-2.0, x)))
+    y = b.div(x, b.add(b.const(1.0, x), e))
+    return b.select(b.compare("eq", x, b.const(float("-inf"), x)), b.const(-0.0, x), y)
 
 
 def silu(b: ScalarBuilder[V], x: V) -> V:

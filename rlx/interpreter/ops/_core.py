@@ -32,11 +32,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation
 
 from rlx import dtypes as _dtypes
+from rlx import errors as _errors
 from rlx.dialects.rlx import OPS_BY_NAME
 
 __all__ = [
     "InterpreterError",
     "UnsupportedOpError",
+    "InterpreterIndexError",
+    "InterpreterDivisionError",
+    "InterpreterPowError",
+    "run_error",
     "OpContext",
     "REGISTRY",
     "register",
@@ -62,6 +67,36 @@ class InterpreterError(ValueError):
 
 class UnsupportedOpError(InterpreterError, NotImplementedError):
     """Raised for an operation the reference interpreter has no implementation for."""
+
+
+class InterpreterIndexError(InterpreterError, _errors.RlxIndexError):
+    """An index out of range (the same kind of error a compiled run raises)."""
+
+
+class InterpreterDivisionError(InterpreterError, _errors.IntegerDivisionError):
+    """An integer division or remainder by zero, `INT_MIN / -1`, an integer mean of nothing."""
+
+
+class InterpreterPowError(InterpreterError, _errors.IntegerPowError):
+    """An integer pow with a negative exponent."""
+
+
+_RUN_ERRORS: tuple[tuple[type[_errors.RlxRunError], type[InterpreterError]], ...] = (
+    (_errors.RlxIndexError, InterpreterIndexError),
+    (_errors.IntegerDivisionError, InterpreterDivisionError),
+    (_errors.IntegerPowError, InterpreterPowError),
+)
+
+
+def run_error(name: str, e: _errors.RlxRunError) -> InterpreterError:
+    """A data-dependent error raised by op `name`'s implementation (an `rlx.errors` class,
+    message without the op) as the interpreter's error of the same kind, naming the op."""
+    if isinstance(e, InterpreterError):
+        return e
+    for base, cls in _RUN_ERRORS:
+        if isinstance(e, base):
+            return cls(f"{name}: {e}")
+    return InterpreterError(f"{name}: {e}")
 
 
 # ----------------------------------------------------------------------------- dtypes

@@ -13,6 +13,7 @@ import numpy as np
 
 from rlx.dialects.rlx import OPS_BY_NAME
 from rlx.dialects.rlx.elementwise import CastOp, CompareOp, WhereOp
+from rlx.errors import IntegerDivisionError, IntegerPowError
 from rlx.interpreter.ops._core import (
     OpContext,
     convert,
@@ -43,10 +44,13 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """tanh gelu: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    """tanh gelu: 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
+    x / (1 + exp(-2u)) (no cancellation in 1 + tanh(u) for large negative x: -100 gives
+    -0.0); at -inf the limit -0.0 (the formula would give -inf · 0 = NaN)."""
     t = x.dtype.type
     inner = t(math.sqrt(2.0 / math.pi)) * (x + t(0.044715) * x * x * x)
-    return t(0.5) * x * (t(1) + np.tanh(inner))
+    y = x / (t(1) + np.exp(inner * t(-2)))
+    return np.where(x == -np.inf, t(-0.0), y)
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -109,10 +113,24 @@ for _k in FLOAT_UNARY:
     register(OPS_BY_NAME[f"rlx.{_k}"])(_unary(_k))
 
 
-def int_div_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero (C / arith.divsi); division by zero raises."""
+def check_divisor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`b` if every `a / b` is defined: a zero divisor, or a signed `INT_MIN / -1`, raises
+    `IntegerDivisionError` (the rule of every path: docs/dialect.md, numeric policy)."""
     if np.any(b == 0):
-        raise ZeroDivisionError("integer division by zero")
+        bad = np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape))[
+            np.broadcast_to(b == 0, np.broadcast_shapes(a.shape, b.shape))
+        ]
+        raise IntegerDivisionError(f"integer division by zero (dividend {int(bad.flat[0])})")
+    if a.dtype.kind == "i":
+        lo = np.iinfo(a.dtype).min
+        if np.any((a == lo) & (b == -1)):
+            raise IntegerDivisionError(f"integer division overflow ({lo} / -1)")
+    return b
+
+
+def int_div_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C / arith.divsi); see `check_divisor`."""
+    check_divisor(a, b)
     q = np.floor_divide(a, b)
     fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
     return q + fix.astype(q.dtype)
@@ -121,7 +139,7 @@ def int_div_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer power (wrapping); a negative exponent is an error."""
     if np.any(b < 0):
-        raise ValueError("integer pow with a negative exponent")
+        raise IntegerPowError(f"integer pow with a negative exponent ({int(b[b < 0].flat[0])})")
     return np.power(a, b)
 
 
@@ -152,10 +170,7 @@ def _binary(kind: str) -> Callable[[OpContext, np.ndarray, np.ndarray], np.ndarr
         if is_float(a.dtype):
             return _FLOAT_BINARY[kind](fcompute(a), fcompute(b))
         if a.dtype.kind in "iu":
-            try:
-                return _INT_BINARY[kind](a, b)
-            except (ZeroDivisionError, ValueError) as e:
-                raise ctx.error(str(e)) from None
+            return _INT_BINARY[kind](a, b)
         if a.dtype == np.bool_ and kind in ("max", "min"):
             return np.maximum(a, b) if kind == "max" else np.minimum(a, b)
         raise ctx.error(f"unsupported operand element type {a.dtype}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlx.dialects.rlx.compute import CumsumOp, LayerNormOp, MatmulOp, ReduceOp, RmsNormOp, SoftmaxOp
+from rlx.errors import IntegerDivisionError
 from rlx.interpreter.ops._core import OpContext, is_float, register, wide
 from rlx.interpreter.ops.tensor import norm_axis
 
@@ -55,7 +56,7 @@ def reduce(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     if is_float(x.dtype):
         return s / np.float64(count) if count else np.full_like(s, np.nan)
     if count == 0:
-        raise ctx.error("integer mean over an empty set")
+        raise IntegerDivisionError("integer mean over no elements")
     q = np.abs(s) // count
     return np.where(s < 0, -q, q) if x.dtype.kind == "i" else q
 

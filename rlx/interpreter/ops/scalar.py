@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rlx.errors import IntegerPowError
 from rlx.interpreter.ops._core import OpContext, convert, fcompute, register, to_python
-from rlx.interpreter.ops.elementwise import erf, int_div_trunc
+from rlx.interpreter.ops.elementwise import check_divisor, erf, int_div_trunc
 
 
 def _u(x: np.ndarray) -> np.ndarray:
@@ -41,10 +42,7 @@ def _int_op(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def impl(ctx: OpContext, *xs: np.ndarray) -> np.ndarray:
         if xs and xs[0].dtype == np.bool_:
             return (fn(*(x.astype(np.uint8) for x in xs)) & 1).astype(bool)
-        try:
-            return fn(*xs)
-        except ZeroDivisionError as e:
-            raise ctx.error(str(e)) from None
+        return fn(*xs)
 
     return impl
 
@@ -56,10 +54,9 @@ def _float_op(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return impl
 
 
-def _nonzero(b: np.ndarray) -> np.ndarray:
-    if np.any(b == 0):
-        raise ZeroDivisionError("integer division by zero")
-    return b
+def _nonzero(b: np.ndarray, a: np.ndarray | None = None) -> np.ndarray:
+    """`b` checked as a divisor of `a` (`elementwise.check_divisor`: zero, INT_MIN / -1)."""
+    return check_divisor(b if a is None else a, b)
 
 
 def _shift(kind: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -83,7 +80,7 @@ def _shift(kind: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 
 
 def _ceildiv_s(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    q = np.floor_divide(a, _nonzero(b))
+    q = np.floor_divide(a, _nonzero(b, a))
     return q + (np.remainder(a, b) != 0).astype(q.dtype)
 
 
@@ -112,12 +109,12 @@ INT_BINARY: dict[str, Callable[..., np.ndarray]] = {
     "arith.subi": np.subtract,
     "arith.muli": np.multiply,
     "arith.divsi": lambda a, b: int_div_trunc(_s(a), _s(b)),
-    "arith.divui": lambda a, b: _u(a) // _nonzero(_u(b)),
-    "arith.remsi": lambda a, b: np.fmod(_s(a), _nonzero(_s(b))),
-    "arith.remui": lambda a, b: _u(a) % _nonzero(_u(b)),
-    "arith.floordivsi": lambda a, b: np.floor_divide(_s(a), _nonzero(_s(b))),
+    "arith.divui": lambda a, b: _u(a) // _nonzero(_u(b), _u(a)),
+    "arith.remsi": lambda a, b: np.fmod(_s(a), _nonzero(_s(b), _s(a))),
+    "arith.remui": lambda a, b: _u(a) % _nonzero(_u(b), _u(a)),
+    "arith.floordivsi": lambda a, b: np.floor_divide(_s(a), _nonzero(_s(b), _s(a))),
     "arith.ceildivsi": lambda a, b: _ceildiv_s(_s(a), _s(b)),
-    "arith.ceildivui": lambda a, b: _u(a) // _nonzero(_u(b)) + (_u(a) % _u(b) != 0),
+    "arith.ceildivui": lambda a, b: _u(a) // _nonzero(_u(b), _u(a)) + (_u(a) % _u(b) != 0),
     "arith.maxsi": lambda a, b: np.maximum(_s(a), _s(b)),
     "arith.minsi": lambda a, b: np.minimum(_s(a), _s(b)),
     "arith.maxui": lambda a, b: np.maximum(_u(a), _u(b)),
@@ -137,7 +134,7 @@ INT_BINARY: dict[str, Callable[..., np.ndarray]] = {
 
 
 def _neg_pow() -> np.ndarray:
-    raise ZeroDivisionError("math.ipowi with a negative exponent")
+    raise IntegerPowError("math.ipowi with a negative exponent")
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from rlx.dialects.rlx.shape import (
     SliceOp,
     TransposeOp,
 )
+from rlx.errors import RlxIndexError
 from rlx.interpreter.ops._core import OpContext, register, to_python
 
 
@@ -114,6 +115,10 @@ def gather(ctx: OpContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     axis = norm_axis(ctx, ctx.op.axis, x.ndim)
     n = x.shape[axis]
     idx = indices.astype(np.int64)
-    if np.any((idx < -n) | (idx >= n)):
-        raise ctx.error(f"index out of range for axis {axis} of size {n}")
+    bad = (idx < -n) | (idx >= n)
+    if indices.dtype.kind == "u":
+        bad = indices.astype(np.uint64) >= n  # no wrap of huge unsigned values
+    if np.any(bad):
+        v = int(indices[bad].flat[0])
+        raise RlxIndexError(f"index {v} is out of range for axis {axis} of size {n}")
     return np.take(x, np.where(idx < 0, idx + n, idx), axis=axis)

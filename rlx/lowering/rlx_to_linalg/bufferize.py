@@ -9,7 +9,10 @@ ABI of each converted function (the runtime codes against it):
     (`rlx.kind = "param"`, `rlx.name` = the param name);
   * outputs: one memref per original result, written by the function
     (`rlx.kind = "output"`, `rlx.name` = the result's `rlx.name` result attribute when every
-    result has a distinct plain one, as ONNX imports do, else `"out<i>"`).
+    result has a distinct plain one, as ONNX imports do, else `"out<i>"`);
+  * status (only when an op checks its data at run time, `traps.needs_status`): the
+    status record `memref<5xi64>` (`rlx.kind = "status"`); the function attribute
+    `rlx.error_sites` names each checked op (its location and name), by site number.
 Integer buffers are signless (ui8 data is stored as i8). Intermediates are `memref.alloc`s
 (freed at the end; `plan-memory` turns them into views of one arena); a returned value is
 computed straight into its output buffer when possible, otherwise copied.
@@ -53,7 +56,7 @@ from rlx.dialects.rlx.control import ScanOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.rlx_to_linalg import parallel
+from rlx.lowering.rlx_to_linalg import parallel, traps
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
@@ -147,6 +150,10 @@ class FuncLowering:
         self.dest: dict[SSAValue, SSAValue] = {}
         self.params: dict[str, SSAValue] = {}
         self._callee_props: dict[str, dict[str, Attribute]] = {}
+        self.sites: dict[Operation, str] = {}
+        """Checked ops (`traps.needs_status`) -> their description, in site-number order."""
+        self.site_no: dict[Operation, int] = {}
+        self.status: SSAValue | None = None
 
     def run(self) -> None:
         f = self.f
@@ -165,10 +172,16 @@ class FuncLowering:
                 )
         in_types = [memref_of(a.type) for a in old.args]
         out_types = [memref_of(v.type) for v in ret.operands]
-        new = Block(arg_types=[*in_types, *(memref_of(t) for t in params.values()), *out_types])
-        n_in, n_p = len(in_types), len(params)
+        self.sites = traps.find_sites(f)
+        self.site_no = {o: i for i, o in enumerate(self.sites)}
+        st_types = [traps.STATUS_TYPE] if self.sites else []
+        new = Block(
+            arg_types=[*in_types, *(memref_of(t) for t in params.values()), *out_types, *st_types]
+        )
+        n_in, n_p, n_o = len(in_types), len(params), len(out_types)
         self.params = dict(zip(params, new.args[n_in : n_in + n_p], strict=True))
-        outs = list(new.args[n_in + n_p :])
+        outs = list(new.args[n_in + n_p : n_in + n_p + n_o])
+        self.status = new.args[-1] if self.sites else None
         vmap: dict[SSAValue, SSAValue] = dict(zip(old.args, new.args[:n_in], strict=True))
         for v, o in zip(ret.operands, outs, strict=True):
             if (
@@ -178,7 +191,7 @@ class FuncLowering:
                 and self.owns_buffer(v.op)
             ):
                 self.dest[v] = o
-        _name_args(old, new, list(params), len(out_types))
+        _name_args(old, new, list(params), len(out_types), bool(self.sites))
         self.mb = KernelBuilder(new)
         self.lower_ops([o for o in old.ops if o is not ret], vmap)
         for v, o in zip(ret.operands, outs, strict=True):
@@ -222,6 +235,9 @@ class FuncLowering:
             )
         attrs += [_arg_dict(None, "param", p) for p in params]
         attrs += [_arg_dict(None, "output", o) for o in output_names(f, n_out)]
+        if self.sites:
+            attrs.append(_arg_dict(None, "status", "status"))
+            f.attributes[traps.SITES_ATTR] = ArrayAttr([StringAttr(s) for s in self.sites.values()])
         f.body.detach_block(old)
         for o in reversed(list(old.walk())):
             o.drop_all_references()
@@ -299,26 +315,33 @@ class FuncLowering:
         chunking = parallel.plan(op) if self.parallel else None
         kernel_op = op if chunking is None else parallel.chunk_op(op, chunking)
 
+        checked = op in self.sites
+        st = [self.status] if checked and self.status is not None else []
+
         def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
             kb.rng_seed, kb.rng_backend = self.rng
+            if checked:
+                kb.status = args.pop()
             emit(kb, kernel_op, args[:n], args[n:])
 
         if chunking is None:
-            arg_types = [v.type for v in (*ins, *outs)]
+            arg_types = [v.type for v in (*ins, *outs, *st)]
         else:
             types = (*chunking.operand_types, *chunking.result_types)
-            arg_types = [memref_of(t) for t in types]
+            arg_types = [*(memref_of(t) for t in types), *(v.type for v in st)]
         name = self.kernels.kernel(
             op_key(kernel_op, extra), arg_types, build, op.name, noalias=chunking is not None
         )
+        if st:
+            traps.set_site(self.mb, st[0], self.site_no[op])
         if chunking is None:
-            self.call(name, [*ins, *outs])
+            self.call(name, [*ins, *outs, *st])
         else:
             parallel.discard(kernel_op)
             self.mb.add(
                 ParallelCallOp(
-                    name, [*ins, *outs], chunking.tasks, list(chunking.strides),
-                    chunking.max_threads,
+                    name, [*ins, *outs, *st], chunking.tasks,
+                    [*chunking.strides, *(0 for _ in st)], chunking.max_threads,
                 )
             )  # fmt: skip
         for r, b in zip(op.results, outs, strict=True):
@@ -369,12 +392,15 @@ def output_names(f: func.FuncOp, n_out: int) -> list[str]:
     return names if len(set(names)) == n_out else default
 
 
-def _name_args(old: Block, new: Block, params: Sequence[str], n_out: int) -> None:
-    """Readable SSA names: the original argument names, the param names, out<i>."""
+def _name_args(
+    old: Block, new: Block, params: Sequence[str], n_out: int, status: bool = False
+) -> None:
+    """Readable SSA names: the original argument names, the param names, out<i>, status."""
     names = (
         [a.name_hint for a in old.args]
         + [_hint(p) for p in params]
         + [f"out{i}" for i in range(n_out)]
+        + (["status"] if status else [])
     )
     for a, n in zip(new.args, names, strict=True):
         a.name_hint = n

@@ -4,7 +4,8 @@ constant-0 results), compare, where, cast and `rlx.elementwise_region`.
 Each op is one `linalg.generic` whose iteration space is the result shape and whose body is
 the op's formula (`rlx.dialects.rlx.formula`) built by `KernelScalar`. Floats compute in
 f32 (f64 for f64) with only the `contract` fast-math flag; integer division truncates
-toward zero and is guarded so that x/0 and INT_MIN/-1 cannot trap.
+toward zero; x/0, INT_MIN/-1 and a negative integer pow exponent are run-time errors
+reported through the status record (`traps`), never a CPU trap.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class KernelScalar:
     def pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float_t(a.type):
             return self.kb.bin(mathd.PowFOp, a, b, FM_CONTRACT)
-        return int_pow(self.kb, a, b)
+        return int_pow(self.kb, a, b, self.unsigned)
 
     def neg(self, x: SSAValue) -> SSAValue:
         if is_float_t(x.type):
@@ -123,25 +124,26 @@ def activation(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
 
 
 def int_div(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
-    """a / b truncating toward zero; b == 0 gives 0 and INT_MIN / -1 wraps (no trap)."""
-    t = a.type
-    zero, one = kb.const(0, t), kb.const(1, t)
-    if unsigned:
-        bz = kb.cmpi("eq", b, zero)
-        return kb.select(bz, zero, kb.v(arith.DivUIOp(a, kb.select(bz, one, b))))
-    m1 = kb.const(-1, t)
-    bz, bm1 = kb.cmpi("eq", b, zero), kb.cmpi("eq", b, m1)
-    safe = kb.select(kb.v(arith.OrIOp(bz, bm1)), one, b)
-    q = kb.v(arith.DivSIOp(a, safe))
-    q = kb.select(bm1, kb.subi(zero, a), q)
-    return kb.select(bz, zero, q)
+    """a / b truncating toward zero; b == 0 and INT_MIN / -1 are run-time errors reported
+    through the status record (`traps.checked_div`), never a trap of the CPU."""
+    from rlx.lowering.rlx_to_linalg.traps import checked_div
+
+    return checked_div(kb, arith.DivUIOp if unsigned else arith.DivSIOp, a, b, unsigned)
 
 
-def int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
-    """Wrapping a ** b by square-and-multiply over the exponent bits (b < 0 gives 0)."""
+def int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool = False) -> SSAValue:
+    """Wrapping a ** b by square-and-multiply over the exponent bits; b < 0 is a run-time
+    error (status record) and computes a ** 0."""
+    from rlx import errors
+    from rlx.lowering.rlx_to_linalg.traps import trap
+
     t = a.type
     assert isinstance(t, IntegerType)
     one, zero = kb.const(1, t), kb.const(0, t)
+    if not unsigned:
+        neg = kb.cmpi("slt", b, zero)
+        trap(kb, neg, errors.NEGATIVE_POW, b)
+        b = kb.select(neg, zero, b)
 
     def step(_: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
         res, base, e = c
@@ -149,8 +151,7 @@ def int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
         res = kb.select(odd, kb.muli(res, base), res)
         return [res, kb.muli(base, base), kb.v(arith.ShRUIOp(e, one))]
 
-    res, _, _ = kb.loop_carry(t.width.data, [one, a, b], step)
-    return kb.select(kb.cmpi("slt", b, zero), zero, res)
+    return kb.loop_carry(t.width.data, [one, a, b], step)[0]
 
 
 def _maps(op: Operation) -> tuple[list, list[str]]:
@@ -202,6 +203,10 @@ def emit_region(
     with kb.at(blk):
         vals = [kb.convert(v, elem(outs[0])) for v in vals]
         kb.add(linalg.YieldOp(*vals))
+    if kb.status is not None:
+        from rlx.lowering.rlx_to_linalg.traps import guard_region_ops
+
+        guard_region_ops(kb, blk)
     kb.add(
         linalg.GenericOp(
             list(ins), list(outs), region, [AffineMapAttr(m) for m in maps],

@@ -99,6 +99,8 @@ class KernelBuilder:
         self.rng_seed = 42
         self.rng_backend = "philox"
         """Global seed and generator of rlx.rng_* ops (set by the pass)."""
+        self.status: SSAValue | None = None
+        """The status record of a checked kernel (`traps`), else None."""
 
     # -- insertion -------------------------------------------------------------------
 

@@ -2,7 +2,10 @@
 
 Per-row statistics live in small scratch buffers (rows = all dims but the last): layer_norm
 is two-pass (mean, then the biased variance of x - mean) like the reference, then one
-elementwise pass computes (h - mean) * rstd * gamma + beta. The fused forms recompute
+elementwise pass computes (h - mean) * rstd * gamma + beta. Everything is computed in f64
+and rounded once to the result type, as the reference does: f32 sums of squares overflow
+for |x| ~ 1e19 (giving 0 instead of +-1), and an f32 mean of a near-constant row loses the
+digits that 1/sqrt(var + eps) then amplifies. The fused forms recompute
 h = x + residual in every pass instead of materializing it (and never round it).
 """
 
@@ -12,6 +15,7 @@ import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import f64
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp
@@ -23,9 +27,7 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
     amap,
-    compute_type,
     dim,
-    elem,
     identity,
     shape,
 )
@@ -46,7 +48,9 @@ def _norm(
     xs = shape(ins[0])
     n = len(xs)
     d = xs[-1]
-    ct = compute_type(elem(ins[0]))
+    # f64 throughout (the numeric policy of the norms): the statistics of |x| ~ 1e30 do not
+    # overflow, and (x - mean) of near-constant rows keeps its digits; one rounding at the end
+    ct = f64
     eps = op.epsilon
     assert eps is not None
     rows = list(xs[:-1])
@@ -56,7 +60,8 @@ def _norm(
     rid, rpar = identity(n - 1), [PARALLEL] * (n - 1)
 
     def h(vals: Sequence[SSAValue]) -> SSAValue:
-        return kb.addf(vals[0], vals[1]) if residual else vals[0]
+        w = [kb.convert(v, ct) for v in vals]
+        return kb.addf(w[0], w[1]) if residual else w[0]
 
     def rstd(sumsq: SSAValue) -> SSAValue:
         v = kb.addf(kb.divf(sumsq, kb.const(float(d), ct)), kb.const(eps, ct))
@@ -87,9 +92,9 @@ def _norm(
         if mean is not None:
             v = kb.subf(v, a[i])
             i += 1
-        y = kb.mulf(kb.mulf(v, a[i]), a[i + 1])
+        y = kb.mulf(kb.mulf(v, a[i]), kb.convert(a[i + 1], ct))
         if beta is not None:
-            y = kb.addf(y, a[i + 2])
+            y = kb.addf(y, kb.convert(a[i + 2], ct))
         return [y]
 
     f_ins = [*stat_ins, stat, gamma, *([beta] if beta is not None else [])]

@@ -105,6 +105,11 @@ def emit_reduce(
     if kind != "mean" and acc is out:
         return
     count = prod(xs[i] for i in axes)
+    if kind == "mean" and count == 0 and not is_float_t(e):
+        from rlx import errors
+        from rlx.lowering.rlx_to_linalg.traps import trap
+
+        trap(kb, None, errors.EMPTY_MEAN)  # a static fact, reported when the graph runs
 
     def fin(av: SSAValue) -> SSAValue:
         if kind != "mean":

@@ -8,8 +8,15 @@ from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, MemRefType, i64
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    i64,
+)
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned, normalize_axis
@@ -135,21 +142,41 @@ def emit_concat(
         off += xs[axis]
 
 
+def _gather_axis(op: Operation, rank: int) -> int:
+    """rlx.gather's `axis` (one helper: switches to the typed accessor with issue 12)."""
+    return normalize_axis(op.axis or 0, rank)  # type: ignore[attr-defined]
+
+
 def emit_gather(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """out[pre, idx, post] = x[pre, indices[idx] (+ n if negative), post]."""
+    """out[pre, idx, post] = x[pre, indices[idx] (+ n if negative), post]; an index outside
+    [-n, n) is reported through the status record (`traps`) and reads row 0 instead."""
+    from rlx import errors
+    from rlx.lowering.rlx_to_linalg.traps import trap
+
     x, indices = ins
     xs, ishape = shape(x), shape(indices)
-    axis = normalize_axis(op.axis or 0, len(xs))
+    axis = _gather_axis(op, len(xs))
     unsigned = is_unsigned(elem(op.operands[1]))
-    n = kb.idx(xs[axis])
-    zero = kb.idx(0)
+    size = xs[axis]
+    it = elem(indices)
+    assert isinstance(it, IntegerType)
+    w = it.width.data
     with kb.nest(xs[:axis]) as pre, kb.nest(ishape) as ii:
         raw = kb.load(indices, ii)
-        i = kb.convert(raw, kb.idx(0).type, signed=not unsigned)
-        if not unsigned:
-            i = kb.select(kb.cmpi("slt", i, zero), kb.v(arith.AddiOp(i, n)), i)
+        if unsigned or w < 64:
+            # in i64 the index and index + n cannot overflow
+            wide = kb.convert(raw, i64, signed=not unsigned)
+        else:
+            wide = raw
+        n = kb.const(size, i64)
+        zero = kb.const(0, i64)
+        fixed = wide if unsigned else kb.select(kb.cmpi("slt", wide, zero), kb.addi(wide, n), wide)
+        # unsigned compare: negative (after the fix-up) and >= n both fail
+        bad = kb.cmpi("uge", fixed, n)
+        trap(kb, bad, errors.INDEX_OUT_OF_RANGE, wide, size, signed=not unsigned or w == 64)
+        i = kb.convert(kb.select(bad, zero, fixed), kb.idx(0).type)
         with kb.nest(xs[axis + 1 :]) as post:
             kb.store(kb.load(x, [*pre, i, *post]), outs[0], [*pre, *ii, *post])
 

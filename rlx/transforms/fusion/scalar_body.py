@@ -68,7 +68,11 @@ class Emitter:
     def const(self, value: float, like: Any) -> SSAValue:
         t = like if isinstance(like, Attribute) else like.type
         if isinstance(t, AnyFloat):
-            return self.op(arith.ConstantOp(FloatAttr(value, t)))
+            try:
+                attr = FloatAttr(value, t)
+            except ValueError:  # not representable (e.g. -2.0 in f8E8M0FNU): do not fuse
+                raise Unsupported(f"constant {value} in {t}") from None
+            return self.op(arith.ConstantOp(attr))
         assert isinstance(t, IntegerType)
         return self.op(arith.ConstantOp(IntegerAttr(int(value), t)))
 

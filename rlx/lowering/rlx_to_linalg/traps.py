@@ -1,0 +1,204 @@
+"""Run-time checks in generated code: a failing check writes the status record.
+
+Why: an out-of-range gather index must not read outside the array, and an integer
+division by zero (or `INT_MIN / -1`) must not raise SIGFPE. Kernels of ops that can fail
+take one extra trailing argument, the status record `memref<5xi64>` (layout in
+`rlx.errors`); a failing element records the first error (code, site, value, bound), then
+the kernel goes on with a safe operand (index 0, divisor 1), so nothing traps and nothing
+is read out of bounds. `CompiledGraph.run` reads word 0 after the call and raises.
+
+`needs_status(op)` says which ops get the argument; `trap(kb, cond, ...)` emits one check.
+The site (which op failed) is not baked into the kernel, so identical ops still share one
+kernel: the caller stores the site number into word 4 before each call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from math import prod
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import IntegerType, MemRefType, TensorType, i64
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from rlx import errors
+from rlx.dialects.rlx.base import normalize_axis
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+
+STATUS_TYPE = MemRefType(i64, [errors.STATUS_WORDS])
+
+INT_DIV_OPS = frozenset(
+    {
+        "arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+        "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui",
+    }
+)  # fmt: skip
+"""Integer division ops of region bodies: each is guarded (`checked_div`)."""
+
+REGION_CHECKED_OPS = INT_DIV_OPS | {"math.ipowi"}
+"""Region-body ops that can fail on their data (`guard_region_ops`)."""
+
+
+def _int_elem(op: Operation, i: int = 0) -> bool:
+    t = op.operands[i].type if op.operands else None
+    return isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)
+
+
+def _reduce_count(op: Operation) -> tuple[str | None, int]:
+    """`kind` of rlx.reduce and how many elements each result element reduces (one helper
+    for the attribute reads: switches to the typed accessors with issue 12)."""
+    t = op.operands[0].type
+    assert isinstance(t, TensorType)
+    xs = t.get_shape()
+    given = op.axes  # type: ignore[attr-defined]
+    axes = {normalize_axis(x, len(xs)) for x in (given if given is not None else range(len(xs)))}
+    return op.kind, prod(xs[i] for i in axes)  # type: ignore[attr-defined]
+
+
+def _empty_int_mean(op: Operation) -> bool:
+    if not _int_elem(op):
+        return False
+    kind, count = _reduce_count(op)
+    return kind == "mean" and count == 0
+
+
+_CHECKED: dict[str, Callable[[Operation], bool]] = {
+    "rlx.gather": lambda op: True,
+    "rlx.div": _int_elem,
+    "rlx.pow": _int_elem,
+    "rlx.reduce": _empty_int_mean,
+    "rlx.elementwise_region": lambda op: any(o.name in REGION_CHECKED_OPS for o in op.walk()),
+}
+
+
+def needs_status(op: Operation) -> bool:
+    """Whether `op`'s kernel checks its data at run time (and takes the status record)."""
+    check = _CHECKED.get(op.name)
+    return check is not None and check(op)
+
+
+SITES_ATTR = "rlx.error_sites"
+"""Function attribute: the description of each checked op, by site number."""
+
+
+def _where(op: Operation) -> str | None:
+    """`file:line:col` of the op, or of the first located op inside it (a fused region's
+    ops keep the locations of the ops they came from), if known."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    for o in op.walk():
+        loc = o.location
+        if isinstance(loc, FileLineColLoc) and loc.line.data > 0:
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return None
+
+
+def find_sites(f: Operation) -> dict[Operation, str]:
+    """The checked ops of function `f` in walk order, each with its description: its
+    source location and name, else its name and position (`rlx.gather #3 in @main`)."""
+    name = getattr(getattr(f, "sym_name", None), "data", "?")
+    out: dict[Operation, str] = {}
+    for i, o in enumerate(f.walk()):
+        if needs_status(o):
+            where = _where(o)
+            out[o] = f"{where}: {o.name}" if where else f"{o.name} (op #{i} of @{name})"
+    return out
+
+
+def status(kb: KernelBuilder) -> SSAValue:
+    st = kb.status
+    assert st is not None, "kernel of a checked op built without the status argument"
+    return st
+
+
+def trap(
+    kb: KernelBuilder,
+    cond: SSAValue | None,
+    code: int,
+    value: SSAValue | int = 0,
+    bound: SSAValue | int = 0,
+    signed: bool = True,
+) -> None:
+    """If `cond` (i1; None: always), record error `code` with `value` and `bound` unless an
+    earlier error is recorded already."""
+    st = status(kb)
+    first = Block()
+    with kb.at(first):
+        for word, v in ((errors.VALUE, value), (errors.BOUND, bound)):
+            iv = kb.const(v, i64) if isinstance(v, int) else kb.convert(v, i64, signed=signed)
+            kb.store(iv, st, [word])
+        kb.store(kb.load(st, [errors.CURRENT]), st, [errors.SITE])
+        kb.store(kb.const(code, i64), st, [errors.CODE])
+        kb.add(scf.YieldOp())
+
+    def record() -> None:
+        clear = kb.cmpi("eq", kb.load(st, [errors.CODE]), kb.const(0, i64))
+        kb.add(scf.IfOp(clear, [], [first]))
+
+    if cond is None:
+        record()
+        return
+    check = Block()
+    with kb.at(check):
+        record()
+        kb.add(scf.YieldOp())
+    kb.add(scf.IfOp(cond, [], [check]))
+
+
+@contextmanager
+def _before(kb: KernelBuilder, op: Operation) -> Iterator[None]:
+    saved = kb.ip
+    kb.ip = InsertPoint.before(op)
+    try:
+        yield
+    finally:
+        kb.ip = saved
+
+
+def set_site(kb: KernelBuilder, st: SSAValue, site: int) -> None:
+    """Caller side: the next checked kernel reports errors as `site`."""
+    kb.add(memref.StoreOp.get(kb.const(site, i64), st, [kb.idx(errors.CURRENT)]))
+
+
+def checked_div(
+    kb: KernelBuilder, cls: type[Operation], a: SSAValue, b: SSAValue, unsigned: bool
+) -> SSAValue:
+    """`cls(a, b)` (an integer division or remainder) with b == 0 and, signed, INT_MIN / -1
+    reported through the status record; the division itself gets a safe divisor of 1."""
+    t = a.type
+    assert isinstance(t, IntegerType)
+    zero, one = kb.const(0, t), kb.const(1, t)
+    bz = kb.cmpi("eq", b, zero)
+    trap(kb, bz, errors.DIVISION_BY_ZERO, a, signed=not unsigned)
+    bad = bz
+    if not unsigned and t.width.data > 1:
+        ovf = kb.v(
+            arith.AndIOp(
+                kb.cmpi("eq", b, kb.const(-1, t)),
+                kb.cmpi("eq", a, kb.const(-(1 << (t.width.data - 1)), t)),
+            )
+        )
+        trap(kb, ovf, errors.DIVISION_OVERFLOW, a)
+        bad = kb.v(arith.OrIOp(bz, ovf))
+    return kb.v(cls(a, kb.select(bad, one, b)))  # type: ignore[call-arg]
+
+
+def guard_region_ops(kb: KernelBuilder, block: Block) -> None:
+    """Replace every integer division of a region body by `checked_div`, and `math.ipowi`
+    by the checked square-and-multiply of `rlx.pow` (in place)."""
+    from rlx.lowering.rlx_to_linalg.elementwise import int_pow
+
+    for o in list(block.walk()):
+        if o.name not in REGION_CHECKED_OPS:
+            continue
+        a, b = o.operands
+        with _before(kb, o):
+            if o.name == "math.ipowi":
+                q = int_pow(kb, a, b)
+            else:
+                q = checked_div(kb, type(o), a, b, o.name.endswith("ui"))
+        o.results[0].replace_all_uses_with(q)
+        o.detach()
+        o.erase()
