@@ -115,3 +115,34 @@ def test_chunking_is_bounded_by_the_chunk_size_not_the_dim() -> None:
     assert parallel._largest_divisor_at_most(2**61 - 1, 1 << 14) == 1  # noqa: SLF001 (prime)
     assert parallel._largest_divisor_at_most(12, 5) == 4  # noqa: SLF001
     assert time.perf_counter() - t0 < 1.0
+
+
+ONE_GELU = """
+func.func @main(%x: tensor<12xf32>) -> tensor<12xf32> {
+  %0 = rlx.gelu_tanh %x : (tensor<12xf32>) -> tensor<12xf32>
+  func.return %0 : tensor<12xf32>
+}
+"""
+
+
+def test_gelu_tanh_decomposed_and_folded_agree() -> None:
+    """The same formula on the legalize (decomposition) and constant-folding paths."""
+    from rlx.runtime.options import CompileOptions
+
+    want = run(parse_module(ONE_GELU), [X])[0]
+    ops = ("exp", "mul", "add", "div", "compare", "where", "constant")
+    g = rlx.compile(ONE_GELU, CompileOptions(supported_ops=ops))
+    assert "rlx.gelu_tanh" not in g.ir("rlx")
+    got = g.run(X)[0]
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    from rlx.builder import Graph
+
+    gb = Graph("main")
+    y = gb.op("gelu_tanh", gb.constant(X))
+    assert not isinstance(y, tuple)
+    gb.output(y)
+    folded = rlx.compile(gb)
+    assert "rlx.gelu_tanh" not in folded.ir("rlx")
+    np.testing.assert_array_equal(folded.run()[0], want)
+    assert np.array_equal(np.signbit(folded.run()[0]), np.signbit(want))
