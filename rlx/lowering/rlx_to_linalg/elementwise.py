@@ -32,6 +32,7 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     is_float_t,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.traps import checked_div, checked_pow, guard_region_ops
 
 _MATH = {
     "exp": mathd.ExpOp,
@@ -72,7 +73,13 @@ class KernelScalar:
         return self.kb.mulf(a, b) if is_float_t(a.type) else self.kb.muli(a, b)
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.kb.divf(a, b) if is_float_t(a.type) else int_div(self.kb, a, b, self.unsigned)
+        return (
+            self.kb.divf(a, b)
+            if is_float_t(a.type)
+            else checked_div(
+                self.kb, arith.DivUIOp if self.unsigned else arith.DivSIOp, a, b, self.unsigned
+            )
+        )
 
     def _minmax(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float_t(a.type):
@@ -90,7 +97,7 @@ class KernelScalar:
     def pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float_t(a.type):
             return self.kb.bin(mathd.PowFOp, a, b, FM_CONTRACT)
-        return int_pow(self.kb, a, b, self.unsigned)
+        return checked_pow(self.kb, a, b, self.unsigned)
 
     def neg(self, x: SSAValue) -> SSAValue:
         if is_float_t(x.type):
@@ -121,37 +128,6 @@ def activation(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
     """A fused op's activation (`none`, `relu`, `gelu`, ...) on one float scalar, by the
     activation's formula."""
     return activation_formula(kind)(KernelScalar(kb), x)
-
-
-def int_div(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
-    """a / b truncating toward zero; b == 0 and INT_MIN / -1 are run-time errors reported
-    through the status record (`traps.checked_div`), never a trap of the CPU."""
-    from rlx.lowering.rlx_to_linalg.traps import checked_div
-
-    return checked_div(kb, arith.DivUIOp if unsigned else arith.DivSIOp, a, b, unsigned)
-
-
-def int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool = False) -> SSAValue:
-    """Wrapping a ** b by square-and-multiply over the exponent bits; b < 0 is a run-time
-    error (status record) and computes a ** 0."""
-    from rlx import errors
-    from rlx.lowering.rlx_to_linalg.traps import trap
-
-    t = a.type
-    assert isinstance(t, IntegerType)
-    one, zero = kb.const(1, t), kb.const(0, t)
-    if not unsigned:
-        neg = kb.cmpi("slt", b, zero)
-        trap(kb, neg, errors.NEGATIVE_POW, b)
-        b = kb.select(neg, zero, b)
-
-    def step(_: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
-        res, base, e = c
-        odd = kb.cmpi("ne", kb.v(arith.AndIOp(e, one)), zero)
-        res = kb.select(odd, kb.muli(res, base), res)
-        return [res, kb.muli(base, base), kb.v(arith.ShRUIOp(e, one))]
-
-    return kb.loop_carry(t.width.data, [one, a, b], step)[0]
 
 
 def _maps(op: Operation) -> tuple[list, list[str]]:
@@ -204,8 +180,6 @@ def emit_region(
         vals = [kb.convert(v, elem(outs[0])) for v in vals]
         kb.add(linalg.YieldOp(*vals))
     if kb.status is not None:
-        from rlx.lowering.rlx_to_linalg.traps import guard_region_ops
-
         guard_region_ops(kb, blk)
     kb.add(
         linalg.GenericOp(

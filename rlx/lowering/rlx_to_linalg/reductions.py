@@ -19,6 +19,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from rlx import errors
 from rlx.dialects.rlx.base import (
     is_unsigned,
     normalize_axis,
@@ -40,6 +41,7 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     shape,
     signless,
 )
+from rlx.lowering.rlx_to_linalg.traps import trap
 
 
 def _unsigned(e: Attribute) -> bool:
@@ -106,9 +108,6 @@ def emit_reduce(
         return
     count = prod(xs[i] for i in axes)
     if kind == "mean" and count == 0 and not is_float_t(e):
-        from rlx import errors
-        from rlx.lowering.rlx_to_linalg.traps import trap
-
         trap(kb, None, errors.EMPTY_MEAN)  # a static fact, reported when the graph runs
 
     def fin(av: SSAValue) -> SSAValue:

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
+from rlx import errors
 from rlx.dialects.rlx.base import is_unsigned, normalize_axis
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, SliceOp, TransposeOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
@@ -32,6 +33,7 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     identity,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.traps import trap
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.bufferize import FuncLowering
@@ -152,9 +154,6 @@ def emit_gather(
 ) -> None:
     """out[pre, idx, post] = x[pre, indices[idx] (+ n if negative), post]; an index outside
     [-n, n) is reported through the status record (`traps`) and reads row 0 instead."""
-    from rlx import errors
-    from rlx.lowering.rlx_to_linalg.traps import trap
-
     x, indices = ins
     xs, ishape = shape(x), shape(indices)
     axis = _gather_axis(op, len(xs))

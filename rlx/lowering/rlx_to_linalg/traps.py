@@ -185,18 +185,36 @@ def checked_div(
     return kb.v(cls(a, kb.select(bad, one, b)))  # type: ignore[call-arg]
 
 
+def checked_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool = False) -> SSAValue:
+    """Wrapping a ** b by square-and-multiply over the exponent bits; a negative (signed)
+    exponent is reported through the status record and computes a ** 0."""
+    t = a.type
+    assert isinstance(t, IntegerType)
+    one, zero = kb.const(1, t), kb.const(0, t)
+    if not unsigned:
+        neg = kb.cmpi("slt", b, zero)
+        trap(kb, neg, errors.NEGATIVE_POW, b)
+        b = kb.select(neg, zero, b)
+
+    def step(_: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
+        res, base, e = c
+        odd = kb.cmpi("ne", kb.v(arith.AndIOp(e, one)), zero)
+        res = kb.select(odd, kb.muli(res, base), res)
+        return [res, kb.muli(base, base), kb.v(arith.ShRUIOp(e, one))]
+
+    return kb.loop_carry(t.width.data, [one, a, b], step)[0]
+
+
 def guard_region_ops(kb: KernelBuilder, block: Block) -> None:
     """Replace every integer division of a region body by `checked_div`, and `math.ipowi`
-    by the checked square-and-multiply of `rlx.pow` (in place)."""
-    from rlx.lowering.rlx_to_linalg.elementwise import int_pow
-
+    by `checked_pow` (in place)."""
     for o in list(block.walk()):
         if o.name not in REGION_CHECKED_OPS:
             continue
         a, b = o.operands
         with _before(kb, o):
             if o.name == "math.ipowi":
-                q = int_pow(kb, a, b)
+                q = checked_pow(kb, a, b)
             else:
                 q = checked_div(kb, type(o), a, b, o.name.endswith("ui"))
         o.results[0].replace_all_uses_with(q)
