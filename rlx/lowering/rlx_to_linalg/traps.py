@@ -19,12 +19,16 @@ from contextlib import contextmanager
 from math import prod
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IntegerType, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import FileLineColLoc, IntegerType, MemRefType, TensorType, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from rlx import errors
 from rlx.dialects.rlx.base import normalize_axis
+from rlx.dialects.rlx.compute import ReduceOp
+from rlx.dialects.rlx.control import ElementwiseRegionOp
+from rlx.dialects.rlx.elementwise import DivOp, PowOp
+from rlx.dialects.rlx.shape import GatherOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 
 STATUS_TYPE = MemRefType(i64, [errors.STATUS_WORDS])
@@ -47,8 +51,7 @@ def _int_elem(op: Operation, i: int = 0) -> bool:
 
 
 def _reduce_count(op: Operation) -> tuple[str | None, int]:
-    """`kind` of rlx.reduce and how many elements each result element reduces (one helper
-    for the attribute reads: switches to the typed accessors with issue 12)."""
+    """`kind` of rlx.reduce and how many elements each result element reduces."""
     t = op.operands[0].type
     assert isinstance(t, TensorType)
     xs = t.get_shape()
@@ -64,18 +67,19 @@ def _empty_int_mean(op: Operation) -> bool:
     return kind == "mean" and count == 0
 
 
-_CHECKED: dict[str, Callable[[Operation], bool]] = {
-    "rlx.gather": lambda op: True,
-    "rlx.div": _int_elem,
-    "rlx.pow": _int_elem,
-    "rlx.reduce": _empty_int_mean,
-    "rlx.elementwise_region": lambda op: any(o.name in REGION_CHECKED_OPS for o in op.walk()),
+_CHECKED: dict[type[Operation], Callable[[Operation], bool]] = {
+    GatherOp: lambda op: True,
+    DivOp: _int_elem,
+    PowOp: _int_elem,
+    ReduceOp: _empty_int_mean,
+    ElementwiseRegionOp: lambda op: any(o.name in REGION_CHECKED_OPS for o in op.walk()),
 }
+"""Op class -> whether an op of it checks its data (its kernel calls `trap`)."""
 
 
 def needs_status(op: Operation) -> bool:
     """Whether `op`'s kernel checks its data at run time (and takes the status record)."""
-    check = _CHECKED.get(op.name)
+    check = _CHECKED.get(type(op))
     return check is not None and check(op)
 
 
@@ -86,8 +90,6 @@ SITES_ATTR = "rlx.error_sites"
 def _where(op: Operation) -> str | None:
     """`file:line:col` of the op, or of the first located op inside it (a fused region's
     ops keep the locations of the ops they came from), if known."""
-    from xdsl.dialects.builtin import FileLineColLoc
-
     for o in op.walk():
         loc = o.location
         if isinstance(loc, FileLineColLoc) and loc.line.data > 0:
@@ -97,7 +99,7 @@ def _where(op: Operation) -> str | None:
 
 def find_sites(f: Operation) -> dict[Operation, str]:
     """The checked ops of function `f` in walk order, each with its description: its
-    source location and name, else its name and position (`rlx.gather #3 in @main`)."""
+    source location and name, else its name and position (`rlx.gather (op #3 of @main)`)."""
     name = getattr(getattr(f, "sym_name", None), "data", "?")
     out: dict[Operation, str] = {}
     for i, o in enumerate(f.walk()):
