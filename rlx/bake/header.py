@@ -218,11 +218,12 @@ _WEIGHT = _obj(
      "stored_shape": _DIMS, "live": _bool, "note": _str(4096), **_SECTION},
     ("name", "shape", "encoding", "dtype", "stored_shape", *_SECTION_REQ),
 )  # fmt: skip
-_ARG = _obj({"name": _NAME, "kind": _one_of("input", "prepared", "param", "output", "arena"),
+_ARG = _obj({"name": _NAME, "kind": _one_of("input", "prepared", "param", "output", "status", "arena"),
              "shape": _DIMS, "dtype": _str(64)}, ("name", "kind", "shape", "dtype"))  # fmt: skip
 _SIG = _obj(
     {"entry": _NAME, "args": _list(_ARG, 1024), "arena_bytes": _int(), "unplanned_bytes": _int(),
-     "alignment": _int(1, 1 << 20), "dead_params": _obj({}, free=_ARG)},
+     "alignment": _int(1, 1 << 20), "dead_params": _obj({}, free=_ARG),
+     "error_sites": _list(_str(4096), 1 << 16)},
     ("entry", "args", "arena_bytes", "unplanned_bytes", "alignment"),
 )  # fmt: skip
 _CODE = _obj(

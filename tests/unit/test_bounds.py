@@ -118,3 +118,29 @@ def test_hoisted_prepare_function_reports_too() -> None:
     g.set_param("w", np.ones((5, 4), np.float32))
     with pytest.raises(IndexError, match=r":5:3: rlx.gather: index 7 is out of range .* size 5"):
         g.run(np.zeros((2, 4), np.float32))
+
+
+BAKED = """
+func.func @main(%x: tensor<6x3xf32>, %i: tensor<4xi32>) -> tensor<4x3xf32> {
+  %w = rlx.param "w" : tensor<6x3xf32>
+  %a = rlx.add %x, %w : (tensor<6x3xf32>, tensor<6x3xf32>) -> tensor<6x3xf32>
+  %0 = rlx.gather %a, %i : (tensor<6x3xf32>, tensor<4xi32>) -> tensor<4x3xf32>
+  func.return %0 : tensor<4x3xf32>
+}
+"""
+
+
+def test_baked_artifact_keeps_the_checks(tmp_path: object) -> None:
+    """An .rlx artifact's stored code and signature carry the status record and sites."""
+    from pathlib import Path
+
+    import rlx.bake
+
+    d = Path(str(tmp_path))
+    (d / "g.mlir").write_text(BAKED)
+    path = rlx.bake.bake(d / "g.mlir", {"w": np.ones((6, 3), np.float32)}, "exact", d / "g.rlx")
+    g = rlx.load(path)
+    x = np.zeros((6, 3), np.float32)
+    np.testing.assert_array_equal(g.run(x, np.array([0, 1, 2, 5], np.int32))[0], np.ones((4, 3)))
+    with pytest.raises(IndexError, match=r"g.mlir:5:3: rlx.gather: index 6 is out of range"):
+        g.run(x, np.array([0, 1, 6, 5], np.int32))
