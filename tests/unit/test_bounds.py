@@ -144,3 +144,20 @@ def test_baked_artifact_keeps_the_checks(tmp_path: object) -> None:
     np.testing.assert_array_equal(g.run(x, np.array([0, 1, 2, 5], np.int32))[0], np.ones((4, 3)))
     with pytest.raises(IndexError, match=r"g.mlir:5:3: rlx.gather: index 6 is out of range"):
         g.run(x, np.array([0, 1, 6, 5], np.int32))
+
+
+EMPTY_AXIS = """
+func.func @main(%x: tensor<0x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
+  %0 = rlx.gather %x, %i : (tensor<0x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+"""
+
+
+def test_gather_from_an_empty_axis_fails_every_index() -> None:
+    g = rlx.compile(EMPTY_AXIS)
+    x = np.zeros((0, 3), np.float32)
+    with pytest.raises(IndexError, match="index 0 is out of range for an axis of size 0"):
+        g.run(x, np.array([0, -1]))
+    with pytest.raises(RlxIndexError, match="index 0 is out of range"):
+        run(parse_module(EMPTY_AXIS), [x, np.array([0, -1])])

@@ -175,9 +175,10 @@ def emit_gather(
         # unsigned compare: negative (after the fix-up) and >= n both fail
         bad = kb.cmpi("uge", fixed, n)
         trap(kb, bad, errors.INDEX_OUT_OF_RANGE, wide, size, signed=not unsigned or w == 64)
-        i = kb.convert(kb.select(bad, zero, fixed), kb.idx(0).type)
-        with kb.nest(xs[axis + 1 :]) as post:
-            kb.store(kb.load(x, [*pre, i, *post]), outs[0], [*pre, *ii, *post])
+        if size > 0:  # (an empty axis fails every index and has no row 0 to read instead)
+            i = kb.convert(kb.select(bad, zero, fixed), kb.idx(0).type)
+            with kb.nest(xs[axis + 1 :]) as post:
+                kb.store(kb.load(x, [*pre, i, *post]), outs[0], [*pre, *ii, *post])
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {
