@@ -267,3 +267,55 @@ def first_doc_line(pass_cls: type) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def mlir_pipeline_to_xdsl(text: str) -> str:
+    """MLIR's textual pipeline (`builtin.module(a{k=v},func.func(b))`) as an xDSL `-p` spec.
+
+    Anchors (`builtin.module(...)`, `func.func(...)`, any `op.name(...)`) are accepted and
+    flattened: rlx passes are module passes and find the functions themselves.
+    """
+    out: list[str] = []
+    depth_braces = 0
+    anchors: list[int] = []  # nesting of anchor parentheses
+    token = ""
+    quoted = False
+    for ch in text.strip():
+        if quoted:
+            token += ch
+            quoted = ch != '"'
+            continue
+        if ch == '"':
+            quoted = True
+            token += ch
+        elif ch == "{":
+            depth_braces += 1
+            token += ch
+        elif ch == "}":
+            depth_braces -= 1
+            token += ch
+        elif depth_braces:
+            token += ch
+        elif ch == "(":
+            if not re.fullmatch(r"\s*[\w$.-]+\s*", token) or "." not in token:
+                raise PassOptionError(
+                    f"invalid pass pipeline '{text}': '{token.strip()}(' is not an op anchor "
+                    "such as builtin.module( or func.func("
+                )
+            anchors.append(1)
+            token = ""
+        elif ch == ")":
+            if not anchors:
+                raise PassOptionError(f"invalid pass pipeline '{text}': unbalanced ')'")
+            anchors.pop()
+            out.append(token)
+            token = ""
+        elif ch == ",":
+            out.append(token)
+            token = ""
+        else:
+            token += ch
+    out.append(token)
+    if anchors or depth_braces or quoted:
+        raise PassOptionError(f"invalid pass pipeline '{text}': unbalanced brackets or quotes")
+    return ",".join(t.strip() for t in out if t.strip())
