@@ -39,20 +39,25 @@ class _Graph:
     def block(self, block: Block, indent: str) -> None:
         for arg in block.args:
             name = f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
-            self.lines.append(f'{indent}{self.node_id(arg, "arg")} [shape=ellipse, label="{_esc(name)}"];')
+            self.lines.append(
+                f'{indent}{self.node_id(arg, "arg")} [shape=ellipse, label="{_esc(name)}"];'
+            )
         for op in block.ops:
             self.op(op, indent)
 
     def op(self, op: Operation, indent: str) -> None:
         attrs = {**op.properties, **op.attributes}
         label = op.name + "".join(
-            f"\\n{_esc(k)} = {_esc(_short(str(v)))}" for k, v in sorted(attrs.items())
+            f"\\n{_esc(k)} = {_esc(_short(str(v)))}"
+            for k, v in sorted(attrs.items())
             if k not in ("sym_name", "function_type")
         )
         self.lines.append(f'{indent}{self.node_id(op, "op")} [label="{label}"];')
         for index, region in enumerate(op.regions):
             cluster = f"cluster_{self.node_id(op, 'op')}_{index}"
-            self.lines.append(f'{indent}subgraph {cluster} {{ label="{_esc(op.name)} region {index}";')
+            self.lines.append(
+                f'{indent}subgraph {cluster} {{ label="{_esc(op.name)} region {index}";'
+            )
             for block in region.blocks:
                 self.block(block, indent + "  ")
             self.lines.append(f"{indent}}}")
@@ -63,7 +68,7 @@ class _Graph:
                 continue
             for operand in op.operands:
                 self.lines.append(
-                    f'  {self.source(operand)} -> {self.node_id(op, "op")} '
+                    f"  {self.source(operand)} -> {self.node_id(op, 'op')} "
                     f'[label="{_esc(str(operand.type))}"];'
                 )
 

@@ -80,9 +80,19 @@ def add_driver_arguments(
             help=f"load the {what}s of an xDSL Universe from MODULE (a dotted module name "
             "or a .py path defining a Universe); repeatable",
         )
-    _flag(parser, "--fusion-report", help="print the fusion report (fused ops, near misses) to stderr")
-    _flag(parser, "--dispatch-report", help="print the kernel dispatch report (how each op kind runs) to stderr")
-    _flag(parser, "--assert-fusion-clean", help="fail if fusion leaves a near miss (fusion{assert-clean=true})")
+    _flag(
+        parser, "--fusion-report", help="print the fusion report (fused ops, near misses) to stderr"
+    )
+    _flag(
+        parser,
+        "--dispatch-report",
+        help="print the kernel dispatch report (how each op kind runs) to stderr",
+    )
+    _flag(
+        parser,
+        "--assert-fusion-clean",
+        help="fail if fusion leaves a near miss (fusion{assert-clean=true})",
+    )
     _flag(
         parser,
         "--check-equivalence",
@@ -90,15 +100,29 @@ def add_driver_arguments(
         "before and after every pass; fail at the first pass that changes the results "
         "beyond its tolerance",
     )
-    add("--check-equivalence-seed", type=int, default=0, metavar="N", help="seed of --check-equivalence's inputs")
-    _flag(parser, "--split-input-file", help="process each '// -----'-separated chunk of the input on its own")
+    add(
+        "--check-equivalence-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of --check-equivalence's inputs",
+    )
+    _flag(
+        parser,
+        "--split-input-file",
+        help="process each '// -----'-separated chunk of the input on its own",
+    )
     _flag(
         parser,
         "--verify-diagnostics",
         help="check the diagnostics against the input's 'expected-error/warning/note/remark' "
         "directives (MLIR-style); exit 0 iff they match",
     )
-    _flag(parser, "--parsing-diagnostics", help="print parse errors to stdout and exit 0 (xdsl-opt compatibility)")
+    _flag(
+        parser,
+        "--parsing-diagnostics",
+        help="print parse errors to stdout and exit 0 (xdsl-opt compatibility)",
+    )
     _flag(parser, "--print-op-generic", help="print ops in generic form")
     _flag(parser, "--print-debuginfo", help="print op locations (loc(...))")
     _flag(parser, "--print-no-properties", help="print properties as attributes")
@@ -110,7 +134,11 @@ def add_driver_arguments(
         "'// -----// IR Dump After <pass> //----- //'",
     )
     _flag(parser, "--mlir-print-ir-before-all", help="print the IR to stderr before each pass")
-    _flag(parser, "--mlir-print-ir-after-change", help="print the IR after a pass only if the pass changed it")
+    _flag(
+        parser,
+        "--mlir-print-ir-after-change",
+        help="print the IR after a pass only if the pass changed it",
+    )
     for when in ("before", "after"):
         add(
             f"--mlir-print-ir-{when}",
@@ -119,7 +147,11 @@ def add_driver_arguments(
             metavar="PASS",
             help=f"print the IR to stderr {when} the named pass(es) (comma-separated, repeatable)",
         )
-    _flag(parser, "--print-between-passes", help="same as --print-ir-after-all (xdsl-opt compatibility)")
+    _flag(
+        parser,
+        "--print-between-passes",
+        help="same as --print-ir-after-all (xdsl-opt compatibility)",
+    )
     _flag(
         parser,
         "--verbose",
@@ -131,7 +163,9 @@ def add_driver_arguments(
         "--mlir-timing",
         help="print a wall-time report (parse, passes, verifier, output) to stderr",
     )
-    _flag(parser, "--dump-pass-pipeline", help="print the pass pipeline (MLIR textual form) to stderr")
+    _flag(
+        parser, "--dump-pass-pipeline", help="print the pass pipeline (MLIR textual form) to stderr"
+    )
     _flag(parser, "--show-dialects", help="list the registered dialects and exit")
     _flag(
         parser,

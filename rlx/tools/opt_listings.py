@@ -44,7 +44,9 @@ def list_passes(tool: Any, stream: IO[str]) -> None:
 
 def list_dialects(tool: Any, stream: IO[str]) -> None:
     """`--show-dialects`: the registered dialect names, as mlir-opt prints them."""
-    stream.write("Available Dialects: " + ", ".join(sorted(tool.ctx.registered_dialect_names)) + "\n")
+    stream.write(
+        "Available Dialects: " + ", ".join(sorted(tool.ctx.registered_dialect_names)) + "\n"
+    )
 
 
 def list_registry(tool: Any, stream: IO[str]) -> None:

@@ -25,12 +25,12 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections.abc import Sequence
-from typing import IO, ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkException
+from xdsl.utils.exceptions import DiagnosticException, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from rlx import __version__ as rlx_version
@@ -39,7 +39,6 @@ from rlx.tools.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
     InternalError,
-    SourceLoc,
     SourceManager,
     diagnostic_from_exception,
     parse_expectations,
@@ -47,20 +46,21 @@ from rlx.tools.diagnostics import (
     verify_expectations,
 )
 from rlx.tools.lazy_context import LazyOpContext
-from rlx.tools.locating_parser import InputChunk, LocatingParser, split_input
-from rlx.tools.pass_flags import (
-    PassFlag,
-    PassOptionError,
-    build_pass_from_flag,
-    mlir_pipeline_to_xdsl,
-    parse_pipeline_string,
-    split_pass_flags,
-    unknown_pass_error,
+from rlx.tools.locating_parser import InputChunk, split_input
+from rlx.tools.opt_input import parse_chunk
+from rlx.tools.pass_flags import PassFlag, PassOptionError, build_pipeline, split_pass_flags
+from rlx.tools.pass_runner import (
+    ChunkFailed,
+    PipelineRunner,
+    find_verification_failure,
+    make_runner,
 )
-from rlx.tools.pass_runner import ChunkFailed, PipelineRunner, find_verification_failure
 
 __all__ = ["RlxOptMain", "find_verification_failure"]
 STDIN_NAME = "<stdin>"
+
+if TYPE_CHECKING:
+    from rlx.tools.plugins import LoadedPlugins
 
 
 class RlxOptMain(xDSLOptMain):
@@ -87,24 +87,22 @@ class RlxOptMain(xDSLOptMain):
         self.plugin_names = {}
         self.pass_flags = []
         self._plugin_specs = opt_args.prescan_plugins(self._argv)
-        self._plugins = None
+        self._plugins: LoadedPlugins | None = None
         super().__init__(description, self._argv)
 
     # -- registration ------------------------------------------------------------------
 
-    def _loaded_plugins(self):  # noqa: ANN202 - LoadedPlugins, imported lazily
-        if self._plugins is None:
-            from rlx.tools.plugins import PluginError, load_plugins
+    def _plugins_of(self, kind: str, registered: Iterable[str]) -> dict[str, Callable[[], Any]]:
+        """The plugins' passes or dialects (loaded once); exits on a load error or clash."""
+        from rlx.tools.plugins import PluginError, load_plugins
 
-            try:
-                self._plugins = load_plugins(
-                    self._plugin_specs["--load-pass-plugin"],
-                    self._plugin_specs["--load-dialect-plugin"],
-                )
-            except PluginError as e:
-                sys.stderr.write(f"rlx-opt: error: {e}\n")
-                raise SystemExit(1) from None
-        return self._plugins
+        try:
+            if self._plugins is None:
+                self._plugins = load_plugins(*self._plugin_specs.values())
+            return self._plugins.new_items(kind, registered)
+        except PluginError as e:
+            sys.stderr.write(f"rlx-opt: error: {e}\n")
+            raise SystemExit(1) from None
 
     def register_all_dialects(self) -> None:
         """rlx's dialects (ops resolved lazily), then the plugins' dialects.
@@ -112,17 +110,13 @@ class RlxOptMain(xDSLOptMain):
         xDSLOptMain created a plain `Context`; it is replaced by a `LazyOpContext`.
         """
         from rlx.dialects import get_all_dialects
+        from rlx.dialects.rlx import op_loaders
 
         self.ctx = LazyOpContext()
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
-        from rlx.dialects.rlx import op_loaders
-
         self.ctx.register_lazy_ops("rlx", op_loaders())
-        for name, factory in self._loaded_plugins().dialects.items():
-            if name in self.ctx.registered_dialect_names:
-                sys.stderr.write(f"rlx-opt: error: plugin dialect '{name}' is already registered\n")
-                raise SystemExit(1)
+        for name, factory in self._plugins_of("dialect", self.ctx.registered_dialect_names).items():
             self.ctx.register_dialect(name, factory)
 
     def register_all_frontends(self) -> None:
@@ -144,16 +138,9 @@ class RlxOptMain(xDSLOptMain):
             for name, factory in registry.items():
                 self.register_pass(name, factory)
                 self.rlx_pass_names.add(name)
-        plugins = self._loaded_plugins()
-        for name, factory in plugins.passes.items():
-            if name in self.available_passes:
-                sys.stderr.write(
-                    f"rlx-opt: error: plugin pass '{name}' ({plugins.origin[f'pass:{name}']}) "
-                    "clashes with a registered pass\n"
-                )
-                raise SystemExit(1)
+        for name, factory in self._plugins_of("pass", self.available_passes).items():
             self.register_pass(name, factory)
-            self.plugin_names[name] = plugins.origin[f"pass:{name}"]
+            self.plugin_names[name] = self._plugins.origin[f"pass:{name}"]
 
     def register_all_targets(self) -> None:
         """Only targets that work on rlx input: mlir, llvm (LLVM IR), asm (host)."""
@@ -169,26 +156,14 @@ class RlxOptMain(xDSLOptMain):
         arg_parser.allow_abbrev = False
         self._arg_parser = arg_parser
         opt_args.add_driver_arguments(arg_parser, self.available_targets, self.version_format)
+        from rlx.tools.pass_index import pass_summaries
         from rlx.transforms import FLAG_ALIASES
 
-        names = opt_args.add_pass_flag_help(arg_parser, self._pass_summaries(), FLAG_ALIASES)
+        help_wanted = any(a in ("-h", "--help") for a in self._argv)
+        summaries = pass_summaries(self.available_passes, imported=help_wanted)
+        names = opt_args.add_pass_flag_help(arg_parser, summaries, FLAG_ALIASES)
         # xDSLOptMain.__init__ parses this same list object next.
         self._argv[:], self.pass_flags = split_pass_flags(self._argv, names)
-
-    def _pass_summaries(self) -> dict[str, str]:
-        """Pass name -> one-line summary for --help (from the static index when possible)."""
-        from rlx.tools.pass_index import load_index, pass_info
-
-        index = load_index()
-        wants_help = any(a in ("-h", "--help") for a in self._argv)
-        return {
-            name: (
-                pass_info(name, factory, index)["summary"]
-                if wants_help or name in index
-                else ""
-            )
-            for name, factory in self.available_passes.items()
-        }
 
     # -- pipeline ----------------------------------------------------------------------
 
@@ -199,38 +174,16 @@ class RlxOptMain(xDSLOptMain):
             if args.target != "mlir":
                 error(f"--emit={args.emit} cannot be combined with -t/--target {args.target}")
             args.target = opt_args.EMIT_TARGETS[args.emit]
-        registry = self.available_passes
-        sources = [
-            s
-            for s, given in (
-                ("-p/--passes", args.passes),
-                ("--pass-pipeline", args.pass_pipeline),
-                ("pass flags", self.pass_flags),
-            )
-            if given
-        ]
-        try:
-            if len(sources) > 1:
-                flags = ", ".join(f.spelling for f in self.pass_flags)
-                raise PassOptionError(
-                    f"{sources[0]} cannot be combined with {' and '.join(sources[1:])}"
-                    + (f" ({flags})" if flags else "")
-                    + "; use one or the other"
-                )
-            if args.passes:
-                self.passes = parse_pipeline_string(args.passes, registry)
-            elif args.pass_pipeline:
-                spec = mlir_pipeline_to_xdsl(args.pass_pipeline)
-                self.passes = parse_pipeline_string(spec, registry) if spec else []
-            else:
-                from rlx.transforms import FLAG_ALIASES
+        from rlx.transforms import FLAG_ALIASES
 
-                self.passes = []
-                for flag in self.pass_flags:
-                    name = FLAG_ALIASES.get(flag.name, flag.name)
-                    if name not in registry:
-                        raise unknown_pass_error(flag.name, registry)
-                    self.passes.append(build_pass_from_flag(registry[name](), flag))
+        try:
+            self.passes = build_pipeline(
+                args.passes,
+                args.pass_pipeline,
+                self.pass_flags,
+                self.available_passes,
+                FLAG_ALIASES,
+            )
         except PassOptionError as e:
             sys.stderr.write(f"rlx-opt: error: {e}\n")
             raise SystemExit(1) from None
@@ -243,29 +196,17 @@ class RlxOptMain(xDSLOptMain):
             return pass_
         changes = {
             field: True
-            for field, flag in (("report", "fusion_report"), ("assert_clean", "assert_fusion_clean"))
+            for field, flag in (
+                ("report", "fusion_report"),
+                ("assert_clean", "assert_fusion_clean"),
+            )
             if getattr(self.args, flag) and hasattr(pass_, field)
         }
         return dataclasses.replace(pass_, **changes) if changes else pass_
 
     def make_runner(self) -> PipelineRunner:
         """The pipeline with the instrumentations the flags ask for."""
-        from rlx.tools import graph_reports
-        from rlx.tools.pass_runner import IRPrinter, VerboseLog, verbose_requested
-
-        insts = []
-        if self.args.check_equivalence:
-            from rlx.tools.equivalence import EquivalenceCheck
-
-            insts.append(EquivalenceCheck(self.args.check_equivalence_seed))
-        if graph_reports.wanted(self.args, self.passes):
-            insts.append(graph_reports.GraphReports(self.args, self.passes))
-        if verbose_requested(self.args):
-            insts.append(VerboseLog())
-        printer = IRPrinter(self.args)
-        if printer.active:
-            insts.append(printer)
-        return PipelineRunner(self.ctx, self.passes, not self.args.disable_verify, insts)
+        return make_runner(self.ctx, self.args, self.passes)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         """Run the pipeline on `prog` (xDSL API); raises `DiagnosticException` on errors."""
@@ -364,7 +305,7 @@ class RlxOptMain(xDSLOptMain):
         runner = self.runner
         try:
             start = time.perf_counter()
-            module = self._parse(chunk, engine)
+            module = parse_chunk(self.ctx, chunk, self.input_name, self.args, engine, self.sources)
             runner.timings.append(("parse", time.perf_counter() - start))
             if module is None:
                 return None
@@ -394,42 +335,3 @@ class RlxOptMain(xDSLOptMain):
 
             return module_to_dot(prog)
         return super().output_resulting_program(prog)
-
-    def _parse(self, chunk: InputChunk, engine: DiagnosticEngine) -> ModuleOp | None:
-        if chunk.is_blank():
-            return ModuleOp([])
-        name = self.input_name
-        parser = LocatingParser(self.ctx, chunk.text, name)
-        try:
-            return parser.parse_located_module(not self.args.no_implicit_module)
-        except ParseError as e:
-            line, col = parser.position_to_line_col(e.span.start)
-            diag = Diagnostic("error", e.msg, SourceLoc(name, line, col))
-            for ref_span, ref_msg in getattr(e, "refs", ()):
-                ref_line, ref_col = parser.position_to_line_col(ref_span.start)
-                diag.notes.append(Diagnostic("note", ref_msg or "see here", SourceLoc(name, ref_line, ref_col)))
-            if self.args.parsing_diagnostics:
-                sys.stdout.write(render(diag, self.sources, name))
-            else:
-                engine.emit(diag)
-            return None
-        except DiagnosticException as e:  # e.g. an attribute verifier failing while building
-            loc = None
-            if parser.failed_op_position is not None:
-                loc = SourceLoc(name, *parser.position_to_line_col(parser.failed_op_position))
-            engine.emit(Diagnostic("error", str(e), loc))
-            return None
-        except ShrinkException:
-            raise
-        except Exception as e:
-            where = ""
-            if parser.failed_op_position is not None:
-                line, col = parser.position_to_line_col(parser.failed_op_position)
-                where = f" at {name}:{line}:{col}"
-            raise InternalError(f"while parsing{where}", e) from e
-
-    def list_passes(self, stream: IO[str]) -> None:
-        """Every registered pass, sorted: name, origin, summary, then its options."""
-        from rlx.tools.opt_listings import list_passes
-
-        list_passes(self, stream)

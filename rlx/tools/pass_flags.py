@@ -319,3 +319,42 @@ def mlir_pipeline_to_xdsl(text: str) -> str:
     if anchors or depth_braces or quoted:
         raise PassOptionError(f"invalid pass pipeline '{text}': unbalanced brackets or quotes")
     return ",".join(t.strip() for t in out if t.strip())
+
+
+def build_pipeline(
+    passes: str,
+    pass_pipeline: str,
+    flags: Sequence[PassFlag],
+    registry: PassRegistry,
+    aliases: dict[str, str],
+) -> list[ModulePass]:
+    """The passes of `-p` (xDSL spec), `--pass-pipeline` (MLIR text) or the pass flags
+    (at most one of them is given; `aliases` maps flag names to pass names)."""
+    sources = [
+        s
+        for s, given in (
+            ("-p/--passes", passes),
+            ("--pass-pipeline", pass_pipeline),
+            ("pass flags", flags),
+        )
+        if given
+    ]
+    if len(sources) > 1:
+        spelled = ", ".join(f.spelling for f in flags)
+        raise PassOptionError(
+            f"{sources[0]} cannot be combined with {' and '.join(sources[1:])}"
+            + (f" ({spelled})" if spelled else "")
+            + "; use one or the other"
+        )
+    if passes:
+        return parse_pipeline_string(passes, registry)
+    if pass_pipeline:
+        spec = mlir_pipeline_to_xdsl(pass_pipeline)
+        return parse_pipeline_string(spec, registry) if spec else []
+    built: list[ModulePass] = []
+    for flag in flags:
+        name = aliases.get(flag.name, flag.name)
+        if name not in registry:
+            raise unknown_pass_error(flag.name, registry)
+        built.append(build_pass_from_flag(registry[name](), flag))
+    return built

@@ -136,6 +136,15 @@ def pass_info(name: str, factory: Callable[[], type], index: Mapping[str, PassIn
         return {"summary": f"<failed to load: {type(e).__name__}: {e}>", "options": []}
 
 
+def pass_summaries(registry: Mapping[str, Callable[[], type]], imported: bool) -> dict[str, str]:
+    """Pass name -> summary: from the index, else (if `imported`) by importing the pass."""
+    index = load_index()
+    return {
+        name: pass_info(name, factory, index)["summary"] if imported or name in index else ""
+        for name, factory in registry.items()
+    }
+
+
 def build_index() -> dict[str, PassInfo]:
     """Describe every upstream xDSL and rlx pass (imports all of them)."""
     from rlx.runtime.pipeline import pass_registry

@@ -259,3 +259,22 @@ class PipelineRunner:
             lines.append(f"  {seconds:8.4f} ({100 * seconds / total:5.1f}%)  {name}")
         lines.append(f"  {total:8.4f} (100.0%)  Total")
         return "\n".join(lines) + "\n"
+
+
+def make_runner(ctx: Any, args: argparse.Namespace, passes: Sequence[ModulePass]) -> PipelineRunner:
+    """A runner of `passes` with the instrumentations rlx-opt's `args` ask for."""
+    from rlx.tools import graph_reports
+
+    insts: list[Instrumentation] = []
+    if args.check_equivalence:
+        from rlx.tools.equivalence import EquivalenceCheck
+
+        insts.append(EquivalenceCheck(args.check_equivalence_seed))
+    if graph_reports.wanted(args, passes):
+        insts.append(graph_reports.GraphReports(args, passes))
+    if verbose_requested(args):
+        insts.append(VerboseLog())
+    printer = IRPrinter(args)
+    if printer.active:
+        insts.append(printer)
+    return PipelineRunner(ctx, passes, not args.disable_verify, insts)

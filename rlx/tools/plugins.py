@@ -56,6 +56,16 @@ class LoadedPlugins:
                 into[name] = factory
                 self.origin[key] = source
 
+    def new_items(self, kind: str, registered: Iterable[str]) -> dict[str, Callable[[], Any]]:
+        """The plugins' passes or dialects (`kind`); a clash with `registered` is an error."""
+        items = self.passes if kind == "pass" else self.dialects
+        for name in set(items) & set(registered):
+            raise PluginError(
+                f"plugin {kind} '{name}' ({self.origin[f'{kind}:{name}']}) clashes with a "
+                f"registered {kind} of the same name"
+            )
+        return items
+
 
 def _universe_in(module: Any, source: str) -> Any:
     from xdsl.universe import Universe
@@ -109,7 +119,9 @@ def entry_point_universes() -> Iterable[tuple[str, Any]]:
         yield source, universe
 
 
-def load_plugins(pass_plugins: Iterable[str] = (), dialect_plugins: Iterable[str] = ()) -> LoadedPlugins:
+def load_plugins(
+    pass_plugins: Iterable[str] = (), dialect_plugins: Iterable[str] = ()
+) -> LoadedPlugins:
     """Entry-point universes, then the `--load-*-plugin` modules."""
     loaded = LoadedPlugins()
     for source, universe in entry_point_universes():
