@@ -19,10 +19,10 @@ EMIT_TARGETS = {"llvm-ir": "llvm", "asm": "asm"}
 PLUGIN_FLAGS = ("--load-pass-plugin", "--load-dialect-plugin")
 
 USAGE = "rlx-opt [options] [input-file | -] [-o output-file]"
-EPILOG = (
-    "Pass flags: --PASS-NAME runs a pass with defaults; --PASS-NAME='key=value ...' sets "
-    "options; --PASS-NAME=VALUE sets the pass's main option. Pass flags run in command-line "
-    "order."
+PASS_FLAGS_HELP = (
+    "--PASS runs a pass with defaults, --PASS='key=value ...' sets its options, "
+    "--PASS=VALUE sets its main option; flags run in command-line order and cannot be "
+    "mixed with -p; options of each pass: --list-passes"
 )
 
 
@@ -192,38 +192,41 @@ def add_driver_arguments(
     )
 
 
-def add_pass_flag_help(
+def add_pass_flags(
     parser: argparse.ArgumentParser,
     summaries: dict[str, str],
     aliases: dict[str, str],
 ) -> list[str]:
-    """Document one `--NAME[=OPTIONS]` flag per pass (its summary); returns usable names.
+    """Declare one `--NAME[=OPTIONS]` flag per pass; returns the usable names.
 
     The flags are taken out of argv by `split_pass_flags` before argparse runs, so argparse
-    only lists them. A pass whose name collides with a driver flag gets no flag.
+    only reserves their names (a pass whose name collides with a driver flag gets no flag).
+    `--help` lists them in the epilog, one line per pass: `--NAME  summary`.
     """
-    group = parser.add_argument_group(
-        "pass flags",
-        "--PASS runs a pass with defaults, --PASS='key=value ...' sets its options, "
-        "--PASS=VALUE sets its main option; flags run in command-line order and cannot be "
-        "mixed with -p (options of each pass: --list-passes)",
-    )
     names: list[str] = []
+    lines: list[str] = []
     for name in sorted(summaries):
         try:
-            group.add_argument(
-                f"--{name}",
-                action="store_true",
-                dest=f"_pass_flag_{name}",
-                help=argparse.SUPPRESS if name.startswith("test-") else summaries[name] or " ",
+            parser.add_argument(
+                f"--{name}", action="store_true", dest=f"_pass_{name}", help=argparse.SUPPRESS
             )
         except argparse.ArgumentError:
             continue
         names.append(name)
+        if not name.startswith("test-"):
+            lines.append((f"--{name}", summaries[name]))
     for alias, target in sorted(aliases.items()):
         if target in summaries and alias not in summaries:
-            group.add_argument(f"--{alias}", action="store_true", help=f"alias of --{target}")
+            parser.add_argument(f"--{alias}", action="store_true", help=argparse.SUPPRESS)
             names.append(alias)
+            lines.append((f"--{alias}", f"alias of --{target}"))
+    width = max((len(flag) for flag, _ in lines), default=0)
+    parser.epilog = (
+        "pass flags ("
+        + PASS_FLAGS_HELP
+        + "):\n"
+        + "\n".join(f"  {flag:<{width}}  {summary}".rstrip() for flag, summary in sorted(lines))
+    )
     return names
 
 

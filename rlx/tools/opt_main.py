@@ -152,7 +152,7 @@ class RlxOptMain(xDSLOptMain):
         """rlx-opt's flags and pass flags; the pass flags are taken out of argv here."""
         arg_parser.prog = "rlx-opt"
         arg_parser.usage = opt_args.USAGE
-        arg_parser.epilog = opt_args.EPILOG
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # epilog as is
         arg_parser.allow_abbrev = False
         self._arg_parser = arg_parser
         opt_args.add_driver_arguments(arg_parser, self.available_targets, self.version_format)
@@ -161,7 +161,7 @@ class RlxOptMain(xDSLOptMain):
 
         help_wanted = any(a in ("-h", "--help") for a in self._argv)
         summaries = pass_summaries(self.available_passes, imported=help_wanted)
-        names = opt_args.add_pass_flag_help(arg_parser, summaries, FLAG_ALIASES)
+        names = opt_args.add_pass_flags(arg_parser, summaries, FLAG_ALIASES)
         # xDSLOptMain.__init__ parses this same list object next.
         self._argv[:], self.pass_flags = split_pass_flags(self._argv, names)
 
