@@ -60,7 +60,7 @@ __all__ = ["RlxOptMain", "find_verification_failure"]
 STDIN_NAME = "<stdin>"
 
 if TYPE_CHECKING:
-    from rlx.tools.plugins import LoadedPlugins
+    from rlx.runtime.plugins import LoadedPlugins
 
 
 class RlxOptMain(xDSLOptMain):
@@ -94,7 +94,7 @@ class RlxOptMain(xDSLOptMain):
 
     def _plugins_of(self, kind: str, registered: Iterable[str]) -> dict[str, Callable[[], Any]]:
         """The plugins' passes or dialects (loaded once); exits on a load error or clash."""
-        from rlx.tools.plugins import PluginError, load_plugins
+        from rlx.runtime.plugins import PluginError, load_plugins
 
         try:
             if self._plugins is None:

@@ -49,6 +49,8 @@ class LoadedPlugins:
         for kind, items, into in tables:
             for name, factory in items.items():
                 key = f"{kind}:{name}"
+                if key in self.origin and into.get(name) is factory:
+                    continue  # the same Universe reached twice (entry point and flag)
                 if key in self.origin:
                     raise PluginError(
                         f"{kind} '{name}' is defined by both {self.origin[key]} and {source}"
