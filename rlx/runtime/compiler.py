@@ -55,6 +55,7 @@ from rlx.parser import LocatingParser
 from rlx.runtime import counters, llvm_worker, option_pipeline
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.jit import JitModule, to_llvm_ir
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
@@ -348,11 +349,19 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         # Verifying is the costliest xDSL step on large graphs: once after the graph passes,
         # or after every pass when verbose / RLX_VERIFY_EACH=1 (to name the culprit).
         each = log.on or os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
+        checker = EquivalenceChecker() if opts.check_equivalence() else None
+        if checker is not None:
+            checker.start(module)
         for i, p in enumerate(graph):
             probe.before(p.stage, module)
             last = i == len(graph) - 1
             _run_pass(p.name, p.instance, module, ctx, log, sources, verify=each or last)
             probe.after(p.stage, module)
+            if checker is not None:
+                try:
+                    checker.after_pass(p.instance, module)
+                except DiagnosticException as e:
+                    raise CompileError(_diag_text(e, None, sources)) from None
     _check_argument_count(module, entry)
     _check_static(module)
     reports = probe.finish(module)
@@ -410,6 +419,7 @@ def compile(
     ctx = make_context()
     module, sources = load_module(source, ctx)
     input_text = str(module)
+    original = module.clone() if opts.check_equivalence() else module
     key = make_key(input_text, opts, entry, BACKEND)
     hit = CACHE.get(key, load_artifact)
     if hit is not None:
@@ -447,4 +457,8 @@ def compile(
 
     graph = CompiledGraph(art, regenerate)
     graph.cache_hit = hit is not None
+    if opts.check_equivalence():
+        with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
+            ran = [p.instance for p in option_pipeline.build_plan(opts, Path(tmp)).passes]
+        check_jit(graph, original, entry, 0, ran)
     return graph

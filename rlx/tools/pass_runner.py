@@ -267,8 +267,6 @@ def make_runner(ctx: Any, args: argparse.Namespace, passes: Sequence[ModulePass]
 
     insts: list[Instrumentation] = []
     if args.check_equivalence:
-        from rlx.tools.equivalence import EquivalenceCheck
-
         insts.append(EquivalenceCheck(args.check_equivalence_seed))
     if graph_reports.wanted(args, passes):
         insts.append(graph_reports.GraphReports(args, passes))
@@ -278,3 +276,18 @@ def make_runner(ctx: Any, args: argparse.Namespace, passes: Sequence[ModulePass]
     if printer.active:
         insts.append(printer)
     return PipelineRunner(ctx, passes, not args.disable_verify, insts)
+
+
+class EquivalenceCheck(Instrumentation):
+    """`--check-equivalence`: `rlx.runtime.equivalence.EquivalenceChecker` per chunk."""
+
+    def __init__(self, seed: int) -> None:
+        from rlx.runtime.equivalence import EquivalenceChecker
+
+        self.checker = EquivalenceChecker(seed)
+
+    def before_pipeline(self, module: ModuleOp) -> None:
+        self.checker.start(module)
+
+    def after_pass(self, pass_: ModulePass, module: ModuleOp) -> None:
+        self.checker.after_pass(pass_, module)
