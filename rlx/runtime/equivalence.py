@@ -12,8 +12,9 @@ indexed axis, operands of log/sqrt/rsqrt/pow's base and divisors are positive, b
 0/1, every value has its argument's element type. Params (`rlx.param`) get random values
 the same way, by name.
 
-Error measure: max over elements of |after - before| / (1 + |before|) (NaN/inf must
-match exactly). Tolerance: the pass class's `equivalence_tolerance` ClassVar (passes that
+Error measure: max |after - before| over the elements, relative to the output's largest
+magnitude (at least 1), so cancellation in one element does not dominate; NaN/inf must
+match exactly. Tolerance: the pass class's `equivalence_tolerance` ClassVar (passes that
 change numerics on purpose declare one; None skips the pass), else `DEFAULT_TOLERANCE`.
 
 A module the interpreter cannot run (lowered below rlx, dynamic shapes, unsupported ops) is
@@ -160,7 +161,7 @@ def snapshot(module: ModuleOp, seed: int, like: Snapshot | None = None) -> Snaps
 
 
 def max_error(after: np.ndarray, before: np.ndarray) -> float:
-    """max |after - before| / (1 + |before|); inf if shapes or non-finite values differ."""
+    """max |after - before| / max(1, max |before|); inf if shapes or non-finite values differ."""
     if after.shape != before.shape:
         return float("inf")
     a = after.astype(np.float64)
@@ -172,7 +173,8 @@ def max_error(after: np.ndarray, before: np.ndarray) -> float:
         return float("inf")
     if not finite.any():
         return 0.0
-    return float(np.max(np.abs(a[finite] - b[finite]) / (1.0 + np.abs(b[finite]))))
+    scale = max(1.0, float(np.max(np.abs(b[finite]))))
+    return float(np.max(np.abs(a[finite] - b[finite]))) / scale
 
 
 def tolerance_of(pass_: Any) -> float | None:
