@@ -26,9 +26,7 @@ def lit_files() -> list[Path]:
     )
 
 
-@pytest.mark.parametrize(
-    "path", lit_files(), ids=lambda p: str(p.relative_to(FILECHECK_DIR))
-)
+@pytest.mark.parametrize("path", lit_files(), ids=lambda p: str(p.relative_to(FILECHECK_DIR)))
 def test_lit(path: Path) -> None:
     """One lit file passes (with this interpreter's venv on PATH, see lit.cfg)."""
     cmd = [
