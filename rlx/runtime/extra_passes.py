@@ -2,7 +2,7 @@
 
     CompileOptions(extra_passes={"after:fusion": "my-pass{opt=1}", "before:dce": "cse"})
 
-Keys are `before:STAGE` or `after:STAGE`, STAGE a stage name of `rlx.runtime.pipeline`
+Keys are `before:STAGE` or `after:STAGE`, STAGE a stage name of `rlx.runtime.option_pipeline`
 (the pass names of its table: scaled-quant, bind-params, ..., fusion, kernel-dispatch, ...,
 convert-rlx-to-linalg, plan-memory, split-graph). Values are xDSL pass pipelines
 (`a,b{k=v}`) over the registered passes: upstream xDSL, rlx, and every installed

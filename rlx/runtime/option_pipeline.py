@@ -33,9 +33,9 @@ from xdsl.passes import ModulePass
 
 from rlx.lowering import get_all_lowering_passes
 from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
+from rlx.plugins import plugin_passes
 from rlx.runtime.extra_passes import build_extra_passes
 from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig, env_flag
-from rlx.runtime.plugins import plugin_passes
 from rlx.transforms import get_all_passes
 from rlx.transforms.dispatch_report import count_kinds, dispatch_report
 from rlx.transforms.fusion_report import analyze_fusion

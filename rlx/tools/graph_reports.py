@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from rlx.tools.diagnostics import InternalError
+from rlx.diagnostics import InternalError
 from rlx.tools.pass_runner import Instrumentation
 
 LOWERING_BOUNDARY = frozenset({"convert-rlx-to-linalg", "lower-to-llvm"})

@@ -9,7 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkException
 
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
     InternalError,
@@ -17,7 +17,7 @@ from rlx.tools.diagnostics import (
     SourceManager,
     render,
 )
-from rlx.tools.locating_parser import InputChunk, LocatingParser
+from rlx.parser import InputChunk, LocatingParser
 
 
 def parse_chunk(

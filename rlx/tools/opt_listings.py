@@ -44,9 +44,8 @@ def list_passes(tool: Any, stream: IO[str]) -> None:
 
 def list_dialects(tool: Any, stream: IO[str]) -> None:
     """`--show-dialects`: the registered dialect names, as mlir-opt prints them."""
-    stream.write(
-        "Available Dialects: " + ", ".join(sorted(tool.ctx.registered_dialect_names)) + "\n"
-    )
+    names = {*tool.ctx.registered_dialect_names, *getattr(tool.ctx, "on_demand_dialects", ())}
+    stream.write("Available Dialects: " + ", ".join(sorted(names)) + "\n")
 
 
 def list_registry(tool: Any, stream: IO[str]) -> None:

@@ -34,8 +34,7 @@ from xdsl.utils.exceptions import DiagnosticException, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from rlx import __version__ as rlx_version
-from rlx.tools import opt_args
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     Diagnostic,
     DiagnosticEngine,
     InternalError,
@@ -45,8 +44,9 @@ from rlx.tools.diagnostics import (
     render,
     verify_expectations,
 )
+from rlx.parser import InputChunk, split_input
+from rlx.tools import opt_args
 from rlx.tools.lazy_context import LazyOpContext
-from rlx.tools.locating_parser import InputChunk, split_input
 from rlx.tools.opt_input import parse_chunk
 from rlx.tools.pass_flags import PassFlag, PassOptionError, build_pipeline, split_pass_flags
 from rlx.tools.pass_runner import (
@@ -60,7 +60,7 @@ __all__ = ["RlxOptMain", "find_verification_failure"]
 STDIN_NAME = "<stdin>"
 
 if TYPE_CHECKING:
-    from rlx.runtime.plugins import LoadedPlugins
+    from rlx.plugins import LoadedPlugins
 
 
 class RlxOptMain(xDSLOptMain):
@@ -94,7 +94,7 @@ class RlxOptMain(xDSLOptMain):
 
     def _plugins_of(self, kind: str, registered: Iterable[str]) -> dict[str, Callable[[], Any]]:
         """The plugins' passes or dialects (loaded once); exits on a load error or clash."""
-        from rlx.runtime.plugins import PluginError, load_plugins
+        from rlx.plugins import PluginError, load_plugins
 
         try:
             if self._plugins is None:
@@ -105,7 +105,7 @@ class RlxOptMain(xDSLOptMain):
             raise SystemExit(1) from None
 
     def register_all_dialects(self) -> None:
-        """rlx's dialects (ops resolved lazily), then the plugins' dialects.
+        """rlx's dialects (ops resolved lazily), then the plugins' (registered on first use).
 
         xDSLOptMain created a plain `Context`; it is replaced by a `LazyOpContext`.
         """
@@ -117,7 +117,7 @@ class RlxOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, factory)
         self.ctx.register_lazy_ops("rlx", op_loaders())
         for name, factory in self._plugins_of("dialect", self.ctx.registered_dialect_names).items():
-            self.ctx.register_dialect(name, factory)
+            self.ctx.add_on_demand_dialect(name, factory)
 
     def register_all_frontends(self) -> None:
         """Only MLIR text is read (by `LocatingParser`)."""

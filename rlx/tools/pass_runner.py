@@ -22,7 +22,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ShrinkException
 
-from rlx.tools.diagnostics import (
+from rlx.diagnostics import (
     DiagnosticEngine,
     InternalError,
     diagnostic_from_exception,

@@ -106,7 +106,9 @@ def test_extra_passes_run_at_their_stage() -> None:
     import rlx
 
     opts = CompileOptions(extra_passes={"before:canonicalize": "cse", "after:rng": "dce"})
-    plan = __import__("rlx.runtime.pipeline", fromlist=["build_plan"]).build_plan(opts, Path("."))
+    plan = __import__("rlx.runtime.option_pipeline", fromlist=["build_plan"]).build_plan(
+        opts, Path(".")
+    )
     names = [p.name for p in plan.passes]
     assert names.index("cse") < names.index("canonicalize")
     assert names.index("rng") < len(names) - 1 - names[::-1].index("dce")
@@ -198,7 +200,7 @@ def test_pattern_pass_error_is_located(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_random_inputs_are_valid_for_their_ops() -> None:
-    from rlx.runtime.reference import parse_module
+    from rlx.interpreter import parse_module
 
     module = parse_module(
         """
