@@ -52,7 +52,7 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, llvm_worker, option_pipeline
+from rlx.runtime import counters, llvm_worker, option_pipeline, parallel
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
@@ -66,6 +66,19 @@ BACKEND = "llvm-cpu"
 
 class CompileError(ValueError):
     """The input cannot be compiled: parse/verify errors or a pass rejecting the graph."""
+
+
+class UnboundDimsError(CompileError):
+    """Dynamic dims left unbound; `hint` says how to bind them (tools substitute their flag)."""
+
+    def __init__(self, dims: list[str], hint: str | None = None) -> None:
+        self.dims = list(dims)
+        example = ", ".join(f'"{d}": ...' for d in self.dims)
+        hint = hint or f"CompileOptions(dim_binding={{{example}}})"
+        super().__init__(
+            f"unbound dynamic dims: {', '.join(self.dims)}; RLX compiles static shapes only: "
+            f"bind them with {hint}"
+        )
 
 
 def make_context() -> Context:
@@ -297,11 +310,7 @@ def _check_static(module: ModuleOp) -> None:
 
     missing = unbound_dims(module)
     if missing:
-        example = ", ".join(f'"{d}": ...' for d in missing)
-        raise CompileError(
-            f"unbound dynamic dims: {', '.join(missing)}; RLX compiles static shapes only: "
-            f"bind them with CompileOptions(dim_binding={{{example}}})"
-        )
+        raise UnboundDimsError(missing)
 
 
 def _run_pass(
@@ -392,6 +401,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         return Artifact(sig, None, 0, report, stages, prepare=prep, reports=reports)
 
     t0 = time.perf_counter()
+    parallel.register()  # outside the try: a bad RLX_NUM_THREADS is a ValueError naming it
     try:
         ir = to_llvm_ir(module)
         engine = JitModule(ir)

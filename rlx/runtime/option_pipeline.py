@@ -293,8 +293,13 @@ def build_plan(
         needed = row.stage is not None and row.needed(opts)
 
         def status(s: str, detail: str = "", row: Row = row, value: Any = value) -> None:
-            if row.field is not None:
+            if row.field is None:
+                return
+            same = next((r for r in report if r.field == row.field), None)
+            if same is None:
                 report.append(FieldStatus(row.field, _fmt(value), s, detail))
+            elif detail and detail not in same.detail:  # a field several passes implement:
+                same.detail = f"{same.detail}, {detail}" if same.detail else detail  # one line
 
         if row.stage is None:
             status("default" if is_default else row.passless, "" if is_default else row.note)

@@ -283,3 +283,99 @@ def test_check_equivalence_on_examples(example: Path) -> None:
         )
         == 0
     )
+
+
+# --------------------------------------------------------------------------------------
+# Messages that used to mislead (issue 13, "Why")
+# --------------------------------------------------------------------------------------
+
+MLP = ROOT / "examples" / "mlp.mlir"
+
+
+def test_dispatch_report_after_fusion_does_not_claim_fusions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([str(MLP), "--fusion", "--kernel-dispatch", "--dispatch-report"]) == 0
+    err = capsys.readouterr().err
+    assert "rlx dispatch report" in err and "rewritten" not in err
+
+
+def test_fusion_report_does_not_count_attention_already_in_the_input() -> None:
+    from rlx.interpreter import parse_module
+    from rlx.transforms.fusion_report import analyze_fusion
+
+    text = """
+    func.func @main(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+      %a = rlx.attention %q, %k, %v : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+      func.return %a : tensor<1x2x4x8xf32>
+    }
+    """
+    module = parse_module(text)
+    assert analyze_fusion(module, module.clone()).count("attention") == 0
+
+
+def test_pipeline_report_lists_each_field_once() -> None:
+    import rlx
+
+    claim = ["matmul", "add", "gelu", "tanh", "mul", "div", "erf", "exp", "reduce", "sub"]
+    opts = CompileOptions(supported_ops=claim)
+    lines = rlx.compile(MLP, opts).pipeline_report().splitlines()
+    fields = [line.split(" = ")[0] for line in lines]
+    assert len(fields) == len(set(fields))
+    (line,) = [ln for ln in lines if ln.startswith("supported_ops")]
+    assert "kernel-dispatch" in line and "legalize" in line
+
+
+def test_bad_thread_count_is_a_value_error() -> None:
+    code = (
+        "import rlx\n"
+        "try:\n"
+        f"    rlx.compile(open({str(MLP)!r}).read())\n"
+        "except ValueError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    env = {"RLX_NUM_THREADS": "abc", "PATH": "/usr/bin:/bin", "RLX_CACHE": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "ValueError RLX_NUM_THREADS must be a positive integer, got 'abc'" in out.stdout, out
+
+
+def test_rlx_run_unbound_dim_names_its_flag(tmp_path: Path) -> None:
+    from rlx.tools.rlx_run import main as rlx_run
+
+    path = tmp_path / "dyn.mlir"
+    path.write_text(
+        'func.func @main(%x: tensor<?x4xf32> {rlx.dims = ["batch", 4]}) -> tensor<?x4xf32> {\n'
+        "  %y = rlx.relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32>\n"
+        "  func.return %y : tensor<?x4xf32>\n}\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from rlx.tools.rlx_run import main; sys.exit(main())",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    del rlx_run
+    assert result.returncode == 1
+    assert "bind them with --dim-binding=batch=N" in result.stderr
+    assert "CompileOptions" not in result.stderr
+
+
+def test_onnx_output_names_are_kept() -> None:
+    import onnx.helper as oh
+    from onnx import TensorProto
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+
+    graph = oh.make_graph(
+        [oh.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    module, _ = import_model(oh.make_model(graph))
+    assert [name for name, _, _ in rlx.compile(module).outputs] == ["y"]
