@@ -17,6 +17,9 @@ xDSL 0.75 blocks two things, handled without copying `__init__`: it builds its o
 on it, and `rlx_opt.main` maps argparse's exit code 2 to 1) and parses `args` itself (so
 the pass flags, which argparse cannot express, are taken out of the very argument list
 handed to `xDSLOptMain.__init__`, in `register_all_arguments`).
+
+Imports inside methods are for start-up time (a small run imports only what it uses,
+tests/unit/test_startup.py), not for import cycles.
 """
 
 from __future__ import annotations
