@@ -164,6 +164,9 @@ def main(argv: Sequence[str] | None = None, *, tool_class: type[RlxOptMain] | No
             pass
         return 0
     except Exception as e:
+        if type(e).__name__ == "ArgSpecParseError":  # a malformed -t/-p spec: a usage error
+            sys.stderr.write(f"rlx-opt: error: {str(e).strip().splitlines()[-1]}\n")
+            return 1
         try:
             return _report_internal_error(e)
         except Exception:  # never let a traceback escape, even from the reporter
