@@ -164,14 +164,18 @@ def main(argv: Sequence[str] | None = None, *, tool_class: type[RlxOptMain] | No
             pass
         return 0
     except Exception as e:
-        if type(e).__name__ == "ArgSpecParseError":  # a malformed -t/-p spec: a usage error
-            sys.stderr.write(f"rlx-opt: error: {str(e).strip().splitlines()[-1]}\n")
-            return 1
         try:
             return _report_internal_error(e)
         except Exception:  # never let a traceback escape, even from the reporter
             sys.stderr.write(f"rlx-opt: internal error: {type(e).__name__}: {e}\n")
             return 2
+    except BaseException as e:  # xDSL's ArgSpecParseError (a BaseException): bad -t spec
+        if type(e).__name__ != "ArgSpecParseError":
+            raise
+        sys.stderr.write(
+            f"rlx-opt: error: invalid -t/--target: {str(e).strip().splitlines()[-1].strip()}\n"
+        )
+        return 1
 
 
 if __name__ == "__main__":
