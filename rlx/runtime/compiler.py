@@ -52,9 +52,10 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, llvm_worker, option_pipeline
+from rlx.runtime import counters, llvm_worker, option_pipeline, parallel
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.jit import JitModule, to_llvm_ir
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
@@ -65,6 +66,19 @@ BACKEND = "llvm-cpu"
 
 class CompileError(ValueError):
     """The input cannot be compiled: parse/verify errors or a pass rejecting the graph."""
+
+
+class UnboundDimsError(CompileError):
+    """Dynamic dims left unbound; `hint` says how to bind them (tools substitute their flag)."""
+
+    def __init__(self, dims: list[str], hint: str | None = None) -> None:
+        self.dims = list(dims)
+        example = ", ".join(f'"{d}": ...' for d in self.dims)
+        hint = hint or f"CompileOptions(dim_binding={{{example}}})"
+        super().__init__(
+            f"unbound dynamic dims: {', '.join(self.dims)}; RLX compiles static shapes only: "
+            f"bind them with {hint}"
+        )
 
 
 def make_context() -> Context:
@@ -312,11 +326,7 @@ def _check_static(module: ModuleOp) -> None:
 
     missing = unbound_dims(module)
     if missing:
-        example = ", ".join(f'"{d}": ...' for d in missing)
-        raise CompileError(
-            f"unbound dynamic dims: {', '.join(missing)}; RLX compiles static shapes only: "
-            f"bind them with CompileOptions(dim_binding={{{example}}})"
-        )
+        raise UnboundDimsError(missing)
 
 
 def _run_pass(
@@ -364,11 +374,19 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         # Verifying is the costliest xDSL step on large graphs: once after the graph passes,
         # or after every pass when verbose / RLX_VERIFY_EACH=1 (to name the culprit).
         each = log.on or os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
+        checker = EquivalenceChecker() if opts.check_equivalence() else None
+        if checker is not None:
+            checker.start(module)
         for i, p in enumerate(graph):
             probe.before(p.stage, module)
             last = i == len(graph) - 1
             _run_pass(p.name, p.instance, module, ctx, log, sources, verify=each or last)
             probe.after(p.stage, module)
+            if checker is not None:
+                try:
+                    checker.after_pass(p.instance, module)
+                except DiagnosticException as e:
+                    raise CompileError(_diag_text(e, None, sources)) from None
     _check_argument_count(module, entry)
     _check_static(module)
     reports = probe.finish(module)
@@ -399,6 +417,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         return Artifact(sig, None, 0, report, stages, prepare=prep, reports=reports)
 
     t0 = time.perf_counter()
+    parallel.register()  # outside the try: a bad RLX_NUM_THREADS is a ValueError naming it
     try:
         ir = to_llvm_ir(module)
         engine = JitModule(ir)
@@ -426,6 +445,7 @@ def compile(
     ctx = make_context()
     module, sources = load_module(source, ctx)
     input_text = str(module)
+    original = module.clone() if opts.check_equivalence() else module
     key = make_key(input_text, opts, entry, BACKEND)
     hit = CACHE.get(key, load_artifact)
     if hit is not None:
@@ -463,4 +483,8 @@ def compile(
 
     graph = CompiledGraph(art, regenerate)
     graph.cache_hit = hit is not None
+    if opts.check_equivalence():
+        with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
+            ran = [p.instance for p in option_pipeline.build_plan(opts, Path(tmp)).passes]
+        check_jit(graph, original, entry, 0, ran)
     return graph

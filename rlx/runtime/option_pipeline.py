@@ -33,6 +33,8 @@ from xdsl.passes import ModulePass
 
 from rlx.lowering import get_all_lowering_passes
 from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
+from rlx.plugins import plugin_passes
+from rlx.runtime.extra_passes import build_extra_passes
 from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig, env_flag
 from rlx.transforms import get_all_passes
 from rlx.transforms.dispatch_report import count_kinds, dispatch_report
@@ -176,6 +178,8 @@ ROWS: tuple[Row, ...] = (
         note="graph functions of more than 256 kernel calls -> noinline parts (LLVM time stays linear)"),
     Row("verbose", None, note="logging on stderr, no pass", passless="applied"),
     Row("disable_mpsgraph", None, note="Metal only: no effect on the CPU backend"),
+    Row("extra_passes", None, note="inserted at their stages (rlx.runtime.extra_passes)", passless="applied"),
+    Row("check_equivalence", None, note="reference interpreter after every graph pass", passless="applied"),
 )  # fmt: skip
 
 
@@ -230,6 +234,14 @@ def pass_registry() -> dict[str, PassFactory]:
     return reg
 
 
+def registry_with_plugins() -> dict[str, PassFactory]:
+    """`pass_registry()` plus the passes of installed `xdsl.universe` entry points."""
+    reg = pass_registry()
+    for name, factory in plugin_passes().items():
+        reg.setdefault(name, factory)
+    return reg
+
+
 def llvm_pipeline() -> tuple[ModulePass, ...]:
     """LOOPS_TO_LLVM: the memref-level ABI module -> llvm dialect."""
 
@@ -281,8 +293,13 @@ def build_plan(
         needed = row.stage is not None and row.needed(opts)
 
         def status(s: str, detail: str = "", row: Row = row, value: Any = value) -> None:
-            if row.field is not None:
+            if row.field is None:
+                return
+            same = next((r for r in report if r.field == row.field), None)
+            if same is None:
                 report.append(FieldStatus(row.field, _fmt(value), s, detail))
+            elif detail and detail not in same.detail:  # a field several passes implement:
+                same.detail = f"{same.detail}, {detail}" if same.detail else detail  # one line
 
         if row.stage is None:
             status("default" if is_default else row.passless, "" if is_default else row.note)
@@ -306,17 +323,24 @@ def build_plan(
         kwargs.setdefault(row.stage, {}).update(wanted)
         users.setdefault(row.stage, []).extend([row.field] if row.field else [])
     plan = Plan(report=report)
+    extra = {}
+    if opts.extra_passes():
+        stages = [s.name for s in STAGES]
+        extra = build_extra_passes(opts.extra_passes(), stages, registry_with_plugins())
     for st in STAGES:
-        if st.name not in users:
-            continue
-        hit = resolve(st.name)
-        assert hit is not None
-        name, cls = hit
-        try:
-            inst = cls(**kwargs.get(st.name, {}))
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"cannot configure pass '{name}' from CompileOptions: {e}") from e
-        plan.passes.append(PlannedPass(st.name, name, inst, tuple(users[st.name])))
+        for p in extra.get(f"before:{st.name}", ()):
+            plan.passes.append(PlannedPass(st.name, p.name, p, ("extra_passes",)))
+        if st.name in users:
+            hit = resolve(st.name)
+            assert hit is not None
+            name, cls = hit
+            try:
+                inst = cls(**kwargs.get(st.name, {}))
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"cannot configure pass '{name}' from CompileOptions: {e}") from e
+            plan.passes.append(PlannedPass(st.name, name, inst, tuple(users[st.name])))
+        for p in extra.get(f"after:{st.name}", ()):
+            plan.passes.append(PlannedPass(st.name, p.name, p, ("extra_passes",)))
     return plan
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from rlx.dialects import rlx as rlx_dialect  # the package: its op classes load on first use
 from rlx.formats.lowp import parse_format, parse_layout
+from rlx.runtime.extra_passes import check_extra_passes
 from rlx.transforms import declarations as passes
 
 PRECISIONS = passes.PRECISIONS
@@ -303,6 +304,8 @@ _CHECKS: dict[str, Any] = {
     "disable_mpsgraph": _flag("disable_mpsgraph"),
     "scan_unroll_max_length": _check_scan,
     "cache_param_invariant": _flag("cache_param_invariant"),
+    "extra_passes": check_extra_passes,
+    "check_equivalence": _flag("check_equivalence"),
 }
 """Knob name (RLX field name, in RLX order) -> validator returning the normalised value."""
 _PLAIN = ("dce", "constant_folding", "verbose")

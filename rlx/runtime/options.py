@@ -96,6 +96,8 @@ class CompileOptions:
     _disable_mpsgraph: bool = False
     _scan_unroll_max_length: int = 64
     _cache_param_invariant: bool = False
+    _extra_passes: tuple[tuple[str, str], ...] = ()  # see rlx.runtime.extra_passes
+    _check_equivalence: bool = False  # reference interpreter before/after every pass
 
     def __init__(
         self,
@@ -121,6 +123,8 @@ class CompileOptions:
         disable_mpsgraph: bool = False,
         scan_unroll_max_length: int = 64,
         cache_param_invariant: bool = _UNSET,
+        extra_passes: Mapping[str, str] | None = None,
+        check_equivalence: bool = False,
     ) -> None:
         given = dict(locals())
         if verbose is _UNSET:
@@ -150,8 +154,13 @@ class CompileOptions:
             )
         return getattr(self, name if name in _PLAIN else "_" + name)
 
+    OPTIONAL_KNOBS = ("extra_passes", "check_equivalence")
+    """Knobs beyond RLX's field set (falsy default); `to_dict()` lists them only when set."""
+
     def to_dict(self) -> dict[str, Any]:
-        return {k: self.get(k) for k in self.KNOBS}
+        return {
+            k: v for k in self.KNOBS if (v := self.get(k)) or k not in self.OPTIONAL_KNOBS
+        }
 
     def replace(self, **changes: Any) -> CompileOptions:
         """A validated copy with some knobs changed (RLX field names)."""
@@ -202,6 +211,8 @@ class CompileOptions:
     disable_mpsgraph = _Knob()
     scan_unroll_max_length = _Knob()
     cache_param_invariant = _Knob()
+    extra_passes = _Knob()
+    check_equivalence = _Knob()
 
     def no_policy(self) -> CompileOptions:
         return self.replace(policy=None)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.ir import Operation
+from xdsl.ir import Dialect, Operation
 
 OpLoader = Callable[[], type[Operation]]
 
@@ -35,6 +35,34 @@ class LazyOpContext(Context):
         super().__init__(*args, **kwargs)
         self.lazy_ops: dict[str, OpLoader] = {}
         """Op name -> loader returning the op class (only for registered dialects)."""
+        self.on_demand_dialects: dict[str, Callable[[], Dialect]] = {}
+        """Dialects registered only when a name of theirs is first looked up (plugins)."""
+
+    def add_on_demand_dialect(self, name: str, factory: Callable[[], Dialect]) -> None:
+        """Make dialect `name` available, registering it on its first use (plugins: an
+        installed plugin costs nothing, and the registered set stays rlx's own, until the
+        input uses it)."""
+        if name in self.registered_dialect_names or name in self.on_demand_dialects:
+            raise ValueError(f"dialect '{name}' is already registered")
+        self.on_demand_dialects[name] = factory
+
+    def _demand(self, name: str) -> None:
+        dialect = name.split(".", 1)[0]
+        factory = self.on_demand_dialects.pop(dialect, None)
+        if factory is not None:
+            self.register_dialect(dialect, factory)
+
+    def get_optional_type(self, name: str) -> Any:
+        self._demand(name)
+        return super().get_optional_type(name)
+
+    def get_optional_attr(self, name: str) -> Any:
+        self._demand(name)
+        return super().get_optional_attr(name)
+
+    def get_optional_dialect(self, name: str) -> Any:
+        self._demand(name)
+        return super().get_optional_dialect(name)
 
     def register_lazy_ops(self, dialect_name: str, loaders: Mapping[str, OpLoader]) -> None:
         """Resolve the ops of the registered dialect `dialect_name` through `loaders`."""
@@ -52,4 +80,7 @@ class LazyOpContext(Context):
         loader = self.lazy_ops.get(name)
         if loader is not None:
             return loader()
+        self._demand(name)
+        for dialect in dialect_stack:
+            self._demand(dialect)
         return super().get_optional_op(name, dialect_stack=dialect_stack)

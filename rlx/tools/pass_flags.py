@@ -267,3 +267,94 @@ def first_doc_line(pass_cls: type) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def mlir_pipeline_to_xdsl(text: str) -> str:
+    """MLIR's textual pipeline (`builtin.module(a{k=v},func.func(b))`) as an xDSL `-p` spec.
+
+    Anchors (`builtin.module(...)`, `func.func(...)`, any `op.name(...)`) are accepted and
+    flattened: rlx passes are module passes and find the functions themselves.
+    """
+    out: list[str] = []
+    depth_braces = 0
+    anchors: list[int] = []  # nesting of anchor parentheses
+    token = ""
+    quoted = False
+    for ch in text.strip():
+        if quoted:
+            token += ch
+            quoted = ch != '"'
+            continue
+        if ch == '"':
+            quoted = True
+            token += ch
+        elif ch == "{":
+            depth_braces += 1
+            token += ch
+        elif ch == "}":
+            depth_braces -= 1
+            token += ch
+        elif depth_braces:
+            token += ch
+        elif ch == "(":
+            if not re.fullmatch(r"\s*[\w$.-]+\s*", token) or "." not in token:
+                raise PassOptionError(
+                    f"invalid pass pipeline '{text}': '{token.strip()}(' is not an op anchor "
+                    "such as builtin.module( or func.func("
+                )
+            anchors.append(1)
+            token = ""
+        elif ch == ")":
+            if not anchors:
+                raise PassOptionError(f"invalid pass pipeline '{text}': unbalanced ')'")
+            anchors.pop()
+            out.append(token)
+            token = ""
+        elif ch == ",":
+            out.append(token)
+            token = ""
+        else:
+            token += ch
+    out.append(token)
+    if anchors or depth_braces or quoted:
+        raise PassOptionError(f"invalid pass pipeline '{text}': unbalanced brackets or quotes")
+    return ",".join(t.strip() for t in out if t.strip())
+
+
+def build_pipeline(
+    passes: str,
+    pass_pipeline: str,
+    flags: Sequence[PassFlag],
+    registry: PassRegistry,
+    aliases: dict[str, str],
+) -> list[ModulePass]:
+    """The passes of `-p` (xDSL spec), `--pass-pipeline` (MLIR text) or the pass flags
+    (at most one of them is given; `aliases` maps flag names to pass names)."""
+    sources = [
+        s
+        for s, given in (
+            ("-p/--passes", passes),
+            ("--pass-pipeline", pass_pipeline),
+            ("pass flags", flags),
+        )
+        if given
+    ]
+    if len(sources) > 1:
+        spelled = ", ".join(f.spelling for f in flags)
+        raise PassOptionError(
+            f"{sources[0]} cannot be combined with {' and '.join(sources[1:])}"
+            + (f" ({spelled})" if spelled else "")
+            + "; use one or the other"
+        )
+    if passes:
+        return parse_pipeline_string(passes, registry)
+    if pass_pipeline:
+        spec = mlir_pipeline_to_xdsl(pass_pipeline)
+        return parse_pipeline_string(spec, registry) if spec else []
+    built: list[ModulePass] = []
+    for flag in flags:
+        name = aliases.get(flag.name, flag.name)
+        if name not in registry:
+            raise unknown_pass_error(flag.name, registry)
+        built.append(build_pass_from_flag(registry[name](), flag))
+    return built

@@ -7,8 +7,9 @@ answers without importing xDSL's IR machinery, and `RlxOptMain` (in
 `rlx.tools.opt_main`) is imported on first use.
 
 Exit codes: 0 success; 1 errors in the input or on the command line (parse, verifier
-and pass errors, unmet `--verify-diagnostics` expectations, bad flags); 2 internal error
-(an unexpected exception; set `RLX_DEBUG=1` to see its traceback).
+and pass errors, unmet `--verify-diagnostics` expectations, bad flags: argparse's own exit
+code 2 is mapped to 1); 2 internal error (an unexpected exception; set `RLX_DEBUG=1` to see
+its traceback).
 """
 
 from __future__ import annotations
@@ -148,10 +149,10 @@ def main(argv: Sequence[str] | None = None, *, tool_class: type[RlxOptMain] | No
             if gc_was_enabled is not None:
                 _resume_gc(gc_was_enabled)
         return tool.run()
-    except SystemExit as e:  # argparse: --help, usage errors
+    except SystemExit as e:  # argparse: --help, usage errors (argparse exits with 2)
         if e.code is None:
             return 0
-        return e.code if isinstance(e.code, int) else 1
+        return 1 if e.code == 2 or not isinstance(e.code, int) else e.code
     except KeyboardInterrupt:
         sys.stderr.write("rlx-opt: interrupted\n")
         return 130
@@ -168,6 +169,13 @@ def main(argv: Sequence[str] | None = None, *, tool_class: type[RlxOptMain] | No
         except Exception:  # never let a traceback escape, even from the reporter
             sys.stderr.write(f"rlx-opt: internal error: {type(e).__name__}: {e}\n")
             return 2
+    except BaseException as e:  # xDSL's ArgSpecParseError (a BaseException): bad -t spec
+        if type(e).__name__ != "ArgSpecParseError":
+            raise
+        sys.stderr.write(
+            f"rlx-opt: error: invalid -t/--target: {str(e).strip().splitlines()[-1].strip()}\n"
+        )
+        return 1
 
 
 if __name__ == "__main__":

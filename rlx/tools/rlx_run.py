@@ -196,6 +196,7 @@ def summarize(name: str, a: np.ndarray, k: int = 6) -> str:
 def run(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     import rlx
+    from rlx.runtime.compiler import UnboundDimsError
     from rlx.runtime.options import CompileOptions
 
     opts: CompileOptions = options_from_args(a)
@@ -209,6 +210,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             g = rlx.load(a.file, opts, allow_native=not a.no_native)
         else:
             g = rlx.compile(Path(a.file), opts, entry=a.entry)
+    except UnboundDimsError as e:  # name rlx-run's flag, not the Python API
+        flag = "--dim-binding=" + ",".join(f"{d}=N" for d in e.dims)
+        raise UnboundDimsError(e.dims, flag) from None
     finally:
         if a.no_cache and saved is None:
             del os.environ["RLX_CACHE"]

@@ -329,10 +329,12 @@ def analyze_fusion(before: Operation, after: Operation) -> FusionReport:
         return sum(1 for op in _top_ops(m) if isinstance(op, MatmulOp))
 
     fused = {k: 0 for k in FUSED_KINDS}
-    for op in _top_ops(after):
-        kind = op.name.removeprefix("rlx.")
-        if kind in fused:
-            fused[kind] += 1
+    for sign, module in ((1, after), (-1, before)):  # ops already fused in the input: not
+        for op in _top_ops(module):  # fusion's work
+            kind = op.name.removeprefix("rlx.")
+            if kind in fused:
+                fused[kind] += sign
+    fused = {k: max(n, 0) for k, n in fused.items()}
     return FusionReport(
         nodes_before=_count_nodes(before),
         nodes_after=_count_nodes(after),

@@ -291,6 +291,7 @@ class Precision(ModulePass):
 
     name = "precision"
     main_option: ClassVar[str] = "precision"
+    equivalence_tolerance: ClassVar[float] = 0.05  # bf16: 8 significant bits per op
 
     precision: str = "f32"
     """Whole-graph type when no policy is given: f32 (no-op), f16 or bf16."""
@@ -310,6 +311,7 @@ class PrecisionPolicy(ModulePass):
 
     name = "precision-policy"
     main_option: ClassVar[str] = "policy"
+    equivalence_tolerance: ClassVar[float] = 0.05  # as `precision`
 
     policy: str = ""
     """The policy name (see `precision`)."""

@@ -187,6 +187,7 @@ class ScaledQuant(ModulePass):
 
     name = "scaled-quant"
     main_option: ClassVar[str] = "formats"
+    equivalence_tolerance: ClassVar[float] = 1.0  # fp4 formats keep one significant bit
 
     formats: str = ""
     """`fp8-e4m3`, `mxfp8`, or `LHS[,RHS][,layout=LAYOUT]` (RHS defaults to LHS)."""

@@ -1,0 +1,3 @@
+// RUN: rlx-opt --show-dialects | filecheck %s
+
+// CHECK: Available Dialects: {{.*}}arith, {{.*}}func, {{.*}}rlx, rlx_rt
