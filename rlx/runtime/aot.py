@@ -35,7 +35,7 @@ import numpy as np
 from rlx.runtime import blas, parallel
 from rlx.runtime.compiled import Artifact, CompiledGraph, Signature, aligned_empty, data_ptr
 from rlx.runtime.elf_symbols import undefined_symbols
-from rlx.runtime.llvm_host import _LOCK, _initialise, ensure_bf16_helpers
+from rlx.runtime.llvm_host import _LOCK, ObjectEngine, _initialise, ensure_bf16_helpers
 
 ABI_VERSION = 1
 """Bumped whenever generated code and the runtime stop agreeing (calling convention, runtime
@@ -254,38 +254,20 @@ class LinkError(RuntimeError):
     """Stored object code needs a symbol this process does not provide."""
 
 
-class LinkedCode:
+class LinkedCode(ObjectEngine):
     """Stored object code linked into MCJIT (the `JitModule` interface: `address`,
     `llvm_ir`, `asm`). Keep it alive while its functions may run."""
+
+    what = "stored object code"
 
     llvm_ir = (
         "; LLVM IR is not stored in artifacts: rlx.load(path, allow_native=False) compiles it\n"
     )
 
     def __init__(self, data: bytes | memoryview) -> None:
-        import llvmlite.binding as llvm
-
         data = bytes(data)
         prepare_runtime(undefined_symbols(data))  # ELF: only what the code imports
-        triple, cpu, features = host()
-        with _LOCK:
-            _initialise()
-            tm = llvm.Target.from_triple(triple).create_target_machine(
-                cpu=cpu, features=features, opt=0, codemodel="jitdefault", jit=True
-            )
-            empty = llvm.parse_assembly("")
-            empty.triple = tm.triple
-            self._engine = llvm.create_mcjit_compiler(empty, tm)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
-            self._engine.finalize_object()
-        self._lock = _LOCK
-
-    def address(self, name: str) -> int:
-        with self._lock:
-            addr = self._engine.get_function_address(name)
-        if not addr:
-            raise KeyError(f"stored object code has no function named {name!r}")
-        return int(addr)
+        super().__init__(data)
 
     @property
     def asm(self) -> str:

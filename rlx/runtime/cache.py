@@ -37,7 +37,13 @@ import numpy as np
 import rlx
 from rlx.runtime import blas, cache_store
 from rlx.runtime.compiled import Artifact, Signature
-from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
+from rlx.runtime.llvm_host import (
+    _LOCK,
+    ObjectEngine,
+    _initialise,
+    _target_machine,
+    ensure_runtime_symbols,
+)
 
 if TYPE_CHECKING:
     from rlx.runtime.options import CompileOptions
@@ -239,29 +245,16 @@ def emit_object(llvm_ir: str) -> bytes:
         return bytes(tm.emit_object(llvm.parse_assembly(llvm_ir)))
 
 
-class ObjectModule:
+class ObjectModule(ObjectEngine):
     """Code loaded from cached object bytes into MCJIT: the `JitModule` interface
     (`address`, `llvm_ir`, `asm`) without re-running LLVM. Keep it alive while calling."""
 
+    what = "cached object code"
+
     def __init__(self, obj: bytes, llvm_ir: str) -> None:
-
         blas.register()  # cached code may call the BLAS symbols: publish them first
-        llvm, lock, tm = _llvm()
-        with lock:
-            empty = llvm.parse_assembly("")
-            empty.triple = tm.triple
-            self._engine = llvm.create_mcjit_compiler(empty, tm)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self._engine.finalize_object()
-        self._lock = lock
+        super().__init__(obj)
         self.llvm_ir = llvm_ir
-
-    def address(self, name: str) -> int:
-        with self._lock:
-            addr = self._engine.get_function_address(name)
-        if not addr:
-            raise KeyError(f"cached object code has no function named {name!r}")
-        return addr
 
     @property
     def asm(self) -> str:

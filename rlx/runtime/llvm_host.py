@@ -112,3 +112,32 @@ def _target_machine(opt_level: int, cpu: str, features: str, jit: bool) -> Any:
     return target.create_target_machine(
         cpu=cpu, features=features, opt=opt_level, codemodel="jitdefault", jit=jit
     )
+
+
+class ObjectEngine:
+    """Object code linked into an MCJIT engine for this host, without code generation:
+    what cached code (`cache.ObjectModule`) and stored code (`aot.LinkedCode`) share.
+    Keep it alive while its functions may run."""
+
+    what = "object code"
+    """How `address` names the code in its error."""
+
+    def __init__(self, data: bytes) -> None:
+        with _LOCK:
+            _initialise()
+            cpu = llvm_binding.get_host_cpu_name()
+            features = llvm_binding.get_host_cpu_features().flatten()
+            tm = _target_machine(0, cpu, features, jit=True)
+            empty = llvm_binding.parse_assembly("")
+            empty.triple = tm.triple
+            self._engine = llvm_binding.create_mcjit_compiler(empty, tm)
+            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(data))
+            self._engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        """The entry address of function `name` (KeyError when the code has none)."""
+        with _LOCK:
+            addr = self._engine.get_function_address(name)
+        if not addr:
+            raise KeyError(f"{self.what} has no function named {name!r}")
+        return int(addr)

@@ -158,9 +158,7 @@ class CompileOptions:
     """Knobs beyond RLX's field set (falsy default); `to_dict()` lists them only when set."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            k: v for k in self.KNOBS if (v := self.get(k)) or k not in self.OPTIONAL_KNOBS
-        }
+        return {k: v for k in self.KNOBS if (v := self.get(k)) or k not in self.OPTIONAL_KNOBS}
 
     def replace(self, **changes: Any) -> CompileOptions:
         """A validated copy with some knobs changed (RLX field names)."""
