@@ -187,3 +187,23 @@ def test_dense_constants_and_casts_out_of_fp8() -> None:
         assert a.dtype == w.dtype
         np.testing.assert_array_equal(a.view(np.uint8), w.view(np.uint8))
     np.testing.assert_array_equal(got[1], [3, -7, 0, 448])
+
+
+def test_reference_max_of_a_float_without_infinities_is_not_nan() -> None:
+    """reduce max/min of f8E4M3FN compare in f32: the -inf identity does not exist in e4m3
+    (NumPy would round it to NaN and poison every row); found by the graph fuzzer."""
+    from rlx.interpreter import multi_op_module, parse_module, run
+
+    x = np.array([[0.5, 1.5, -2.0], [3.0, -1.0, 0.25]], dtype=ml_dtypes.float8_e4m3fn)
+    text = multi_op_module(
+        [x],
+        [
+            ("rlx.reduce", [0], np.zeros((2,), ml_dtypes.float8_e4m3fn),
+             '{kind = "max", axes = array<i64: 1>}'),
+            ("rlx.reduce", [0], np.zeros((2,), ml_dtypes.float8_e4m3fn),
+             '{kind = "min", axes = array<i64: 1>}'),
+        ],
+    )  # fmt: skip
+    hi, lo = run(parse_module(text), [x])
+    np.testing.assert_array_equal(hi.astype(np.float32), [1.5, 3.0])
+    np.testing.assert_array_equal(lo.astype(np.float32), [-2.0, -1.0])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 from graphgen import (
@@ -22,7 +23,7 @@ from graphgen import (
     FUZZ_TOLERANCE,
     fuzz_graph,
 )
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import rlx
@@ -55,6 +56,13 @@ def assert_matches(got: list[np.ndarray], want: list[np.ndarray], dtype: str) ->
             np.testing.assert_array_equal(a, b)
             continue
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        if dtype in FP8_DTYPES:
+            # e4m3fn has no infinity: a value past max_finite rounds to NaN. An f32 ulp of
+            # difference in an intermediate decides that boundary, so NaN against
+            # ±max_finite (the other side just under it) is the same overflow.
+            mx = float(ml_dtypes.finfo(a.dtype).max)
+            edge = (np.isnan(a64) & (np.abs(b64) == mx)) | (np.isnan(b64) & (np.abs(a64) == mx))
+            a64, b64 = np.where(edge, np.nan, a64), np.where(edge, np.nan, b64)
         np.testing.assert_array_equal(np.isnan(a64), np.isnan(b64))
         finite = np.isfinite(b64)
         scale = max(1.0, float(np.max(np.abs(b64[finite]), initial=0.0)))
@@ -74,7 +82,14 @@ def assert_matches(got: list[np.ndarray], want: list[np.ndarray], dtype: str) ->
 @example(seed=2, dtype="f32", shape=(64, 512), n_ops=6)  # row-parallel chunks
 @example(seed=3, dtype="bf16", shape=(4, 16, 512), n_ops=5)  # attention, low precision
 @example(seed=4, dtype="i32", shape=(64, 512), n_ops=6)
+@example(seed=24, dtype="f8E4M3FN", shape=(3, 5), n_ops=2)
+@example(seed=5, dtype="f8E5M2", shape=(64, 64), n_ops=2)
 def test_compiled_matches_reference(seed: int, dtype: str, shape: tuple[int, ...], n_ops: int):
+    # fp8 rounds after every op: a last-bit f32 difference moves a value by one fp8 step
+    # (1/8 of it), and longer chains or long sums (which also overflow e4m3's 448 to NaN at
+    # a point an f32 ulp decides) compound or cancel such steps beyond any fixed tolerance.
+    # fp8 graphs stay two ops deep over short rows (fp8 never takes the BLAS path anyway).
+    assume(dtype not in FP8_DTYPES or (shape[-1] <= 64 and n_ops <= 2))
     rg = fuzz_graph(seed, dtype, shape, n_ops)
     want = rg.run()
     g = rlx.compile(rg.module)

@@ -10,7 +10,7 @@ import numpy as np
 
 from rlx.dialects.rlx.compute import CumsumOp, LayerNormOp, MatmulOp, ReduceOp, RmsNormOp, SoftmaxOp
 from rlx.errors import IntegerDivisionError
-from rlx.interpreter.ops._core import OpContext, is_float, register, wide
+from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 from rlx.interpreter.ops.tensor import norm_axis
 
 
@@ -41,7 +41,10 @@ def reduce(ctx: OpContext, x: np.ndarray) -> np.ndarray:
         raise ctx.error(f"duplicate reduction axes {axes_attr}")
     if kind in ("max", "min"):
         fn = np.max if kind == "max" else np.min
-        return fn(x, axis=axes, keepdims=keepdims, initial=_identity(kind, x.dtype))
+        # Floats compare in their compute type: the -inf/+inf identity does not exist in
+        # every small float (f8E4M3FN would turn it into NaN and poison the result).
+        xc = fcompute(x) if is_float(x.dtype) else x
+        return fn(xc, axis=axes, keepdims=keepdims, initial=_identity(kind, xc.dtype))
     if kind not in ("sum", "mean", "prod"):
         raise ctx.error(f"unknown reduction kind {kind!r}")
     if x.dtype == np.bool_:
