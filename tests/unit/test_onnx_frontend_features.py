@@ -244,3 +244,32 @@ def test_compiled_outputs_keep_the_onnx_output_names() -> None:
     onnx.checker.check_model(model)
     module, _ = import_model(model)
     assert [name for name, _, _ in rlx.compile(module).outputs] == ["y", "z.1"]
+
+
+def test_scatter_with_an_index_out_of_range_raises() -> None:
+    """ONNX makes an out-of-bounds scatter index an error (onnxruntime raises): the
+    imported scatter checks its indices at run time instead of dropping the update."""
+    import numpy as np
+    import pytest
+    from onnx import TensorProto, helper
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+
+    g = helper.make_graph(
+        [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0)],
+        "g",
+        [
+            helper.make_tensor_value_info("d", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("u", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    module, _ = import_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    compiled = rlx.compile(module)
+    d, u = np.zeros(4, np.float32), np.array([1.0, 2.0], np.float32)
+    (y,) = compiled.run(d, np.array([1, -1], np.int64), u)
+    np.testing.assert_array_equal(y, [0.0, 1.0, 0.0, 2.0])
+    with pytest.raises(IndexError, match="index 9 is out of range for an axis of size 4"):
+        compiled.run(d, np.array([1, 9], np.int64), u)

@@ -31,7 +31,12 @@ def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
 
 
 def _wrap(n: Node, idx: SSAValue, dim: SSAValue | int) -> SSAValue:
+    """Indices in [-dim, dim) as positions in [0, dim). With a static `dim` this is a
+    gather from [0, 1, ..., dim - 1], whose own bounds check makes an out-of-range index a
+    run-time `IndexError` (ONNX: "an error"), never a silently dropped or misplaced element."""
     idx = n.cast(idx, "i64")
+    if isinstance(dim, int):
+        return n.emit("gather", n.constant(np.arange(dim, dtype=np.int64), "i64"), idx, axis=0)
     neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
     d = dim if isinstance(dim, SSAValue) else n.constant(dim, "i64")
     return n.emit("where", neg, n.emit("add", idx, d), idx)
