@@ -21,15 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
-    TypeAttribute,
     f64,
     i1,
     i64,
@@ -154,9 +151,6 @@ KINDS: dict[str, Kind] = {
         lambda v: encode_ints(v) if isinstance(v, Sequence) else IntegerAttr(int(v), i64),
     ),
     "dense": Kind("dense", lambda: BaseAttr(DenseIntOrFPElementsAttr), _same, lambda v: v),
-    "dict": Kind("dict", lambda: BaseAttr(DictionaryAttr), _same, lambda v: v),
-    "array": Kind("array", lambda: BaseAttr(ArrayAttr), _same, lambda v: v),
-    "type": Kind("type", lambda: BaseAttr(TypeAttribute), _same, lambda v: v),
 }
 
 
@@ -246,9 +240,6 @@ floats_def = _field("floats")
 float_or_floats_def = _field("float_or_floats")
 int_or_ints_def = _field("int_or_ints")
 dense_def = _field("dense")
-dict_def = _field("dict")
-array_def = _field("array")
-type_def = _field("type")
 
 
 def enum_def(
@@ -274,10 +265,6 @@ class AttrValues:
         except KeyError:
             raise AttributeError(name) from None
         return f.decode(self._attrs.get(f.ir_name))
-
-    def has(self, name: str) -> bool:
-        """Whether the attribute of field `name` is written (not defaulted)."""
-        return self._fields[name].ir_name in self._attrs
 
 
 def collect_fields(namespace: dict[str, Any]) -> dict[str, AttrField]:
