@@ -3,8 +3,8 @@ compare/where, and cast."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Attribute
@@ -39,16 +39,18 @@ class UnaryOp(RlxOp):
     traits = traits_def(Pure(), Elementwise)
 
     FLOAT_ONLY: ClassVar[bool] = True
-    MATH: ClassVar[str | None] = None
-    """The builder primitive of a primitive op (`ScalarBuilder.math` function or method)."""
+    FORMULA: ClassVar[str | Callable[..., Any] | None] = None
+    """The op's meaning: a builder primitive (a `ScalarBuilder.math` function or a
+    method name such as "neg") or a composite formula of `rlx.dialects.rlx.formula`."""
 
     @classmethod
     def formula(cls, b: ScalarBuilder[V], x: V) -> V:
         """The op's meaning on one scalar (see `rlx.dialects.rlx.formula`)."""
-        assert cls.MATH is not None, f"{cls.name} defines no formula"
-        if cls.MATH in f.MATH_FUNCTIONS:
-            return b.math(cls.MATH, x)
-        return getattr(b, cls.MATH)(x)
+        fn = cls.FORMULA
+        assert fn is not None, f"{cls.name} defines no formula"
+        if callable(fn):
+            return fn(b, x)
+        return b.math(fn, x) if fn in f.MATH_FUNCTIONS else getattr(b, fn)(x)
 
     @classmethod
     def infer(
@@ -70,78 +72,69 @@ class UnaryOp(RlxOp):
 class NegOp(UnaryOp):
     name = "rlx.neg"
     FLOAT_ONLY: ClassVar[bool] = False
-    MATH: ClassVar[str | None] = "neg"
+    FORMULA: ClassVar[Any] = "neg"
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
     name = "rlx.abs"
     FLOAT_ONLY: ClassVar[bool] = False
-    MATH: ClassVar[str | None] = "abs"
+    FORMULA: ClassVar[Any] = "abs"
 
 
 @irdl_op_definition
 class ReluOp(UnaryOp):
     name = "rlx.relu"
     FLOAT_ONLY: ClassVar[bool] = False
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.relu(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.relu)
 
 
 @irdl_op_definition
 class ExpOp(UnaryOp):
     name = "rlx.exp"
-    MATH: ClassVar[str | None] = "exp"
+    FORMULA: ClassVar[Any] = "exp"
 
 
 @irdl_op_definition
 class LogOp(UnaryOp):
     name = "rlx.log"
-    MATH: ClassVar[str | None] = "log"
+    FORMULA: ClassVar[Any] = "log"
 
 
 @irdl_op_definition
 class SqrtOp(UnaryOp):
     name = "rlx.sqrt"
-    MATH: ClassVar[str | None] = "sqrt"
+    FORMULA: ClassVar[Any] = "sqrt"
 
 
 @irdl_op_definition
 class RsqrtOp(UnaryOp):
     name = "rlx.rsqrt"
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.rsqrt(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.rsqrt)
 
 
 @irdl_op_definition
 class SinOp(UnaryOp):
     name = "rlx.sin"
-    MATH: ClassVar[str | None] = "sin"
+    FORMULA: ClassVar[Any] = "sin"
 
 
 @irdl_op_definition
 class CosOp(UnaryOp):
     name = "rlx.cos"
-    MATH: ClassVar[str | None] = "cos"
+    FORMULA: ClassVar[Any] = "cos"
 
 
 @irdl_op_definition
 class TanhOp(UnaryOp):
     name = "rlx.tanh"
-    MATH: ClassVar[str | None] = "tanh"
+    FORMULA: ClassVar[Any] = "tanh"
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryOp):
     name = "rlx.sigmoid"
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.sigmoid(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.sigmoid)
 
 
 @irdl_op_definition
@@ -149,10 +142,7 @@ class GeluOp(UnaryOp):
     """Exact GELU: 0.5·x·(1 + erf(x/√2))."""
 
     name = "rlx.gelu"
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.gelu(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.gelu)
 
 
 @irdl_op_definition
@@ -160,37 +150,31 @@ class GeluTanhOp(UnaryOp):
     """Tanh-approximated GELU: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
 
     name = "rlx.gelu_tanh"
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.gelu_tanh(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.gelu_tanh)
 
 
 @irdl_op_definition
 class SiluOp(UnaryOp):
     name = "rlx.silu"
-
-    @classmethod
-    def formula(cls, b: ScalarBuilder[V], x: V) -> V:
-        return f.silu(b, x)
+    FORMULA: ClassVar[Any] = staticmethod(f.silu)
 
 
 @irdl_op_definition
 class ErfOp(UnaryOp):
     name = "rlx.erf"
-    MATH: ClassVar[str | None] = "erf"
+    FORMULA: ClassVar[Any] = "erf"
 
 
 @irdl_op_definition
 class FloorOp(UnaryOp):
     name = "rlx.floor"
-    MATH: ClassVar[str | None] = "floor"
+    FORMULA: ClassVar[Any] = "floor"
 
 
 @irdl_op_definition
 class CeilOp(UnaryOp):
     name = "rlx.ceil"
-    MATH: ClassVar[str | None] = "ceil"
+    FORMULA: ClassVar[Any] = "ceil"
 
 
 @irdl_op_definition
@@ -198,7 +182,7 @@ class RoundOp(UnaryOp):
     """Round to nearest, ties to even."""
 
     name = "rlx.round"
-    MATH: ClassVar[str | None] = "round"
+    FORMULA: ClassVar[Any] = "round"
 
 
 @irdl_op_definition
