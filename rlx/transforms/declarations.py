@@ -8,7 +8,7 @@ without importing the compiler.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from rlx.dialects.rlx.precision_classes import COMPUTE, DATA_MOVEMENT, ELEMENTWISE, REDUCTION
 
@@ -44,25 +44,9 @@ DEFAULT_SEED, DEFAULT_BACKEND = 42, "philox"
 FUSION_TARGETS = ("cpu", "none")
 """`fusion` targets: the CPU patterns, or none (every pattern off)."""
 
-PATTERN_ORDER: tuple[str, ...] = (
-    "matmul_bias_act",
-    "residual_layer_norm",
-    "residual_rms_norm",
-    "rms_norm_reshape",
-    "swiglu_dual_matmul",
-    "shared_input_matmul",
-    "swiglu",
-    "attention",
-    "conv_bias_act",
-    "elementwise_region",
-)
-"""Fusion pattern names in application order (each also names the option toggling it)."""
-
-
 @dataclass(frozen=True)
-class FusionToggles:
-    """The `fusion` pass's pattern toggles and region limits (the pass inherits them;
-    `FusionOptions` in `CompileOptions` is generated from them)."""
+class FusionPatterns:
+    """One toggle per `fusion` pattern, in application order."""
 
     matmul_bias_act: bool = True
     residual_layer_norm: bool = True
@@ -74,12 +58,21 @@ class FusionToggles:
     attention: bool = True
     conv_bias_act: bool = True
     elementwise_region: bool = True
+
+
+PATTERN_ORDER: tuple[str, ...] = tuple(f.name for f in fields(FusionPatterns))
+"""Fusion pattern names in application order (each also names the option toggling it)."""
+
+
+@dataclass(frozen=True)
+class FusionToggles(FusionPatterns):
+    """The `fusion` pass's pattern toggles and region limits (the pass inherits them;
+    `FusionOptions` in `CompileOptions` is generated from them)."""
+
     max_steps: int = 0
     max_inputs: int = 0
     report: bool = False
 
-
-assert tuple(FusionToggles.__dataclass_fields__)[: len(PATTERN_ORDER)] == PATTERN_ORDER
 
 # ----------------------------------------------------------------------------- dispatch
 
