@@ -17,7 +17,6 @@ def _ints(*v: int) -> str:
 
 def _case(x, w, bias, attrs, dtype="f32"):  # type: ignore[no-untyped-def]
     """MLIR of one conv2d, its output shape (from the verifier) and random inputs."""
-    import rlx.builder  # noqa: F401
 
     g = rlx.Graph()
     gx = g.input("x", x, dtype={"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype])
