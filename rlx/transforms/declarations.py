@@ -44,6 +44,7 @@ DEFAULT_SEED, DEFAULT_BACKEND = 42, "philox"
 FUSION_TARGETS = ("cpu", "none")
 """`fusion` targets: the CPU patterns, or none (every pattern off)."""
 
+
 @dataclass(frozen=True)
 class FusionPatterns:
     """One toggle per `fusion` pattern, in application order."""

@@ -137,27 +137,17 @@ def dequant_matmul(ctx: OpContext, x: np.ndarray, packed: np.ndarray) -> np.ndar
     return np.matmul(x.astype(np.float64), w.T)
 
 
-@register(RngUniformOp, nargs=0)
-def rng_uniform(ctx: OpContext) -> np.ndarray:
-    """rlx.rng_uniform {low=0, high=1, seed_offset=0}: `philox.uniform` in the result dtype
-    (zeros with rng_backend 'zero')."""
+@register(RngUniformOp, RngNormalOp, nargs=0)
+def rng(ctx: OpContext) -> np.ndarray:
+    """rlx.rng_uniform {low=0, high=1, seed_offset=0} (`philox.uniform`) and rlx.rng_normal
+    {mean=0, std=1, seed_offset=0} (`philox.normal`), in the result dtype (zeros with
+    rng_backend 'zero')."""
     shape = ctx.result_shape()
     if ctx.rng_backend == "zero":
         return np.zeros(shape)
-
-    low, high = ctx.op.low, ctx.op.high
-    off = ctx.op.seed_offset or 0
-    return philox.uniform(ctx.rng_seed, off, shape, low, high, ctx.result_dtype())
-
-
-@register(RngNormalOp, nargs=0)
-def rng_normal(ctx: OpContext) -> np.ndarray:
-    """rlx.rng_normal {mean=0, std=1, seed_offset=0}: `philox.normal` in the result dtype
-    (zeros with rng_backend 'zero')."""
-    shape = ctx.result_shape()
-    if ctx.rng_backend == "zero":
-        return np.zeros(shape)
-
-    mean, std = ctx.op.mean, ctx.op.std
-    off = ctx.op.seed_offset or 0
-    return philox.normal(ctx.rng_seed, off, shape, mean, std, ctx.result_dtype())
+    op = ctx.op
+    if isinstance(op, RngUniformOp):
+        sample, a, b = philox.uniform, op.low, op.high
+    else:
+        sample, a, b = philox.normal, op.mean, op.std  # type: ignore[attr-defined]
+    return sample(ctx.rng_seed, op.seed_offset or 0, shape, a, b, ctx.result_dtype())  # type: ignore[attr-defined]
