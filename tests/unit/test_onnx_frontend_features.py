@@ -273,3 +273,31 @@ def test_scatter_with_an_index_out_of_range_raises() -> None:
     np.testing.assert_array_equal(y, [0.0, 1.0, 0.0, 2.0])
     with pytest.raises(IndexError, match="index 9 is out of range for an axis of size 4"):
         compiled.run(d, np.array([1, 9], np.int64), u)
+
+
+@pytest.mark.parametrize("axis,bad", [(0, 2), (1, 3), (0, -3)])
+def test_gather_elements_with_an_index_out_of_range_raises(axis: int, bad: int) -> None:
+    """A GatherElements index outside [-dim, dim) on any axis is an IndexError; it must not
+    land on a valid element of a neighbouring row."""
+    from onnx import TensorProto, helper
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+
+    g = helper.make_graph(
+        [helper.make_node("GatherElements", ["d", "i"], ["y"], axis=axis)],
+        "g",
+        [helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    module, _ = import_model(model)
+    compiled = rlx.compile(module)
+    d = np.arange(6, dtype=np.float32).reshape(2, 3)
+    good = np.array([[0, 1, 0], [1, 0, -1]], np.int64)
+    (y,) = compiled.run(d, good)
+    (want,) = ReferenceEvaluator(model).run(None, {"d": d, "i": good})
+    np.testing.assert_array_equal(y, want)
+    with pytest.raises(IndexError, match="out of range"):
+        compiled.run(d, np.array([[0, bad, 0], [1, 0, 0]], np.int64))

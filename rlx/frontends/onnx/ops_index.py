@@ -18,11 +18,30 @@ def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
     return n.constant(np.arange(dim).reshape([dim if i == axis else 1 for i in range(rank)]), "i64")
 
 
-def _wrap(n: Node, idx: SSAValue, dim: int) -> SSAValue:
-    """Negative indices count from the end."""
+def wrap_index(n: Node, idx: SSAValue, dim: SSAValue | int) -> SSAValue:
+    """Indices in [-dim, dim) as positions in [0, dim). With a static `dim` this is a
+    gather from [0, 1, ..., dim - 1], whose own bounds check makes an out-of-range index a
+    run-time `IndexError` (ONNX: "an error"), never a silently misplaced element."""
     idx = n.cast(idx, "i64")
+    if isinstance(dim, int):
+        return n.emit("gather", n.constant(np.arange(dim, dtype=np.int64), "i64"), idx, axis=0)
     neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
-    return n.emit("where", neg, n.emit("add", idx, n.constant(dim, "i64")), idx)
+    return n.emit("where", neg, n.emit("add", idx, dim), idx)
+
+
+def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:
+    """Flat positions in `xs` of `idx` read along `axis` (GatherElements addressing; the
+    indices are checked by `wrap_index`)."""
+    js = shape(idx)
+    rank = len(xs)
+    strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
+    base = sum(
+        (np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
+         for i in range(rank) if i != axis),
+        np.zeros([1] * rank, np.int64),
+    )  # fmt: skip
+    flat = n.emit("mul", wrap_index(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
+    return n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
 
 
 @converter("GatherElements", attrs=("axis",))
@@ -34,14 +53,7 @@ def gather_elements(n: Node) -> list[SSAValue]:
     axis = axis + rank if axis < 0 else axis
     if not (is_static(xs) and is_static(js)):
         return [_gather_elements_onehot(n, x, idx, axis)]
-    strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
-    base = sum(
-        np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
-        for i in range(rank)
-        if i != axis
-    )
-    flat = n.emit("mul", _wrap(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
-    flat = n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
+    flat = element_positions(n, idx, xs, axis)
     return [n.emit("gather", n.reshape(x, [int(np.prod(xs))]), flat, axis=0)]
 
 
@@ -57,7 +69,7 @@ def _gather_elements_onehot(n: Node, x: SSAValue, idx: SSAValue, axis: int) -> S
     perm = [a for a in range(rank) if a != axis] + [axis]
     inv = [perm.index(a) for a in range(rank)]
     xt = n.emit("transpose", x, permutation=perm)
-    it = n.emit("transpose", _wrap(n, idx, d), permutation=perm)
+    it = n.emit("transpose", wrap_index(n, idx, d), permutation=perm)
     hit = n.emit(
         "compare",
         _unsq(n, it, [si[a] for a in perm], rank),
@@ -87,9 +99,11 @@ def one_hot(n: Node) -> list[SSAValue]:
     axis = axis + rank if axis < 0 else axis
     s = list(shape(idx))
     s.insert(axis, 1)
-    hit = n.emit(
-        "compare", n.reshape(_wrap(n, idx, depth), s), _iota(n, depth, axis, rank), predicate="eq"
-    )
+    # OneHot's spec maps an index outside [-depth, depth) to an all-off row: no check.
+    neg = n.emit("compare", n.cast(idx, "i64"), n.constant(0, "i64"), predicate="lt")
+    wrapped = n.emit("where", neg, n.emit("add", n.cast(idx, "i64"), n.constant(depth, "i64")),
+                     n.cast(idx, "i64"))  # fmt: skip
+    hit = n.emit("compare", n.reshape(wrapped, s), _iota(n, depth, axis, rank), predicate="eq")
     off = n.reshape(n.emit("slice", values, starts=[0], limits=[1]), [])
     on = n.reshape(n.emit("slice", values, starts=[1], limits=[2]), [])
     return [n.emit("where", hit, on, off)]

@@ -42,6 +42,8 @@ def topk(n: Node) -> list[SSAValue]:
     x = n.input(0)
     k = int(np.asarray(n.const(1, "K ")).reshape(-1)[0])
     axis, length = _axis(n, x, -1)
+    if not 0 <= k <= length:
+        raise n.error(f"K = {k} is outside [0, {length}] (the length of axis {axis})")
     xt, perm = _to_last(n, x, axis)
     lead = list(shape(xt)[:-1])
     xi = n.reshape(xt, [*lead, length, 1])

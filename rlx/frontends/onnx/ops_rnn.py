@@ -25,6 +25,9 @@ def _activation(n: Node, name: str, alpha: float | None, beta: float | None) -> 
     def c(v: float, like: SSAValue) -> SSAValue:
         return n.constant(v, like)
 
+    def _d(v: float | None, default: float) -> float:  # an explicit 0.0 is a value too
+        return default if v is None else v
+
     def sig(x: SSAValue) -> SSAValue:
         return n.emit("sigmoid", x)
 
@@ -33,18 +36,18 @@ def _activation(n: Node, name: str, alpha: float | None, beta: float | None) -> 
         "tanh": lambda x: n.emit("tanh", x),
         "relu": lambda x: n.emit("relu", x),
         "leakyrelu": lambda x: n.emit("where", n.emit("compare", x, c(0, x), predicate="lt"),
-                                      n.emit("mul", x, c(alpha or 0.01, x)), x),
-        "thresholdedrelu": lambda x: n.emit("where", n.emit("compare", x, c(alpha or 1.0, x), predicate="gt"),
+                                      n.emit("mul", x, c(_d(alpha, 0.01), x)), x),
+        "thresholdedrelu": lambda x: n.emit("where", n.emit("compare", x, c(_d(alpha, 1.0), x), predicate="gt"),
                                             x, c(0, x)),
-        "scaledtanh": lambda x: n.emit("mul", c(alpha or 1.0, x),
-                                       n.emit("tanh", n.emit("mul", x, c(beta or 1.0, x)))),
+        "scaledtanh": lambda x: n.emit("mul", c(_d(alpha, 1.0), x),
+                                       n.emit("tanh", n.emit("mul", x, c(_d(beta, 1.0), x)))),
         "hardsigmoid": lambda x: n.emit("min", c(1, x), n.emit("max", c(0, x), n.emit(
             "add", n.emit("mul", x, c(0.2 if alpha is None else alpha, x)), c(0.5 if beta is None else beta, x)))),
         "elu": lambda x: n.emit("where", n.emit("compare", x, c(0, x), predicate="lt"),
-                                n.emit("mul", c(alpha or 1.0, x), n.emit("sub", n.emit("exp", x), c(1, x))), x),
+                                n.emit("mul", c(_d(alpha, 1.0), x), n.emit("sub", n.emit("exp", x), c(1, x))), x),
         "softsign": lambda x: n.emit("div", x, n.emit("add", c(1, x), n.emit("abs", x))),
         "softplus": lambda x: n.emit("log", n.emit("add", n.emit("exp", x), c(1, x))),
-        "affine": lambda x: n.emit("add", n.emit("mul", x, c(alpha or 1.0, x)), c(beta or 0.0, x)),
+        "affine": lambda x: n.emit("add", n.emit("mul", x, c(_d(alpha, 1.0), x)), c(_d(beta, 0.0), x)),
     }  # fmt: skip
     fn = table.get(name.lower())
     if fn is None:

@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
+from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_shape
@@ -28,18 +29,6 @@ def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
     if not is_static(s):
         raise n.error(f"{what} needs a static shape, got {dims_text(s)}")
     return s
-
-
-def _wrap(n: Node, idx: SSAValue, dim: SSAValue | int) -> SSAValue:
-    """Indices in [-dim, dim) as positions in [0, dim). With a static `dim` this is a
-    gather from [0, 1, ..., dim - 1], whose own bounds check makes an out-of-range index a
-    run-time `IndexError` (ONNX: "an error"), never a silently dropped or misplaced element."""
-    idx = n.cast(idx, "i64")
-    if isinstance(dim, int):
-        return n.emit("gather", n.constant(np.arange(dim, dtype=np.int64), "i64"), idx, axis=0)
-    neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
-    d = dim if isinstance(dim, SSAValue) else n.constant(dim, "i64")
-    return n.emit("where", neg, n.emit("add", idx, d), idx)
 
 
 def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
@@ -54,7 +43,9 @@ def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ..
         limits = list(js)
         starts[-1], limits[-1] = j, j + 1
         col = n.reshape(n.emit("slice", idx, starts=starts, limits=limits), js[:-1])
-        term = n.emit("mul", _wrap(n, col, dims[j]), n.constant(strides[len(batch) + j], "i64"))
+        term = n.emit(
+            "mul", wrap_index(n, col, dims[j]), n.constant(strides[len(batch) + j], "i64")
+        )
         flat = term if flat is None else n.emit("add", flat, term)
     if flat is None:
         flat = n.typed("broadcast_to", n.constant(0, "i64"), js[:-1])
@@ -154,7 +145,11 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
             stride = stride * d
         col = n.emit("gather", idx, n.constant(np.array(j), "i64"), axis=len(js) - 1)
         mark(n.ctx, col, js[:-1])
-        term = n.emit("mul", _wrap(n, col, value(xs[j])), value(stride))
+        term = n.emit(
+            "mul",
+            wrap_index(n, col, xs[j] if isinstance(xs[j], int) else value(xs[j])),
+            value(stride),
+        )
         flat = term if flat is None else n.emit("add", flat, term)
     assert flat is not None
     lead: int | Dim = 1
@@ -179,25 +174,12 @@ def scatter_nd(n: Node) -> list[SSAValue]:
     return [n.reshape(out, xs)]
 
 
-def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:
-    """Flat positions in `xs` of `idx` read along `axis` (GatherElements addressing)."""
-    js = _static(n, idx, "indices")
-    rank = len(xs)
-    strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
-    base = sum(
-        (np.arange(js[i]).reshape([js[i] if k == i else 1 for k in range(rank)]) * strides[i]
-         for i in range(rank) if i != axis),
-        np.zeros([1] * rank, np.int64),
-    )  # fmt: skip
-    flat = n.emit("mul", _wrap(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
-    return n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
-
-
 @converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))
 def scatter_elements(n: Node) -> list[SSAValue]:
     x, idx, upd = n.input(0), n.input(1), n.input(2)
     xs = _static(n, x, "data")
     axis = n.attr("axis", 0) % len(xs)
+    _static(n, idx, "indices")
     pos = element_positions(n, idx, xs, axis)
     return [_scatter_flat(n, x, pos, upd, n.attr("reduction", "none"))]
 
@@ -216,14 +198,7 @@ def tensor_scatter(n: Node) -> list[SSAValue]:
     if n.attr("mode", "linear") == "circular":
         pos = n.emit("sub", pos, n.emit("mul", n.emit("div", pos, n.constant(cs[axis], "i64")),
                                         n.constant(cs[axis], "i64")))  # fmt: skip
-    strides = [int(np.prod(cs[i + 1 :])) for i in range(rank)]
-    base = sum(
-        np.arange(us[i]).reshape([us[i] if k == i else 1 for k in range(rank)]) * strides[i]
-        for i in range(rank)
-        if i != axis
-    )
-    flat = n.emit("mul", pos, n.constant(strides[axis], "i64"))
-    flat = n.emit("add", flat, n.constant(np.broadcast_to(base, us), "i64"))
+    flat = element_positions(n, pos, cs, axis)  # a write past max_seq is an IndexError
     return [_scatter_flat(n, cache, flat, upd, "none")]
 
 
@@ -237,7 +212,8 @@ def max_unpool(n: Node) -> list[SSAValue]:
     p = list(n.attr("pads", [0] * 2 * d))
     out = [*xs[:2], *((xs[2 + i] - 1) * st[i] + k[i] - p[i] - p[d + i] for i in range(d))]
     zeros = n.typed("broadcast_to", n.constant(0, x), out)
-    y = _scatter_flat(n, zeros, n.cast(idx, "i64"), x, "none")
+    flat = wrap_index(n, n.reshape(idx, [int(np.prod(xs))]), int(np.prod(out)))  # checked
+    y = _scatter_flat(n, zeros, n.reshape(flat, shape(idx)), x, "none")
     if n.has(2):  # indices address the default shape; a larger output_shape pads at the end
         for a, size in enumerate(int(v) for v in n.const(2, "output_shape ")):
             cur = list(shape(y))
