@@ -17,9 +17,9 @@ refuses a symbol nobody provides (MCJIT would abort the process).
 The compiler, the options and the LLVM IR translator are imported inside the functions
 that compile (start-up laziness: linking stored code must not import xDSL).
 
-The rlx lowering is target-independent (it never asks for the host's features), so code
-for a named `--target-cpu` differs only in LLVM's instruction selection; a lowering that
-starts to depend on the host must put that choice into `CodeKey`.
+The one host-dependent choice of the rlx lowering is the generated GEMM's tile (from the
+host's vector ISA); it is part of `CodeKey.blas` (`blas.cache_key()`), so code whose tile
+does not match this process is recompiled, never linked.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ ABI_VERSION = 1
 """Bumped whenever generated code and the runtime stop agreeing (calling convention, runtime
 symbols, memory plan layout): stored code of another ABI is never linked."""
 
-GENERIC_CPUS = ("generic", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
-"""CPU names whose code runs on any host of the triple that has the stored features."""
+GENERIC_CPUS = ("generic", "x86-64")
+"""CPU names whose code runs on any host of the triple: their baseline is every x86-64's
+(x86-64-v2..v4 imply features that a named target records none of, so their code links
+only on a host of that very CPU name)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class CodeKey:
     options: str
     """sha256 of the CompileOptions that shaped the code (`cache.options_key`)."""
     blas: str
-    """Which BLAS GEMMs the code calls (`f32,f64`, or empty)."""
+    """The GEMM choices the code depends on (`blas.cache_key()`: BLAS availability, the
+    GEMM mode and the generated GEMM's tile ISA)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,9 +74,7 @@ class CodeKey:
         if self.options != other.options:
             return "compiled with other CompileOptions"
         if self.blas != other.blas:
-            return (
-                f"code calls BLAS [{self.blas or 'none'}], available here: [{other.blas or 'none'}]"
-            )
+            return f"code built for GEMMs {self.blas}, this process has {other.blas}"
         have = {f[1:] for f in other.features.split(",") if f.startswith("+")}
         need = {f[1:] for f in self.features.split(",") if f.startswith("+")}
         if self.cpu in GENERIC_CPUS and need <= have:
@@ -105,15 +106,10 @@ def options_digest(options: Any) -> str:
     return hashlib.sha256(options_key(opts).encode()).hexdigest()
 
 
-def _blas_key() -> str:
-
-    return ",".join(t for t in ("f32", "f64") if blas.available(t))
-
-
 def host_key(options: Any = None) -> CodeKey:
     """The key stored code must match to be linked in this process with `options`."""
     triple, cpu, features = host()
-    return CodeKey(triple, cpu, features, ABI_VERSION, options_digest(options), _blas_key())
+    return CodeKey(triple, cpu, features, ABI_VERSION, options_digest(options), blas.cache_key())
 
 
 def target_key(cpu: str | None, options: Any = None) -> CodeKey:
