@@ -163,6 +163,18 @@ class Artifact:
 
     blob = section
 
+    def code_bytes(self, entry: Mapping[str, Any]) -> bytes:
+        """A private copy of a code section, checked against its SHA-256 after copying:
+        the bytes that get linked are the bytes that were verified, even if the file is
+        rewritten in place after `read` (the memory map is shared)."""
+        data = self.section(entry).tobytes()
+        if _sha(data) != entry["sha256"]:
+            raise ArtifactError(
+                f"{self.path}: checksum mismatch in a code section at byte {entry['offset']} "
+                "(the file changed after it was read)"
+            )
+        return data
+
     @property
     def weights(self) -> list[dict[str, Any]]:
         return list(self.header.get("weights", []))

@@ -121,7 +121,7 @@ def load(
     section, why = _pick(art, options) if allow_native else (None, "allow_native=False")
     if section is not None:
         try:
-            linked = aot.link(art.section(section), section)
+            linked = aot.link(art.code_bytes(section), section)
         except Exception as e:  # e.g. a symbol this process does not provide
             section, why = None, f"the stored code does not link here ({e})"
         else:

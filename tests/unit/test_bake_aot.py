@@ -96,6 +96,23 @@ def test_flipped_code_byte_is_refused(baked: Path, tmp_path: Path) -> None:
     assert counters.snapshot() == before
 
 
+def test_code_rewritten_after_read_is_refused(baked: Path, tmp_path: Path) -> None:
+    """The linked bytes are a copy checked after copying: a code section changed in place
+    after `read` (its pages are shared with the file) is refused, not linked."""
+    path = tmp_path / "rewritten.rlx"
+    path.write_bytes(baked.read_bytes())
+    art = artifact.read(path)
+    (code,) = art.code
+    assert len(art.code_bytes(code)) == code["nbytes"]
+    with open(path, "r+b") as f:
+        f.seek(code["offset"] + code["nbytes"] // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0x40]))
+    with pytest.raises(artifact.ArtifactError, match="the file changed after it was read"):
+        art.code_bytes(code)
+
+
 def test_other_cpu_recompiles_with_one_warning(
     baked: Path,
     unbaked: np.ndarray,
