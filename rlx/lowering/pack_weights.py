@@ -24,7 +24,6 @@ into a scratch buffer), only without the benefit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -34,10 +33,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from rlx.dialects.rlx.base import is_float
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.gemm import PackedMatmulOp, PackRhsOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
+from rlx.lowering.gemm.driver import eligible_types
+from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
 from rlx.transforms.hoist_param_invariant import KIND_ATTR, LINK_ATTR, PREP_PREFIX, PREPARED
 
 _MATMULS = ("rlx.matmul", "rlx.fused_matmul_bias_act")
@@ -55,19 +55,16 @@ def _arg_attr(fn: func.FuncOp, i: int, key: str) -> str | None:
 
 
 def _wanted(op: Operation) -> bool:
-    """A float matmul with a rank-2 weight that the generated GEMM would run."""
-    from rlx.lowering.gemm.target import MIN_MNK
-
+    """A matmul with a rank-2 weight that the generated GEMM would run (its own
+    eligibility rule: f32/f16/bf16, enough work, 32-bit sizes; never f64 or fp8, which the
+    packed f32 panels would silently narrow)."""
     if op.name not in _MATMULS or len(op.operands) < 2:
         return False
-    x, w = op.operands[0].type, op.operands[1].type
-    if not (isinstance(x, TensorType) and isinstance(w, TensorType)):
+    types = [v.type for v in (*op.operands[:2], op.results[0])]
+    if not all(isinstance(t, TensorType) for t in types) or len(types[1].get_shape()) != 2:
         return False
-    xs, ws = x.get_shape(), w.get_shape()
-    if len(ws) != 2 or len(xs) < 2 or not is_float(w.element_type) or min(*xs, *ws) < 1:
-        return False
-    m, k, n = xs[-2], ws[0], ws[1]
-    return m * n * k >= MIN_MNK and prod(xs) < 2**31
+    a, b, out = (memref_of(t) for t in types)  # type: ignore[arg-type]
+    return eligible_types(a, b, out)
 
 
 class _Prepare:

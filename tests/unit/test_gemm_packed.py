@@ -126,3 +126,17 @@ func.func @main(%x: {t((5, 4))}, %p: {t((2, 4, 3))}) -> {t((5, 6))} {{
 """
     with pytest.raises(Exception, match="activation"):
         run(text, [rand((5, 4), seed=1), rand((2, 4, 3), seed=2)])
+
+
+def test_f64_weights_are_not_packed() -> None:
+    """The panels are f32: an f64 matmul stays a matmul (keeping its f64 precision)."""
+    text = _graph((16, 64), 64, 48, "f64", None)
+    m = parse_module(text)
+    assert pack_weights(m, width=16) == 0
+    params = {"w": rand((64, 48), "f64", seed=2), "b": rand((48,), "f64", seed=3)}
+    xv = rand((16, 64), "f64", seed=1)
+    g = rlx.compile(text, CompileOptions(cache_param_invariant=True))
+    assert "rlx.packed_matmul" not in str(g.ir("rlx"))
+    g.set_params(params)
+    (ref,) = run(text, {"x": xv}, params)
+    np.testing.assert_allclose(g.run(xv)[0], ref, rtol=1e-12, atol=1e-12)
