@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from rlx.interpreter.ops._core import convert
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 from rlx.lowering.small_floats import NUMPY_NAMES, Spec, is_small_float, spec
 
@@ -222,9 +223,8 @@ def _retype(t: Attribute) -> Attribute:
 def _retype_op(o: Operation) -> None:
     for k, v in list(o.properties.items()):
         if isinstance(v, FloatAttr) and is_small_float(v.type):
-            code = int(
-                np.array([v.value.data], np.float32).astype(_np_dtype(v.type)).view(np.uint8)[0]
-            )
+            # one rounding from the attribute's f64 value (the interpreter's rule)
+            code = int(convert(np.array([v.value.data]), _np_dtype(v.type)).view(np.uint8)[0])
             o.properties[k] = IntegerAttr(code, i8)
         elif (nv := _retype(v)) is not v:
             o.properties[k] = nv

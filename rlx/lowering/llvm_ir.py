@@ -8,6 +8,7 @@ stable and greppable. The JIT (`rlx.runtime.jit`) compiles its output.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -31,6 +32,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from rlx.interpreter.ops._core import convert
 from rlx.lowering.llvm_common import intrinsic_suffix
 
 __all__ = ["to_llvm_ir"]
@@ -96,11 +98,10 @@ def _float_literal(value: float, t: Attribute) -> str:
         with np.errstate(over="ignore"):
             return f"0xH{np.float16(value).view(np.uint16):04X}"
     if isinstance(t, BFloat16Type):
-        with np.errstate(over="ignore"):
-            bits = int(np.float32(value).view(np.uint32))
         if value != value:  # NaN
             return "0xR7FC0"
-        return f"0xR{((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF:04X}"
+        # f64 -> bf16 rounded once, to nearest even (as the interpreter converts)
+        return f"0xR{int(convert(np.array(value), ml_dtypes.bfloat16).view(np.uint16)):04X}"
     raise ValueError(f"to_llvm_ir: unsupported float type {t}")
 
 

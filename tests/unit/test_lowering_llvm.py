@@ -733,3 +733,16 @@ def test_broadcast_with_constant_index_map() -> None:
     c = _aligned((4, 3), np.float32, 0)
     jit.cfunc("bcast_col", None, P, P, P)(*_ptrs(a, b, c))
     np.testing.assert_array_equal(c, a + b)
+
+
+def test_bf16_literals_round_once_from_f64() -> None:
+    """1 + 2^-8 + 2^-30 lies just above the midpoint of bf16 1.0 (0x3F80) and 1 + 2^-7
+    (0x3F81): rounded once it is 0x3F81; through f32 (which drops the 2^-30) it would tie
+    to even, 0x3F80."""
+    from xdsl.dialects.builtin import BFloat16Type
+
+    from rlx.lowering.llvm_ir import _float_literal
+
+    assert _float_literal(1.0 + 2**-8 + 2**-30, BFloat16Type()) == "0xR3F81"
+    assert _float_literal(1.0 + 2**-8, BFloat16Type()) == "0xR3F80"  # an exact tie: even
+    assert _float_literal(float("nan"), BFloat16Type()) == "0xR7FC0"
