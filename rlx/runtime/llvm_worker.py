@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
+import time
 from typing import IO, Any
 
 import llvmlite.binding as llvm
@@ -31,6 +33,9 @@ import llvmlite.binding as llvm
 IN_PROCESS_RUNS = 16
 """With `RLX_LLVM_WORKER=auto`: pipelines run in this process before the helper is used."""
 WORKER_JOBS = 256
+REPLY_TIMEOUT_S = 600.0
+"""Longest wait for the helper's reply to one module; past it the helper is killed and the
+module is optimised in process (a stalled helper must not block every compile)."""
 """Modules a helper optimises before it is replaced (bounds its own leak to ~17 MB)."""
 
 
@@ -78,6 +83,7 @@ class _Worker:
         )
         self.jobs = 0
         self.owner = os.getpid()
+        self._rest = b""  # bytes read past the last reply (never more than one reply's)
 
     def optimise(self, bitcode: bytes, request: dict[str, Any]) -> bytes:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -85,13 +91,35 @@ class _Worker:
         header = json.dumps({**request, "n": len(bitcode)}).encode() + b"\n"
         self.proc.stdin.write(header + bitcode)
         self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline() or b'{"ok": false, "error": "exited"}')
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        line = self._read(deadline, until_newline=True)
+        reply = json.loads(line or b'{"ok": false, "error": "exited"}')
         if not reply.get("ok"):
             raise RuntimeError(f"LLVM helper process failed: {reply.get('error')}")
-        data = self.proc.stdout.read(int(reply["n"]))
+        data = self._read(deadline, n=int(reply["n"]))
         if len(data) != reply["n"]:
             raise RuntimeError("LLVM helper process: short reply")
         return data
+
+    def _read(self, deadline: float, n: int = 0, until_newline: bool = False) -> bytes:
+        """`n` bytes (or one line) from the helper, waiting at most until `deadline`;
+        reads the pipe's descriptor directly, so nothing is left in a buffer."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        out = bytearray(self._rest)
+        while not (b"\n" in out if until_newline else len(out) >= n):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise RuntimeError(f"LLVM helper process: no reply in {REPLY_TIMEOUT_S:.0f} s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break  # the helper exited
+            out += chunk
+        cut = out.index(b"\n") + 1 if until_newline and b"\n" in out else min(n, len(out))
+        if until_newline and b"\n" not in out:
+            cut = len(out)
+        self._rest = bytes(out[cut:])
+        return bytes(out[:cut])
 
     def close(self) -> None:
         try:

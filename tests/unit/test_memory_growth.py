@@ -108,3 +108,26 @@ def test_bad_worker_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RLX_LLVM_WORKER", "sometimes")
     with pytest.raises(ValueError, match="RLX_LLVM_WORKER must be auto, 0 or 1"):
         rlx.compile(GRAPH.format(n=3, c=0.5), rlx.CompileOptions())
+
+
+def test_a_stalled_llvm_helper_times_out(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A helper that never answers makes `optimise` fail after REPLY_TIMEOUT_S (the caller
+    then optimises in process) instead of blocking every later compile."""
+    import subprocess
+    import sys
+
+    from rlx.runtime import llvm_worker
+
+    monkeypatch.setattr(llvm_worker, "REPLY_TIMEOUT_S", 0.5)
+    w = llvm_worker._Worker.__new__(llvm_worker._Worker)
+    w.proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    w.jobs, w.owner, w._rest = 0, os.getpid(), b""
+    try:
+        with pytest.raises(RuntimeError, match="no reply in"):
+            w.optimise(b"\x00" * 8, {"opt": 3})
+    finally:
+        w.proc.kill()
+        w.proc.wait()
