@@ -20,8 +20,8 @@ from dataclasses import dataclass
 ENV = "RLX_GEMM_ISA"
 
 MIN_MNK = 32 * 32 * 32
-"""Smallest M*N*K (per GEMM) for the generated GEMM, as for OpenBLAS (`BLAS_MIN_MNK`):
-below it the plain loop nest costs about as much as packing."""
+"""Smallest M*N*K (per GEMM) for the generated GEMM and for OpenBLAS (`matmul.BLAS_MIN_MNK`
+is this value): below it the plain loop nest costs about as much as packing."""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from rlx.lowering.blas_abi import SYMBOLS, available, gemm_mode
 from rlx.lowering.gemm.driver import Epilogue, eligible_types, emit_gemm
 from rlx.lowering.gemm.driver import eligible as gemm_eligible
 from rlx.lowering.gemm.packing import loader, pack
-from rlx.lowering.gemm.target import host_tile
+from rlx.lowering.gemm.target import MIN_MNK, host_tile
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
@@ -60,8 +60,9 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
 )
 from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
-BLAS_MIN_MNK = 32 * 32 * 32
-"""Smallest M*N*K (per GEMM) sent to BLAS; below it the loop nest is cheaper."""
+BLAS_MIN_MNK = MIN_MNK
+"""Smallest M*N*K (per GEMM) sent to BLAS; below it the loop nest is cheaper (the same
+threshold as the generated GEMM's, `gemm.target.MIN_MNK`)."""
 
 
 def mm_maps(
