@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rlx.env import env_flag
+
 if TYPE_CHECKING:
     from rlx.tools.opt_main import RlxOptMain
 
@@ -76,7 +78,7 @@ def _wants_version(args: Sequence[str]) -> bool:
 
 
 def _debug_enabled() -> bool:
-    return os.environ.get("RLX_DEBUG", "") not in ("", "0")
+    return env_flag("RLX_DEBUG")
 
 
 def _report_internal_error(exc: BaseException) -> int:
