@@ -198,7 +198,7 @@ class CompileCache:
         try:
             root = cache_dir()
             cache_store.write_entry(root, key, meta, files)
-            cache_store.enforce_limit(root, limit)
+            cache_store.after_write(root, limit, sum(map(len, files.values())))
         except OSError:
             pass  # a read-only or full cache dir must not fail the compile
 

@@ -15,9 +15,11 @@ run, and a `.ll` symlinked to /dev/zero exhausted memory. Now:
 The checksum detects corruption and edits; it is not a signature (whoever can write the
 cache directory can run code as its owner anyway).
 
-Size cap: `RLX_CACHE_MAX_MB` (default `DEFAULT_MAX_MB`); after each write, entries are
-evicted least recently used first (a hit refreshes the manifest's mtime) until the
-directory fits. Temporary files of interrupted writes are removed when their writer is
+Size cap: `RLX_CACHE_MAX_MB` (default `DEFAULT_MAX_MB`); entries are evicted least
+recently used first (a hit refreshes the manifest's mtime) until the directory fits. The
+directory is scanned only when this process's running estimate of its size (the last scan
+plus what it wrote since) nears the cap or the last scan is older than `RESCAN_SECONDS`
+(`after_write`): a scan per write made every compile O(entries). Temporary files of interrupted writes are removed when their writer is
 gone or they are older than `STALE_TMP_SECONDS`.
 """
 
@@ -186,15 +188,35 @@ def _writer_gone(name: str) -> bool:
     return False
 
 
-def enforce_limit(root: Path, limit: int) -> None:
+RESCAN_SECONDS = 60.0
+"""After this long the directory is scanned again (other processes write to it too)."""
+
+_estimates: dict[Path, tuple[int, float]] = {}  # root -> (bytes at the last scan + since, time)
+
+
+def after_write(root: Path, limit: int, written: int) -> bool:
+    """Account `written` new bytes; run `enforce_limit` when the estimate reaches 90 % of
+    `limit` or is stale. Returns whether the directory was scanned."""
+    now = time.monotonic()
+    total, when = _estimates.get(root, (0, -RESCAN_SECONDS))
+    total += written
+    if total < 0.9 * limit and now - when < RESCAN_SECONDS:
+        _estimates[root] = (total, when)
+        return False
+    _estimates[root] = (enforce_limit(root, limit), now)
+    return True
+
+
+def enforce_limit(root: Path, limit: int) -> int:
     """Remove stale temp files, then evict least recently used entries until the cache
-    holds at most `limit` bytes. Best effort: concurrent writers and readers are fine."""
+    holds at most `limit` bytes; returns the bytes it then holds. Best effort: concurrent
+    writers and readers are fine."""
     now = time.time()
     entries: dict[str, tuple[float, int]] = {}  # key -> (last use, bytes)
     try:
         subdirs = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()]
     except OSError:
-        return
+        return 0
     for d in subdirs:
         try:
             listing = list(os.scandir(d))
@@ -223,3 +245,4 @@ def enforce_limit(root: Path, limit: int) -> None:
             break
         discard(root, key)
         total -= size
+    return total

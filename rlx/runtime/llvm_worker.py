@@ -33,10 +33,10 @@ import llvmlite.binding as llvm
 IN_PROCESS_RUNS = 16
 """With `RLX_LLVM_WORKER=auto`: pipelines run in this process before the helper is used."""
 WORKER_JOBS = 256
+"""Modules a helper optimises before it is replaced (bounds its own leak to ~17 MB)."""
 REPLY_TIMEOUT_S = 600.0
 """Longest wait for the helper's reply to one module; past it the helper is killed and the
 module is optimised in process (a stalled helper must not block every compile)."""
-"""Modules a helper optimises before it is replaced (bounds its own leak to ~17 MB)."""
 
 
 def _target_machine(opt_level: int, cpu: str, features: str) -> Any:
@@ -82,7 +82,6 @@ class _Worker:
             stderr=subprocess.DEVNULL,
         )
         self.jobs = 0
-        self.owner = os.getpid()
         self._rest = b""  # bytes read past the last reply (never more than one reply's)
 
     def optimise(self, bitcode: bytes, request: dict[str, Any]) -> bytes:
@@ -139,6 +138,24 @@ MAX_FAILURES = 3
 """After this many helper failures the process stops trying (e.g. it cannot be started)."""
 
 
+def _forget_in_child() -> None:
+    """After `fork()`: close the child's copies of the helper's pipes. Kept open, they
+    hold the helper's stdin open after the parent closes its own, so the parent's `close`
+    waited out its 5 s timeout and killed the helper; the child starts its own if needed."""
+    global _worker
+    if _worker is not None:
+        for f in (_worker.proc.stdin, _worker.proc.stdout):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        _worker = None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll: bool) -> Any:
     """`mod` optimised at `opt_level` for `tm`: `mod` itself (in process) or a new module
     parsed from the helper's bitcode. Callers hold the JIT's LLVM lock."""
@@ -147,8 +164,6 @@ def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll:
     with _STATE_LOCK:
         _runs += 1
         isolate = setting == "on" or (setting == "auto" and _runs > IN_PROCESS_RUNS)
-        if _worker is not None and _worker.owner != os.getpid():
-            _worker = None  # a forked child: the pipes belong to the parent
         if isolate and _failures < MAX_FAILURES:
             request = {"opt": opt_level, "cpu": cpu, "features": features, "unroll": unroll}
             try:

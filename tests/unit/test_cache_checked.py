@@ -173,3 +173,28 @@ def test_stale_temporary_files_are_removed(fresh_cache: Path) -> None:
     os.utime(old, (long_ago, long_ago))
     rlx.compile(GRAPH.format(n=4))
     assert not dead.exists() and not old.exists() and live.exists()
+
+
+def test_directory_is_scanned_only_near_the_cap_or_when_stale(
+    fresh_cache: Path, monkeypatch
+) -> None:
+    scans: list[Path] = []
+    real = cache_store.enforce_limit
+
+    def counting(root: Path, limit: int) -> int:
+        scans.append(root)
+        return real(root, limit)
+
+    monkeypatch.setattr(cache_store, "enforce_limit", counting)
+    for n in range(6, 10):
+        rlx.compile(GRAPH.format(n=n))
+    assert len(scans) == 1  # the first write of this process scans, the others add up
+    monkeypatch.setattr(cache_store, "RESCAN_SECONDS", 0.0)
+    rlx.compile(GRAPH.format(n=10))
+    assert len(scans) == 2  # a stale estimate is refreshed by a scan
+    one_entry = sum(p.stat().st_size for p in fresh_cache.rglob("*") if p.is_file()) / 5
+    monkeypatch.setattr(cache_store, "RESCAN_SECONDS", 1e9)
+    monkeypatch.setenv("RLX_CACHE_MAX_MB", str(5.5 * one_entry / (1 << 20)))
+    rlx.compile(GRAPH.format(n=11))
+    assert len(scans) == 3  # near the cap: scanned and evicted
+    assert len(entry_keys(fresh_cache)) == 5

@@ -124,10 +124,39 @@ def test_a_stalled_llvm_helper_times_out(monkeypatch) -> None:  # type: ignore[n
         [sys.executable, "-c", "import time; time.sleep(30)"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
-    w.jobs, w.owner, w._rest = 0, os.getpid(), b""
+    w.jobs, w._rest = 0, b""
     try:
         with pytest.raises(RuntimeError, match="no reply in"):
             w.optimise(b"\x00" * 8, {"opt": 3})
     finally:
         w.proc.kill()
         w.proc.wait()
+
+
+def test_a_forked_child_does_not_hold_the_helpers_pipes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The child closes its copies of the helper's pipes at fork, so the parent's `close`
+    reaches the helper's EOF at once instead of waiting out its timeout."""
+    from rlx.runtime import llvm_worker
+    from rlx.runtime.jit import JitModule
+
+    monkeypatch.setenv("RLX_CACHE", "0")
+    monkeypatch.setenv("RLX_LLVM_WORKER", "1")
+    JitModule(rlx.compile(GRAPH.format(n=7, c=0.75)).ir("llvm-ir"))
+    w = llvm_worker._worker
+    assert w is not None and w.proc.stdin is not None and w.proc.stdout is not None
+    fds = (w.proc.stdin.fileno(), w.proc.stdout.fileno())
+    pid = os.fork()
+    if pid == 0:  # the child: both descriptors must be closed and the worker forgotten
+        still_open = 0
+        for fd in fds:
+            try:
+                os.fstat(fd)
+                still_open += 1
+            except OSError:
+                pass
+        os._exit(10 + still_open + (llvm_worker._worker is not None))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 10
+    w.close()
+    assert w.proc.returncode == 0  # EOF reached the helper: it exited, it was not killed
+    llvm_worker._worker = None
