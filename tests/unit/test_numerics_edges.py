@@ -114,7 +114,7 @@ def test_chunking_is_bounded_by_the_chunk_size_not_the_dim() -> None:
     assert parallel._largest_divisor_at_most(2**62, 1 << 14) == 1 << 14  # noqa: SLF001
     assert parallel._largest_divisor_at_most(2**61 - 1, 1 << 14) == 1  # noqa: SLF001 (prime)
     assert parallel._largest_divisor_at_most(12, 5) == 4  # noqa: SLF001
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 30.0  # 16K steps at most: a bound for hangs only
 
 
 ONE_GELU = """

@@ -61,6 +61,11 @@ def test_first_token_lexer_errors_are_located(tmp_path, capsys, text, fragment):
     assert err.startswith("in.mlir:1:1: error:")
 
 
+HANG_S = 30.0
+"""A bound far above the linear time (ms) and far below the hangs these tests guard
+against (exponential: hours), so a loaded machine does not make them flaky."""
+
+
 def test_unterminated_string_mid_file_does_not_hang(tmp_path, capsys):
     # xDSL 0.75's string regex backtracks exponentially here (2^60 steps).
     text = (
@@ -70,7 +75,7 @@ def test_unterminated_string_mid_file_does_not_hang(tmp_path, capsys):
     )
     start = time.perf_counter()
     code, _, err = run_opt(tmp_path, text, "--allow-unregistered-dialect", capsys=capsys)
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < HANG_S
     assert_diagnostic(code, err, "unterminated string literal")
     assert "in.mlir:2:25: error:" in err
 
@@ -94,7 +99,7 @@ def test_prescan_is_linear():
     start = time.perf_counter()
     err = prescan(text)
     assert err is not None and err.span.start == 0
-    assert time.perf_counter() - start < 1
+    assert time.perf_counter() - start < HANG_S
 
 
 @pytest.mark.parametrize(
@@ -132,7 +137,7 @@ def test_huge_splat_stays_a_splat(tmp_path, capsys):
     code, out, err = run_opt(tmp_path, SPLAT, capsys=capsys)
     assert code == 0, err
     assert "dense<1.500000e+00> : tensor<2147483648xf32>" in out
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < HANG_S
 
 
 def test_compact_splat_values_match_the_reference():
@@ -238,16 +243,6 @@ def test_private_or_bodiless_entry_is_a_clear_error():
     body = "func.func private @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x : tensor<4xf32>\n}\n"
     with pytest.raises(CompileError, match=r"@main is private: the entry function must be public"):
         rlx.compile(body)
-
-
-def test_huge_dimension_does_not_spin_the_chunk_planner():
-    from rlx.lowering.rlx_to_linalg.parallel import _largest_divisor_at_most
-
-    start = time.perf_counter()
-    assert _largest_divisor_at_most(2**62, 1 << 14) == 1 << 14
-    assert _largest_divisor_at_most(2**61 - 1, 1 << 14) == 1  # a prime
-    assert _largest_divisor_at_most(12, 5) == 4
-    assert time.perf_counter() - start < 1
 
 
 def test_block_redeclared_after_a_forward_use_is_a_diagnostic(tmp_path, capsys):
