@@ -108,14 +108,7 @@ def encode(kb: KernelBuilder, tables: _Tables, v: SSAValue, to: Attribute) -> SS
     mids = tables.get(kb, f"__rlx_{s.name}_mids", s.mids)
     p = len(s.mids)
     a = kb.unary(mathd.AbsFOp, v)
-    pos = kb.idx(0)
-    step = 1 << (p.bit_length() - 1)
-    while step:  # pos = how many mids are < a (a branchless binary search)
-        nxt = kb.iadd(pos, step)
-        probe = kb.load(mids, [kb.imin(kb.iadd(nxt, -1), kb.idx(p - 1))])
-        ok = kb.v(arith.AndIOp(kb.cmpi("sle", nxt, kb.idx(p)), kb.cmpf("olt", probe, a)))
-        pos = kb.select(ok, nxt, pos)
-        step //= 2
+    pos = kb.count_below(mids, p, a)  # how many rounding midpoints are < |v|
     tie = kb.v(
         arith.AndIOp(
             kb.cmpi("slt", pos, kb.idx(p)),

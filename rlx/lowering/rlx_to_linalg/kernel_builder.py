@@ -169,6 +169,21 @@ class KernelBuilder:
         n = len(values)  # type: ignore[arg-type]
         return self.hoist(memref.GetGlobalOp(name, MemRefType(typ, [n])))
 
+    def count_below(self, table: SSAValue, n: int, a: SSAValue) -> SSAValue:
+        """How many of the `n` ascending entries of 1-D `table` are < `a` (an index): an
+        unrolled branchless binary search, ceil(log2(n + 1)) loads and selects."""
+        pos = self.idx(0)
+        step = 1 << (n.bit_length() - 1)
+        while step:
+            nxt = self.iadd(pos, step)
+            probe = self.load(table, [self.imin(self.iadd(nxt, -1), self.idx(n - 1))])
+            ok = self.v(
+                arith.AndIOp(self.cmpi("sle", nxt, self.idx(n)), self.cmpf("olt", probe, a))
+            )
+            pos = self.select(ok, nxt, pos)
+            step //= 2
+        return pos
+
     # -- memory ----------------------------------------------------------------------
 
     def scratch(self, shp: Sequence[int], e: Attribute) -> SSAValue:

@@ -84,14 +84,7 @@ def encode(kb: KernelBuilder, fmt: lowp.LowpFormat, v: SSAValue) -> SSAValue:
     g = _tab(kb, grid, f64)
     x = kb.convert(v, f64)
     a = kb.minf(kb.unary(mathd.AbsFOp, x), kb.const(float(grid[-1]), f64))
-    pos = kb.idx(0)
-    step = 1 << (p.bit_length() - 1)
-    while step:
-        nxt = kb.iadd(pos, step)
-        probe = kb.load(g, [kb.imin(kb.iadd(nxt, -1), kb.idx(p - 1))])
-        ok = kb.v(arith.AndIOp(kb.cmpi("sle", nxt, kb.idx(p)), kb.cmpf("olt", probe, a)))
-        pos = kb.select(ok, nxt, pos)
-        step //= 2
+    pos = kb.count_below(g, p, a)
     hi = kb.imax(kb.imin(pos, kb.idx(p - 1)), kb.idx(1))
     lo = kb.iadd(hi, -1)
     err_lo = kb.subf(a, kb.load(g, [lo]), FM_NONE)
