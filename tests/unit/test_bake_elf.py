@@ -177,3 +177,33 @@ def test_malformed_stored_object_is_refused(tmp_path: Path) -> None:
     with pytest.raises(artifact.ArtifactError, match="malformed object code: section headers past the end"):
         rlx.load(bad)
     assert counters.snapshot() == before
+
+
+ONE_POOL = """
+import os, sys
+import numpy as np
+import rlx
+from rlx.runtime import elf_loader, parallel
+x = np.ones((256, 1024), np.float32)
+g = rlx.load(sys.argv[1])
+g.run(x)
+stored = parallel._STATE["address"]
+tasks = len(os.listdir("/proc/self/task"))
+j = rlx.compile(sys.argv[2])  # JIT-compiled code calls the same pool
+np.testing.assert_array_equal(j.run(x)[0], g.run(x)[0])
+assert parallel._STATE["address"] == stored
+assert isinstance(parallel._STATE["owner"], elf_loader.Image)
+assert len(os.listdir("/proc/self/task")) == tasks, "a second set of workers"
+print("ok")
+"""
+
+
+def test_one_pool_per_process(tmp_path: Path) -> None:
+    """The stored pool, once linked, is the process's pool: JIT code reuses it."""
+    path = _bake("pool", tmp_path)
+    src = tmp_path / "pool.mlir"
+    src.write_text(MODELS["pool"][0])
+    env = {**os.environ, "RLX_NUM_THREADS": "2", "RLX_CACHE": "0"}
+    out = subprocess.run([sys.executable, "-c", ONE_POOL, str(path), str(src)], env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
