@@ -70,7 +70,7 @@ _BITS: dict[str, tuple[int, int, int, int, str]] = {
 # void cpuid(u32 leaf, u32 subleaf, u32 out[4]); u64 xgetbv(u32 xcr)
 _CPUID = bytes.fromhex("53" "89f8" "89f1" "4989d0" "0fa2" "418900" "41895804" "41894808"
                        "4189500c" "5b" "c3")  # fmt: skip
-_XGETBV = bytes.fromhex("89f9" "0f01d0" "48c1e220" "4809d0" "c3")
+_XGETBV = bytes.fromhex("89f90f01d048c1e2204809d0c3")
 
 
 def is_x86_64_linux() -> bool:

@@ -114,7 +114,9 @@ def _cstr(table: bytes, at: int, what: str) -> str:
     return table[at:end].decode("ascii", "replace")
 
 
-def parse(data: bytes) -> tuple[list[Section], list[Symbol], dict[int, list[tuple[int, int, int, int]]]]:
+def parse(
+    data: bytes,
+) -> tuple[list[Section], list[Symbol], dict[int, list[tuple[int, int, int, int]]]]:
     """Sections, symbols and {target section: [(offset, type, symbol, addend)]} of an
     ELF64 x86-64 relocatable object, every table bounds-checked."""
     if len(data) < 64 or data[:4] != b"\x7fELF":
@@ -133,7 +135,7 @@ def parse(data: bytes) -> tuple[list[Section], list[Symbol], dict[int, list[tupl
                        f"the object has {len(data)}")  # fmt: skip
     raw = [_unpack("<IIQQQQIIQQ", data, shoff + i * 64, "section header") for i in range(shnum)]
     secs = []
-    for i, (nm, kind, flags, _, off, size, link, info, align, ent) in enumerate(raw):
+    for i, (_, kind, flags, _, off, size, link, info, align, ent) in enumerate(raw):
         if kind != SHT_NOBITS and off + size > len(data):
             raise ElfError(f"truncated object: section {i} spans bytes {off}..{off + size}, "
                            f"the object has {len(data)}")  # fmt: skip
@@ -150,7 +152,12 @@ def parse(data: bytes) -> tuple[list[Section], list[Symbol], dict[int, list[tupl
     if len(symtabs) != 1:
         raise ElfError(f"{len(symtabs)} symbol tables (need one)")
     st = symtabs[0]
-    if st.entsize != 24 or st.size % 24 or not 0 < st.link < shnum or secs[st.link].kind != SHT_STRTAB:
+    if (
+        st.entsize != 24
+        or st.size % 24
+        or not 0 < st.link < shnum
+        or secs[st.link].kind != SHT_STRTAB
+    ):
         raise ElfError("bad symbol table")
     strtab = data[secs[st.link].offset : secs[st.link].offset + secs[st.link].size]
     syms = []
@@ -196,7 +203,9 @@ def _check_supported(secs: list[Section], syms: list[Symbol], relocs: dict) -> N
             raise Unsupported(f"section {s.name}: alignment {s.align} above a page")
     for sym in syms:
         if sym.kind in (STT_TLS, STT_GNU_IFUNC) or sym.shndx == SHN_COMMON:
-            raise Unsupported(f"symbol {sym.name!r}: TLS, IFUNC or common symbols are not supported")
+            raise Unsupported(
+                f"symbol {sym.name!r}: TLS, IFUNC or common symbols are not supported"
+            )
     for target, rs in relocs.items():
         if not _loaded(secs[target]):
             continue
@@ -240,7 +249,10 @@ class Image:
                     base[s.index] = pos
                     pos += s.size
             if want == SHF_EXEC:
-                stubs, pos = _align(pos, STUB_SIZE), _align(pos, STUB_SIZE) + STUB_SIZE * len(stub_syms)
+                stubs, pos = (
+                    _align(pos, STUB_SIZE),
+                    _align(pos, STUB_SIZE) + STUB_SIZE * len(stub_syms),
+                )
             elif want == 0:
                 got, pos = _align(pos, 8), _align(pos, 8) + 8 * len(got_syms)
             if pos > MAX_IMAGE:

@@ -174,7 +174,9 @@ def test_malformed_stored_object_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.rlx"
     artifact.write(bad, header, art.module_text, [], code=[(strip, art.code_bytes(c)[:200])])
     before = counters.snapshot()
-    with pytest.raises(artifact.ArtifactError, match="malformed object code: section headers past the end"):
+    with pytest.raises(
+        artifact.ArtifactError, match="malformed object code: section headers past the end"
+    ):
         rlx.load(bad)
     assert counters.snapshot() == before
 
