@@ -1,21 +1,23 @@
 """Ahead-of-time code: compile a module to native object code once, link it later.
 
-`compile_object` runs the rlx pipeline and LLVM for a target CPU (the host, or a named
-CPU) and returns the object bytes with the ABI (`Signature`) and a `CodeKey`; `link`
-loads such bytes into an MCJIT engine without running the compiler (no xDSL import, no
-LLVM optimisation or code generation; `rlx.runtime.counters` stays unchanged) and returns
-a `compiled.Artifact` ready for `CompiledGraph`. `rlx-bake` stores these sections in the
-`.rlx` artifact (docs/artifact.md); `rlx.load` picks the one whose key `CodeKey.mismatch`
-accepts here.
+`compile_object` runs the rlx pipeline and LLVM for a target CPU (the host, or an x86-64
+level of `CPU_FEATURES`) and returns the object bytes with the ABI (`Signature`), a
+`CodeKey` (with the feature set the code was compiled for) and the object code of the
+runtime pieces it calls (`RUNTIME`: thread pool, BLAS wrappers, bf16 helpers). `link`
+links such bytes without running the compiler (no xDSL import, no LLVM optimisation or
+code generation; `rlx.runtime.counters` stays unchanged) and returns a
+`compiled.Artifact` ready for `CompiledGraph`; on x86-64 Linux it loads no LLVM at all
+(`rlx.runtime.elf_link`, `rlx.runtime.elf_loader`). `rlx-bake` stores these sections in
+the `.rlx` artifact (docs/artifact.md); `rlx.load` picks the one `runs_here` accepts
+(checked with CPUID, `rlx.host_cpu`, where it can answer; else with LLVM).
 
-The code calls only symbols the process publishes itself before linking: the BLAS GEMM
-wrappers (`rlx.runtime.blas`), the thread pool (`rlx_parallel_for`) and the bf16 helpers
-(`rlx.runtime.llvm_host`), plus libc/libm. `LinkedCode` reads the object's undefined
-symbols (`rlx.runtime.elf_symbols`), publishes just those pieces (`prepare_runtime`) and
-refuses a symbol nobody provides (MCJIT would abort the process).
+The code calls only the runtime pieces, plus libc/libm; `LinkedCode` reads the object's
+undefined symbols (`rlx.runtime.elf_symbols`), links just those pieces and refuses a
+symbol nobody provides (MCJIT would abort the process).
 
-The compiler, the options and the LLVM IR translator are imported inside the functions
-that compile (start-up laziness: linking stored code must not import xDSL).
+The compiler, the options, llvmlite and the LLVM IR translator are imported inside the
+functions that compile (start-up laziness: linking stored code must not import xDSL or,
+on x86-64 Linux, llvmlite).
 
 The one host-dependent choice of the rlx lowering is the generated GEMM's tile (from the
 host's vector ISA); it is part of `CodeKey.blas` (`blas.cache_key()`), so code whose tile
