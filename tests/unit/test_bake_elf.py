@@ -209,3 +209,27 @@ def test_one_pool_per_process(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", ONE_POOL, str(path), str(src)], env=env,
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_unsupported_object_falls_back_to_mcjit(capfd: pytest.CaptureFixture[str]) -> None:
+    """An object the ELF loader refuses (here: a COMDAT group) is linked by MCJIT, said once."""
+    import llvmlite.binding as llvm
+
+    from rlx.runtime.llvm_host import _LOCK, _initialise
+
+    ir = "$f = comdat any\ndefine i64 @f() comdat {\n  ret i64 42\n}\n"
+    with _LOCK:
+        _initialise()
+        tm = llvm.Target.from_default_triple().create_target_machine(
+            codemodel="jitdefault", jit=True
+        )
+        mod = llvm.parse_assembly(ir)
+        mod.triple = tm.triple
+        data = bytes(tm.emit_object(mod))
+    codes = [aot.LinkedCode(data) for _ in range(2)]
+    assert [c.loader for c in codes] == ["mcjit", "mcjit"]
+    import ctypes
+
+    assert ctypes.CFUNCTYPE(ctypes.c_int64)(codes[0].address("f"))() == 42
+    err = capfd.readouterr().err
+    assert err.count("linked with MCJIT instead (section") == 1 and "COMDAT" in err
