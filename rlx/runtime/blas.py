@@ -110,13 +110,20 @@ def stored_gemms(wrapper_object: bytes | None) -> dict[str, int]:
     """{`rlx_blas_<t>gemm`: address} for stored code, without LLVM: the wrappers of
     `wrapper_object` (compiled from `wrapper_ir` at bake time) linked to SciPy's OpenBLAS by
     `rlx.runtime.elf_loader` where it has `openblas_set_num_threads_local`, else the GEMMs
-    themselves. Empty without SciPy. Once per process."""
+    themselves (what `register` publishes then too). Without `wrapper_object` (an artifact
+    of an older bake), the JIT-compiled wrappers of `register`. Empty without SciPy. Once
+    per process."""
     from rlx.runtime import elf_loader
 
+    if wrapper_object is None and not _STORED:
+        import llvmlite.binding as llvm
+
+        register()
+        return {s: int(llvm.address_of_symbol(s) or 0) for s in SYMBOLS.values()}
     with _LOCK:
         if not _STORED:
             found = dict(lookup())
-            local = _set_threads_local() if wrapper_object is not None else 0
+            local = _set_threads_local()
             if local and len(found) == len(SYMBOLS):
                 ext = {f"{SYMBOLS[d]}_impl": a for d, a in found.items()}
                 ext["rlx_openblas_set_num_threads_local"] = local
