@@ -1,7 +1,8 @@
 """Loading `.rlx` artifacts: `load(path) -> CompiledGraph`, `materialize`, `inspect`.
 
 `load` links the stored object code for this host when a code section matches
-(`rlx.runtime.aot`): no xDSL, no compiler, nothing written to the compile cache. The
+(`rlx.runtime.aot`): no xDSL, no compiler, on x86-64 Linux no LLVM, nothing written to the
+compile cache. The
 weights stay in the file's read-only memory map and are bound to the code's weight params
 without a copy. Otherwise (another CPU, other CompileOptions, `allow_native=False`, no code
 stored) it compiles the stored MLIR text, with the weights still memory-mapped params.
