@@ -5,7 +5,9 @@
 Bakes the chain `x @ W0 @ W1 ... @ W49` (random weights, profile exact: kept dense) with
 native code for the host, then, in fresh processes with an empty compile cache:
 `rlx.load(path)` + the first `run` (wall time, RSS growth against the weight bytes, compile
-counters, files written to the cache), and the wall time of `rlx-run model.rlx`.
+counters, whether llvmlite/xDSL were imported, which linker linked the code, files written
+to the cache), and the wall time of `rlx-run model.rlx`. `RLX_AOT_LOADER=mcjit` measures
+the MCJIT path instead of `rlx.runtime.elf_loader`.
 Issue 16 targets: first output <= 0.2 s, RSS growth <= 1.3x the weight bytes, rlx-run
 <= 1 s, nothing written to the cache. Prints `uptime` (the machine may be shared).
 """
