@@ -265,16 +265,16 @@ def compile_object(
     ir = to_llvm_ir(module)
     data = _emit(ir, key, 3)
     imports = undefined_symbols(data) or []
-    runtime = {name: _emit(make(), key, 2, passes=False) for name, (prefix, make) in RUNTIME.items()
-               if any(x.startswith(prefix) for x in imports)}  # fmt: skip
+    runtime: dict[str, bytes] = {}
+    for name, (prefix, make) in RUNTIME.items():
+        ir = make() if any(x.startswith(prefix) for x in imports) else None
+        if ir is not None:
+            runtime[name] = _emit(ir, key, 2, passes=False)
     return ObjectCode(key, data, art.signature, art.prepare, art.report, art.reports, runtime)
 
 
-def _pool_ir() -> str:
-    ir = parallel._pool_ir()
-    if ir is None:
-        raise ValueError("the thread pool needs Linux (futex)")
-    return ir
+def _pool_ir() -> str | None:
+    return parallel._pool_ir()  # None off Linux: the load JIT-compiles the serial backend
 
 
 def _bf16_ir() -> str:
@@ -283,13 +283,13 @@ def _bf16_ir() -> str:
     return _SUPPORT_IR
 
 
-RUNTIME: dict[str, tuple[str, Callable[[], str]]] = {
+RUNTIME: dict[str, tuple[str, Callable[[], str | None]]] = {
     "pool": ("rlx_parallel_for", _pool_ir),
     "bf16": ("__trunc", _bf16_ir),
     "blas": ("rlx_blas_", blas.wrapper_ir),
 }
 """Runtime pieces stored code may call, stored as object code next to it: name ->
-(symbol prefix of its entry points, its LLVM IR)."""
+(symbol prefix of its entry points, its LLVM IR, or None: nothing to store here)."""
 
 
 def _emit(ir: str, key: CodeKey, opt: int, passes: bool = True) -> bytes:
