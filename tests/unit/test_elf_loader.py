@@ -84,6 +84,24 @@ def test_relocations_link_and_run(codemodel: str, reloc: str, expect: set[str]) 
         img.address("counter")  # internal: not exported
 
 
+def test_pc_relative_data() -> None:
+    """PC64 / PC32 in data: a pointer difference to a local and to an external symbol."""
+    ir = """
+@target = constant i64 1
+@ext = external global i64
+@d = global i64 sub (i64 ptrtoint (ptr @target to i64), i64 ptrtoint (ptr @d to i64))
+@e = global i32 trunc (i64 sub (i64 ptrtoint (ptr @target to i64), i64 ptrtoint (ptr @e to i64)) to i32)
+@x = global i64 sub (i64 ptrtoint (ptr @ext to i64), i64 ptrtoint (ptr @x to i64))
+"""
+    data = _object(ir)
+    assert {"R_X86_64_PC64", "R_X86_64_PC32"} <= _types(data)
+    img = Image(data, {"ext": ctypes.addressof(VALUE)})
+    at = img.address
+    assert ctypes.c_int64.from_address(at("d")).value == at("target") - at("d")
+    assert ctypes.c_int32.from_address(at("e")).value == at("target") - at("e")
+    assert ctypes.c_int64.from_address(at("x")).value == ctypes.addressof(VALUE) - at("x")
+
+
 def _far_function() -> int:
     """`i64 f(i64 x) { return x + 1000; }` mapped (hint) 32 TiB up: beyond ±2 GiB."""
     libc = ctypes.CDLL(None)
