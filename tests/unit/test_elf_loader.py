@@ -227,3 +227,21 @@ def test_mutated_objects_raise_elf_errors_only() -> None:
             Image(bytes(bad), ext)
         except ElfError:
             pass
+
+
+def _perms(addr: int) -> str:
+    with open("/proc/self/maps") as f:
+        for line in f:
+            span, perms = line.split()[:2]
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            if lo <= addr < hi:
+                return perms[:3]
+    raise AssertionError(f"{addr:#x} is not mapped")
+
+
+def test_w_xor_x() -> None:
+    """Code is read+execute, constants read-only, data read+write; never write+execute."""
+    img = Image(_object(IR), {"ext_add": 1, "ext_value": 1})
+    code, data = img.address("f"), img.locals["counter"]
+    assert _perms(code) == "r-x" and _perms(data) == "rw-"
+    assert _perms(img.locals["table"]) == "r--"
