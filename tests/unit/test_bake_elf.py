@@ -233,3 +233,18 @@ def test_unsupported_object_falls_back_to_mcjit(capfd: pytest.CaptureFixture[str
     assert ctypes.CFUNCTYPE(ctypes.c_int64)(codes[0].address("f"))() == 42
     err = capfd.readouterr().err
     assert err.count("linked with MCJIT instead (section") == 1 and "COMDAT" in err
+
+
+def test_flipped_runtime_object_byte_is_refused(tmp_path: Path) -> None:
+    path = _bake("pool", tmp_path)
+    (code,) = artifact.read(path).code
+    (piece,) = code["runtime"]
+    raw = bytearray(path.read_bytes())
+    raw[piece["offset"] + piece["nbytes"] // 2] ^= 0x10
+    bad = tmp_path / "flip.rlx"
+    bad.write_bytes(bytes(raw))
+    for verify in (True, False):  # checked even without verify, like the code
+        with pytest.raises(
+            artifact.ArtifactError, match="checksum mismatch in runtime object 'pool'"
+        ):
+            rlx.load(bad, verify=verify)
