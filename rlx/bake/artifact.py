@@ -26,7 +26,6 @@ import mmap
 import os
 import stat
 import struct
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +129,8 @@ def write(
     else:  # pragma: no cover - the length settles after one round
         raise RuntimeError("artifact header did not settle")
     pre = PREAMBLE.pack(MAGIC, FORMAT_VERSION, 0, len(text), base, hashlib.sha256(text).digest())
+    import tempfile  # only writers need it (it imports shutil, bz2, lzma, random: ~1 MiB)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as f:
