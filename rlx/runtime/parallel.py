@@ -20,7 +20,8 @@ The pool is a small LLVM IR module, once per process: JIT-compiled (`register()`
 the loaders of generated code, `JitModule` and the compile cache's `ObjectModule`, call
 before loading) or, for stored code, the object compiled from it at bake time and linked
 without LLVM (`stored_entry`, `rlx.runtime.elf_loader`). Whichever comes first is the one
-pool of the process; the other path reuses it. Off Linux (no futex) the same symbol runs every task on the calling thread.
+pool of the process; the other path reuses it. Off Linux (no futex) the same symbol runs
+every task on the calling thread.
 
 Thread count: `RLX_NUM_THREADS` (a positive integer) at first use, else the CPUs this
 process may run on; `set_num_threads(n)` changes it at any time. It is read at run time,
@@ -295,7 +296,7 @@ def _threads_from_env() -> int:
 
 def register() -> str:
     """Make sure the process has its pool (JIT-compiled here unless stored code brought
-    one, `adopt_stored`) and publish `rlx_parallel_for` to LLVM for JIT-compiled code;
+    one, `stored_entry`) and publish `rlx_parallel_for` to LLVM for JIT-compiled code;
     the backend name ("pool", or "serial" off Linux)."""
     with _LOCK:
         if "backend" not in _STATE:
