@@ -63,7 +63,8 @@ _V2 = (*_V1, "crc32", "cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "sss
 _V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 _V4 = (*_V3, "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
 CPU_FEATURES: dict[str, tuple[str, ...]] = {
-    "generic": _V1, "x86-64": _V1, "x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4}  # fmt: skip
+    "generic": _V1, "x86-64": _V1, "x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4,
+}  # fmt: skip
 """The feature set stored with code for a named `--target-cpu`: the x86-64
 micro-architecture levels of the x86-64 psABI (LLVM's `x86-64-v2..v4` are defined as
 exactly these, implied features spelled out, under LLVM's feature names). Other CPU names

@@ -107,7 +107,8 @@ def _say_once(msg: str) -> None:
 
 
 def use_elf_loader() -> bool:
-    """Whether stored code is linked without LLVM here (x86-64 Linux, not `RLX_AOT_LOADER=mcjit`)."""
+    """Whether stored code is linked without LLVM here: x86-64 Linux, and not
+    `RLX_AOT_LOADER=mcjit`."""
     return host_cpu.is_x86_64_linux() and os.environ.get(LOADER_ENV, "").strip().lower() != "mcjit"
 
 

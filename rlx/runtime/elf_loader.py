@@ -236,8 +236,8 @@ class Image:
             raise Unresolved(f"unresolved symbol(s) {', '.join(missing[:8])}")
         got_syms = sorted({r[2] for t, rs in relocs.items() if _loaded(secs[t])
                            for r in rs if r[1] in _GOT_TYPES})  # fmt: skip
-        stub_syms = sorted({r[2] for t, rs in relocs.items() if _loaded(secs[t])
-                            for r in rs if r[1] == R_PLT32 and syms[r[2]].shndx == SHN_UNDEF})  # fmt: skip
+        stub_syms = sorted({r[2] for t, rs in relocs.items() if _loaded(secs[t]) for r in rs
+                            if r[1] == R_PLT32 and syms[r[2]].shndx == SHN_UNDEF})  # fmt: skip
         # layout: [code | stubs] [read-only | GOT] [writable | bss], each page aligned
         base: dict[int, int] = {}
         regions: list[tuple[int, int, int]] = []  # (start, end, mmap protection)
@@ -319,10 +319,12 @@ class Image:
             if end > start and prot != mmap.PROT_READ | mmap.PROT_WRITE:
                 if libc.mprotect(at + start, _align(end, PAGE) - start, prot) != 0:
                     raise OSError(ctypes.get_errno(), "mprotect of loaded code failed")
-        self.symbols = {s.name: value(j) for j, s in enumerate(syms)
-                        if s.name and s.shndx != SHN_UNDEF and s.bind != 0 and s.kind != STT_SECTION}  # fmt: skip
-        self.locals = {s.name: value(j) for j, s in enumerate(syms)
-                       if s.name and s.shndx in base and s.bind == 0 and s.kind != STT_SECTION}  # fmt: skip
+        named = [(j, s) for j, s in enumerate(syms) if s.name and s.kind != STT_SECTION
+                 and (s.shndx in base or s.shndx == SHN_ABS)]  # fmt: skip
+        self.symbols = {s.name: value(j) for j, s in named if s.bind != 0}
+        """Global (and weak) symbols the object defines: name -> address."""
+        self.locals = {s.name: value(j) for j, s in named if s.bind == 0}
+        """Local symbols (internal functions and globals), for tests and debugging."""
         self.size = pos
 
     def address(self, name: str) -> int:
