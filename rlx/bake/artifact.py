@@ -26,7 +26,6 @@ import mmap
 import os
 import stat
 import struct
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,21 +65,33 @@ def write(
     module_text: str,
     blobs: list[tuple[dict[str, Any], bytes | np.ndarray]],
     dedupe: bool = True,
-    code: list[tuple[dict[str, Any], bytes]] = (),  # type: ignore[assignment]
+    code: list[tuple[Any, ...]] = (),  # type: ignore[assignment]
 ) -> int:
     """Write an artifact atomically; returns its size in bytes.
 
     `header` gets `module`, `code` and `weights` sections filled in: each blob's dict (its
-    table entry) and each code entry gains `offset`, `nbytes` and `sha256`. With `dedupe`,
-    identical blobs share one copy (same offset).
+    table entry) and each code entry gains `offset`, `nbytes` and `sha256`. A `code` item
+    is `(entry, object bytes)` or `(entry, object bytes, {runtime piece: object bytes})`;
+    the pieces become the entry's `runtime` list (each with its own section). With
+    `dedupe`, identical blobs share one copy (same offset).
     """
     path = Path(path)
     mod = module_text.encode()
     sections: list[bytes | np.ndarray] = [mod]
     code_entries: list[dict[str, Any]] = []
-    for entry, data in code:
-        code_entries.append({**entry, "nbytes": len(data), "sha256": _sha(data)})
+    placed: list[dict[str, Any]] = []  # code and runtime entries, in section order
+    for entry, data, *more in code:
+        e = {**entry, "nbytes": len(data), "sha256": _sha(data)}
+        code_entries.append(e)
+        placed.append(e)
         sections.append(data)
+        if more and more[0]:
+            e["runtime"] = []
+            for name, piece in more[0].items():
+                r = {"name": name, "nbytes": len(piece), "sha256": _sha(piece)}
+                e["runtime"].append(r)
+                placed.append(r)
+                sections.append(piece)
     entries: list[dict[str, Any]] = []
     where: dict[str, int] = {}
     index: list[int] = []
@@ -108,7 +119,7 @@ def write(
     for _ in range(3):  # the data start depends on the header length (which holds offsets)
         base = _align(PREAMBLE_SIZE + len(_encode(full)) + 32)
         hdr["module"]["offset"] = base + rel[0]
-        for j, e in enumerate(code_entries):
+        for j, e in enumerate(placed):
             e["offset"] = base + rel[1 + j]
         for e, i in zip(entries, index, strict=True):
             e["offset"] = base + rel[i]
@@ -118,6 +129,8 @@ def write(
     else:  # pragma: no cover - the length settles after one round
         raise RuntimeError("artifact header did not settle")
     pre = PREAMBLE.pack(MAGIC, FORMAT_VERSION, 0, len(text), base, hashlib.sha256(text).digest())
+    import tempfile  # only writers need it (it imports shutil, bz2, lzma, random: ~1 MiB)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -162,6 +175,10 @@ class Artifact:
         return self._map[o : o + n]
 
     blob = section
+
+    def runtime_bytes(self, entry: Mapping[str, Any]) -> dict[str, bytes]:
+        """{piece name: private checked copy} of a code entry's runtime objects."""
+        return {str(r["name"]): self.code_bytes(r) for r in entry.get("runtime", [])}
 
     def code_bytes(self, entry: Mapping[str, Any]) -> bytes:
         """A private copy of a code section, checked against its SHA-256 after copying:
@@ -261,7 +278,10 @@ def read(
         os.close(fd)
     art = Artifact(p, struct.unpack_from("<I", pre, 8)[0], header, "", size, mm)
     sections = [("module", header["module"])]
-    sections += [(f"code section {i} ({c['cpu']})", c) for i, c in enumerate(art.code)]
+    for i, c in enumerate(art.code):
+        sections.append((f"code section {i} ({c['cpu']})", c))
+        sections += [(f"runtime object '{r['name']}' of code section {i}", r)
+                     for r in c.get("runtime", [])]  # fmt: skip
     sections += [(f"weight '{w['name']}'", w) for w in art.weights]
     for label, s in sections:
         o, n = s["offset"], s["nbytes"]

@@ -335,9 +335,11 @@ def bake_with_report(
 
 def _object_code(
     b: Baked, targets: Sequence[str], options: Any
-) -> list[tuple[dict[str, Any], bytes]]:
-    """Native code of the baked module for each target CPU ("host" or an LLVM CPU name),
-    compiled from its placeholder form: weights are params bound to the table at load."""
+) -> list[tuple[dict[str, Any], bytes, dict[str, bytes]]]:
+    """Native code of the baked module for each target CPU ("host" or a name of
+    `aot.CPU_FEATURES`), compiled from its placeholder form (weights are params bound to the
+    table at load), with the runtime pieces it calls (thread pool, BLAS wrappers, bf16
+    helpers: a load links them without LLVM)."""
     from rlx.runtime import aot
 
     if not targets:
@@ -358,7 +360,7 @@ def _object_code(
             first = str(e).splitlines()[0]
             b.report.code.append(f"no code for {cpu}: {first} (rlx.load compiles the IR)")
             continue
-        out.append((obj.meta(), obj.data))
+        out.append((obj.meta(), obj.data, obj.runtime))
         b.report.code.append(f"code for {obj.key.triple} cpu {obj.key.cpu}: {len(obj.data)} bytes")
     return out
 

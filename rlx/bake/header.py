@@ -220,7 +220,9 @@ _SIG = _obj(
 _CODE = _obj(
     {"triple": _str(256), "cpu": _str(256), "features": _str(1 << 16), "abi": _int(0, 1 << 31),
      "options": _SHA, "blas": _str(64), "signature": _SIG, "prepare": _opt(_SIG),
-     "report": _list(_obj({}, free=_str()), 1024), "reports": _obj({}, free=_str()), **_SECTION},
+     "report": _list(_obj({}, free=_str()), 1024), "reports": _obj({}, free=_str()),
+     "runtime": _list(_obj({"name": _NAME, **_SECTION}, ("name", *_SECTION_REQ)), 16),
+     **_SECTION},
     ("triple", "cpu", "features", "abi", "options", "blas", "signature", *_SECTION_REQ),
 )  # fmt: skip
 _MODULE = _obj({"form": _one_of("custom"), "entry": _NAME, **_SECTION}, ("entry", *_SECTION_REQ))

@@ -1,7 +1,8 @@
 """Loading `.rlx` artifacts: `load(path) -> CompiledGraph`, `materialize`, `inspect`.
 
 `load` links the stored object code for this host when a code section matches
-(`rlx.runtime.aot`): no xDSL, no compiler, nothing written to the compile cache. The
+(`rlx.runtime.aot`): no xDSL, no compiler, on x86-64 Linux no LLVM, nothing written to the
+compile cache. The
 weights stay in the file's read-only memory map and are bound to the code's weight params
 without a copy. Otherwise (another CPU, other CompileOptions, `allow_native=False`, no code
 stored) it compiles the stored MLIR text, with the weights still memory-mapped params.
@@ -21,6 +22,7 @@ from typing import Any
 from rlx.bake import artifact
 from rlx.bake.artifact import PLACEHOLDER_PREFIX
 from rlx.bake.report import ArtifactInfo
+from rlx.runtime.elf_symbols import ElfError
 
 __all__ = ["ArtifactInfo", "inspect", "load", "materialize", "parse_module"]
 
@@ -79,11 +81,10 @@ def _pick(art: artifact.Artifact, options: Any) -> tuple[dict[str, Any] | None, 
 
     if not art.code:
         return None, "the artifact holds no object code"
-    here = aot.host_key(options)
     reasons = []
     for c in art.code:
         key = aot.CodeKey(**{f: c[f] for f in aot.CodeKey.__dataclass_fields__})
-        why = key.mismatch(here)
+        why = aot.runs_here(key, options)
         if why is None:
             return c, ""
         reasons.append(why)
@@ -121,7 +122,9 @@ def load(
     section, why = _pick(art, options) if allow_native else (None, "allow_native=False")
     if section is not None:
         try:
-            linked = aot.link(art.code_bytes(section), section)
+            linked = aot.link(art.code_bytes(section), section, art.runtime_bytes(section))
+        except ElfError as e:  # a well-formed but unsupported object went to MCJIT instead
+            raise artifact.ArtifactError(f"{art.path}: malformed object code: {e}") from None
         except Exception as e:  # e.g. a symbol this process does not provide
             section, why = None, f"the stored code does not link here ({e})"
         else:

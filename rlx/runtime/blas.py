@@ -93,6 +93,48 @@ def _set_threads_local() -> int:
     return 0
 
 
+def wrapper_ir() -> str:
+    """The IR of the thread-limiting wrappers of every GEMM (`rlx-bake` stores its object
+    code next to code that calls BLAS, so that a load needs no LLVM: `stored_gemms`)."""
+    ir = "declare i32 @rlx_openblas_set_num_threads_local(i32)\n"
+    for sym in SYMBOLS.values():
+        t = sym.removeprefix("rlx_blas_").removesuffix("gemm")
+        ir += _WRAPPER_IR.replace("@T@", t).replace("@THRESHOLD@", str(THREADED_MACS))
+    return ir
+
+
+_STORED: dict[str, int] = {}
+
+
+def stored_gemms(wrapper_object: bytes | None) -> dict[str, int]:
+    """{`rlx_blas_<t>gemm`: address} for stored code, without LLVM: the wrappers of
+    `wrapper_object` (compiled from `wrapper_ir` at bake time) linked to SciPy's OpenBLAS by
+    `rlx.runtime.elf_loader` where it has `openblas_set_num_threads_local`, else the GEMMs
+    themselves (what `register` publishes then too). Without `wrapper_object` (an artifact
+    of an older bake), the JIT-compiled wrappers of `register`. Empty without SciPy. Once
+    per process."""
+    from rlx.runtime import elf_loader
+
+    if wrapper_object is None and not _STORED:
+        import llvmlite.binding as llvm
+
+        register()
+        return {s: int(llvm.address_of_symbol(s) or 0) for s in SYMBOLS.values()}
+    with _LOCK:
+        if not _STORED:
+            found = dict(lookup())
+            local = _set_threads_local()
+            if local and len(found) == len(SYMBOLS):
+                ext = {f"{SYMBOLS[d]}_impl": a for d, a in found.items()}
+                ext["rlx_openblas_set_num_threads_local"] = local
+                image = elf_loader.Image(wrapper_object, ext)  # type: ignore[arg-type]
+                _ENGINES.append(image)
+                _STORED.update({s: image.address(s) for s in SYMBOLS.values()})
+            else:
+                _STORED.update({SYMBOLS[d]: a for d, a in found.items()})
+        return dict(_STORED)
+
+
 def _publish(found: dict[str, int]) -> None:
     """Publish `rlx_blas_<t>gemm`: the thread-limiting wrapper where SciPy's OpenBLAS has
     `openblas_set_num_threads_local`, else the GEMM itself."""

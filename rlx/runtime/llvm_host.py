@@ -2,8 +2,9 @@
 
 The lock serialising llvmlite calls (llvmlite shares one LLVM context), native target
 initialisation, host target machines, and the compiler-runtime helpers generated code may
-call (bf16 truncation; the thread pool via `rlx.runtime.parallel`). It imports no xDSL, so
-loading stored object code (`rlx.runtime.aot`) starts fast.
+call (bf16 truncation; the thread pool via `rlx.runtime.parallel`). It imports no xDSL, and
+llvmlite only inside the functions that use it (start-up laziness: stored object code
+linked by `rlx.runtime.elf_loader` never loads LLVM).
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import llvmlite.binding as llvm_binding
-
 from rlx.runtime import parallel
 
 _LOCK = threading.RLock()
 _INITIALISED = False
 
 
+def _llvm() -> Any:
+    """`llvmlite.binding`, imported on first use."""
+    import llvmlite.binding
+
+    return llvmlite.binding
+
+
 def _initialise() -> None:
     global _INITIALISED
     if _INITIALISED:
         return
+    llvm_binding = _llvm()
     llvm_binding.initialize_native_target()
     llvm_binding.initialize_native_asmprinter()
     llvm_binding.initialize_native_asmparser()
@@ -89,12 +96,14 @@ def ensure_bf16_helpers() -> None:
     with _LOCK:
         if _SUPPORT_ENGINE is None:
             _initialise()
+            llvm_binding = _llvm()
             cpu = llvm_binding.get_host_cpu_name()
             features = llvm_binding.get_host_cpu_features().flatten()
             _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
 
 
 def _compile_support_runtime(cpu: str, features: str) -> Any:
+    llvm_binding = _llvm()
     mod = llvm_binding.parse_assembly(_SUPPORT_IR)
     mod.verify()
     tm = _target_machine(2, cpu, features, jit=True)
@@ -108,6 +117,7 @@ def _compile_support_runtime(cpu: str, features: str) -> Any:
 
 
 def _target_machine(opt_level: int, cpu: str, features: str, jit: bool) -> Any:
+    llvm_binding = _llvm()
     target = llvm_binding.Target.from_default_triple()
     return target.create_target_machine(
         cpu=cpu, features=features, opt=opt_level, codemodel="jitdefault", jit=jit
@@ -125,6 +135,7 @@ class ObjectEngine:
     def __init__(self, data: bytes) -> None:
         with _LOCK:
             _initialise()
+            llvm_binding = _llvm()
             cpu = llvm_binding.get_host_cpu_name()
             features = llvm_binding.get_host_cpu_features().flatten()
             tm = _target_machine(0, cpu, features, jit=True)

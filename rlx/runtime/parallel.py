@@ -16,9 +16,12 @@ sleep on a futex. A second caller that finds the pool busy (two Python threads r
 graphs at once) runs its tasks on its own thread. After `fork()` the child has no workers
 and its callers do all chunks themselves.
 
-The pool is a small LLVM IR module JIT-compiled once per process (`register()`); the
-loaders of generated code (`JitModule`, the compile cache's `ObjectModule`) publish it
-before loading. Off Linux (no futex) the same symbol runs every task on the calling thread.
+The pool is a small LLVM IR module, once per process: JIT-compiled (`register()`, which
+the loaders of generated code, `JitModule` and the compile cache's `ObjectModule`, call
+before loading) or, for stored code, the object compiled from it at bake time and linked
+without LLVM (`stored_entry`, `rlx.runtime.elf_loader`). Whichever comes first is the one
+pool of the process; the other path reuses it. Off Linux (no futex) the same symbol runs
+every task on the calling thread.
 
 Thread count: `RLX_NUM_THREADS` (a positive integer) at first use, else the CPUs this
 process may run on; `set_num_threads(n)` changes it at any time. It is read at run time,
@@ -292,52 +295,88 @@ def _threads_from_env() -> int:
 
 
 def register() -> str:
-    """JIT the pool once per process and publish `rlx_parallel_for`; the backend name
-    ("pool", or "serial" off Linux)."""
+    """Make sure the process has its pool (JIT-compiled here unless stored code brought
+    one, `stored_entry`) and publish `rlx_parallel_for` to LLVM for JIT-compiled code;
+    the backend name ("pool", or "serial" off Linux)."""
     with _LOCK:
-        if "backend" in _STATE:
-            return str(_STATE["backend"])
-        import llvmlite.binding as llvm
+        if "backend" not in _STATE:
+            _jit()
+        if not _STATE.get("published"):
+            llvm = llvm_host._llvm()
+            llvm.add_symbol("rlx_parallel_for", _STATE["address"])
+            _STATE["published"] = True
+        return str(_STATE["backend"])
 
-        llvm_host._initialise()
-        threads = _threads_from_env()
-        ir = _pool_ir()
-        backend = "serial" if ir is None else "pool"
-        mod = llvm.parse_assembly(_SERIAL_IR if ir is None else ir)
-        mod.verify()
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = llvm_host._target_machine(2, cpu, features, True)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        engine.finalize_object()
-        llvm.add_symbol("rlx_parallel_for", engine.get_function_address("rlx_parallel_for"))
-        count = ctypes.c_int64.from_address(engine.get_global_value_address("rlx_num_threads"))
-        count.value = threads
-        # Worker threads run this engine's code until the process ends: it is never freed
-        # (not even at interpreter shutdown, when a worker may still be spinning).
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
-        _STATE.update(backend=backend, engine=engine, module=mod, threads=count)
-        return backend
+
+def _jit() -> None:
+    llvm = llvm_host._llvm()
+    llvm_host._initialise()
+    ir = _pool_ir()
+    mod = llvm.parse_assembly(_SERIAL_IR if ir is None else ir)
+    mod.verify()
+    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    tm = llvm_host._target_machine(2, cpu, features, True)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    _install("serial" if ir is None else "pool", engine.get_function_address("rlx_parallel_for"),
+             engine.get_global_value_address("rlx_num_threads"), (engine, mod))  # fmt: skip
+
+
+def _install(backend: str, entry: int, threads_at: int, owner: object) -> None:
+    count = ctypes.c_int64.from_address(threads_at)
+    count.value = _threads_from_env()
+    # Worker threads run this code until the process ends: it is never freed (not even at
+    # interpreter shutdown, when a worker may still be spinning).
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(owner))
+    _STATE.update(backend=backend, address=int(entry), owner=owner, threads=count)
+
+
+def stored_entry(pool_object: bytes | None) -> int:
+    """Address of `rlx_parallel_for` for stored code: the process's pool if it has one
+    (one pool per process, never two sets of workers), else the pool object stored in the
+    artifact (`pool_object`, compiled at bake time from `_pool_ir`) linked without LLVM,
+    else a JIT-compiled pool."""
+    from rlx.runtime import elf_loader
+
+    with _LOCK:
+        if "backend" not in _STATE and pool_object is not None:
+            image = elf_loader.Image(pool_object, elf_loader.process_symbols(_LIBC))
+            _install("pool", image.address("rlx_parallel_for"), image.address("rlx_num_threads"),
+                     image)  # fmt: skip
+        if "backend" in _STATE:
+            return int(_STATE["address"])
+    register()
+    return int(_STATE["address"])
+
+
+_LIBC = ("pthread_create", "pthread_detach", "syscall", "sched_yield")
+
+
+def _ensure() -> None:
+    if "backend" not in _STATE:
+        register()
 
 
 def set_num_threads(n: int) -> None:
     """Threads `rlx_rt.parallel_call` may use from now on (1: run on the calling thread)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"set_num_threads: need a positive integer, got {n!r}")
-    register()
+    _ensure()
     _STATE["threads"].value = n
 
 
 def get_num_threads() -> int:
     """The thread count `rlx_rt.parallel_call` uses (`RLX_NUM_THREADS` or the CPU count)."""
-    register()
+    _ensure()
     return int(_STATE["threads"].value)
 
 
 def backend() -> str:
     """ "pool" (the persistent thread pool) or "serial" (off Linux: tasks run in order)."""
-    return register()
+    _ensure()
+    return str(_STATE["backend"])
 
 
 __all__ = ["ENV", "backend", "get_num_threads", "register", "set_num_threads"]

@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--memory", metavar="MODE", help="compact | duplex | runtime")
     c = p.add_argument_group("native code (stored beside the IR; see docs/artifact.md)")
     c.add_argument("--target-cpu", action="append", metavar="NAME",
-                   help="compile for this LLVM CPU (default: host); repeat for several")  # fmt: skip
+                   help="compile for this CPU: host (default) or x86-64, x86-64-v2/v3/v4; "
+                        "repeat for several")  # fmt: skip
     c.add_argument("--no-code", action="store_true", help="store the IR only (no object code)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")  # fmt: skip

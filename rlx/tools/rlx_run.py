@@ -193,26 +193,33 @@ def summarize(name: str, a: np.ndarray, k: int = 6) -> str:
     return f"{head}  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  first [{first}]"
 
 
+def _graph(a: argparse.Namespace) -> Any:
+    """The compiled (.mlir) or loaded (.rlx) graph. The compiler is imported only for .mlir
+    files (start-up laziness: running an artifact with stored code imports neither xDSL nor
+    LLVM)."""
+    import rlx
+
+    opts = options_from_args(a)
+    if a.file.endswith(".rlx"):
+        return rlx.load(a.file, opts, allow_native=not a.no_native)
+    from rlx.runtime.compiler import UnboundDimsError
+
+    try:
+        return rlx.compile(Path(a.file), opts, entry=a.entry)
+    except UnboundDimsError as e:  # name rlx-run's flag, not the Python API
+        flag = "--dim-binding=" + ",".join(f"{d}=N" for d in e.dims)
+        raise UnboundDimsError(e.dims, flag) from None
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(argv)
-    import rlx
-    from rlx.runtime.compiler import UnboundDimsError
-    from rlx.runtime.options import CompileOptions
-
-    opts: CompileOptions = options_from_args(a)
     if not Path(a.file).is_file():
         raise ValueError(f"no such file: {a.file}")
     saved = os.environ.get("RLX_CACHE")
     if a.no_cache:
         os.environ["RLX_CACHE"] = "0"
     try:
-        if a.file.endswith(".rlx"):
-            g = rlx.load(a.file, opts, allow_native=not a.no_native)
-        else:
-            g = rlx.compile(Path(a.file), opts, entry=a.entry)
-    except UnboundDimsError as e:  # name rlx-run's flag, not the Python API
-        flag = "--dim-binding=" + ",".join(f"{d}=N" for d in e.dims)
-        raise UnboundDimsError(e.dims, flag) from None
+        g = _graph(a)
     finally:
         if a.no_cache and saved is None:
             del os.environ["RLX_CACHE"]
@@ -221,9 +228,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     if a.print_ir:
         sys.stdout.write(g.ir(a.print_ir).rstrip("\n") + "\n")
     rng = np.random.default_rng(a.seed)
-    from rlx.tools.index_bounds import index_bounds_of_file
+    bounds: dict[str, int] = {}
+    if a.file.endswith(".mlir"):  # gather tables of the IR (an .rlx has none to read fast)
+        from rlx.tools.index_bounds import index_bounds_of_file
 
-    inputs = _inputs(g, a.input, rng, a.seed, index_bounds_of_file(a.file, a.entry))
+        bounds = index_bounds_of_file(a.file, a.entry)
+    inputs = _inputs(g, a.input, rng, a.seed, bounds)
     _params(g, a.params, rng, a.seed)
     outs = g.run(**inputs)
     for (name, _, _), arr in zip(g.outputs, outs, strict=True):

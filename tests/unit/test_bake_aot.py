@@ -119,16 +119,35 @@ def test_other_cpu_recompiles_with_one_warning(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """A host lacking a CPU feature the code was compiled for (here: one without SSE2,
+    seen by CPUID and by LLVM) compiles the IR instead."""
+    from rlx import host_cpu
+
     triple, _, features = aot.host()
-    monkeypatch.setattr(aot, "host", lambda: (triple, "some-other-cpu", features))
+    have = dict(host_cpu.features() or {}, sse2=False)
+    monkeypatch.setattr(host_cpu, "features", lambda: have)
+    monkeypatch.setattr(aot, "host", lambda: (triple, "some-other-cpu",
+                                              features.replace("+sse2", "-sse2")))  # fmt: skip
     before = counters.snapshot()["pipeline"]
-    with pytest.warns(
-        RuntimeWarning, match="stored code not used.*CPU znver|stored code not used"
-    ) as rec:
+    with pytest.warns(RuntimeWarning, match="stored code not used.*lacks .*sse2") as rec:
         g = rlx.load(baked)
     assert len(rec) == 1 and "compiling from the IR" in str(rec[0].message)
     assert counters.snapshot()["pipeline"] >= before  # compiled (or a cache hit of that compile)
     assert "compiling mlp.rlx" in capsys.readouterr().err  # progress
+    np.testing.assert_array_equal(g.run(X)[0], unbaked)
+
+
+def test_other_cpu_name_with_the_features_links(
+    baked: Path, unbaked: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored feature set decides, not the CPU name: another CPU with every feature
+    links the stored code."""
+    triple, _, features = aot.host()
+    monkeypatch.setattr(aot, "host", lambda: (triple, "some-other-cpu", features))
+    monkeypatch.setenv(aot.LOADER_ENV, "mcjit")  # the LLVM path too
+    before = counters.snapshot()
+    g = rlx.load(baked)
+    assert counters.snapshot() == before and g._art.jit.loader == "mcjit"
     np.testing.assert_array_equal(g.run(X)[0], unbaked)
 
 
@@ -157,12 +176,19 @@ def test_code_key_mismatch_reasons() -> None:
     assert here.mismatch(here) is None
     fields = here.to_json()
     for k, v, why in (("abi", 99, "ABI"), ("triple", "riscv64-unknown-linux-gnu", "riscv64"),
-                      ("cpu", "other", "CPU other"), ("features", here.features + ",+madeup", "madeup"),
+                      ("features", here.features + ",+madeup", "madeup"),
                       ("options", "0" * 64, "CompileOptions")):  # fmt: skip
         got = aot.CodeKey(**{**fields, k: v}).mismatch(here)
         assert got is not None and why in got, (k, got)
     generic = aot.CodeKey(**{**fields, "cpu": "x86-64", "features": ""})
     assert generic.mismatch(here) is None
+    # a named CPU stored without features (older bakes) needs that very CPU name
+    legacy = aot.CodeKey(**{**fields, "cpu": "other", "features": ""})
+    assert "CPU other" in str(legacy.mismatch(here))
+    assert aot.CodeKey(**{**fields, "cpu": "other"}).mismatch(here) is None  # features decide
+    for k in ("abi", "options"):
+        assert aot.runs_here(aot.CodeKey(**{**fields, k: fields[k] * 2})) is not None
+    assert aot.runs_here(here) is None
 
 
 def test_runtime_memory_mode(unbaked: np.ndarray, tmp_path: Path) -> None:

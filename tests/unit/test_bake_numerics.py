@@ -160,7 +160,8 @@ def test_zero_and_ternary(tmp_path: Path) -> None:
     for p in (fold, exact):
         art = artifact.read(p)
         m = art.header["module"]
-        code = sum(-(-c["nbytes"] // 64) * 64 for c in art.code)  # object code sections
+        code = sum(-(-e["nbytes"] // 64) * 64  # object code sections, runtime pieces too
+                   for c in art.code for e in [c, *c.get("runtime", [])])  # fmt: skip
         assert art.size == m["offset"] + -(-m["nbytes"] // 64) * 64 + code + _data_bytes(p)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 ENV = "RLX_GEMM_ISA"
 
@@ -58,12 +59,16 @@ TILES = {
 
 
 def _host_isa() -> str:
-    import llvmlite.binding as llvm
+    from rlx import host_cpu  # CPUID, no LLVM: linking stored code must not load llvmlite
 
-    try:
-        feats = llvm.get_host_cpu_features()
-    except RuntimeError:
-        return "generic"
+    feats: Any = host_cpu.features()
+    if feats is None:
+        import llvmlite.binding as llvm
+
+        try:
+            feats = llvm.get_host_cpu_features()
+        except RuntimeError:
+            return "generic"
     if feats.get("avx512f"):
         return "avx512"
     if feats.get("avx2") and feats.get("fma"):
