@@ -239,7 +239,9 @@ class YieldOp(RlxOp):
 
     name = "rlx.yield"
     values = var_operand_def()
-    traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, IfOp, ElementwiseRegionOp), Pinned)
+    traits = traits_def(
+        Pure(), IsTerminator(), HasParent(ScanOp, IfOp, ElementwiseRegionOp), Pinned
+    )
     ASSEMBLY_FORMAT: ClassVar[str | None] = "($values^ `:` type($values))? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 

@@ -86,7 +86,9 @@ def if_(ctx: OpContext, cond: np.ndarray) -> list[np.ndarray]:
     assert block is not None
     outs = ctx.run_block(block, [])
     if len(outs) != len(src.results):
-        raise ctx.error(f"the taken region yields {len(outs)} values, the op has {len(src.results)}")
+        raise ctx.error(
+            f"the taken region yields {len(outs)} values, the op has {len(src.results)}"
+        )
     return [convert(np.asarray(v), ctx.result_dtype(i)) for i, v in enumerate(outs)]
 
 
