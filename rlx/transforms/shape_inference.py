@@ -12,7 +12,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, RlxOp, broadcast_shapes, shape_of, tensor
-from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+from rlx.dialects.rlx.control import ElementwiseRegionOp, IfOp, ScanOp, YieldOp
 from rlx.transforms.dim_exprs import DIMS_ATTR, eval_dim, symbolic_dims
 
 
@@ -68,11 +68,14 @@ def reinfer_function(f: func.FuncOp) -> None:
         if isinstance(op, ScanOp | ElementwiseRegionOp):
             _reinfer_region_op(op)
             continue
-        if (
-            not isinstance(op, RlxOp)
-            or op.parent_op() is not f
-            and not isinstance(op.parent_op(), ScanOp)
-        ):
+        parent = op.parent_op()
+        if isinstance(op, IfOp):
+            continue  # its results follow its regions (below)
+        if isinstance(op, YieldOp) and isinstance(parent, IfOp):
+            if op.parent_region() is parent.else_region:  # walked after the then region
+                _reinfer_if(parent)
+            continue
+        if not isinstance(op, RlxOp) or parent is not f and not isinstance(parent, ScanOp | IfOp):
             continue
         operand_types = [o.type for o in op.operands]
         given = _resolve_given(op, operand_types, env)
@@ -85,6 +88,16 @@ def reinfer_function(f: func.FuncOp) -> None:
         f.function_type = func.FunctionType.from_lists(
             [a.type for a in f.body.block.args], [o.type for o in ret.operands]
         )
+
+
+def _reinfer_if(op: IfOp) -> None:
+    """The results of `op` take the types its then region yields (the verifier checks the
+    else region agrees)."""
+    term = op.then_region.block.last_op
+    assert term is not None
+    for r, v in zip(list(op.results), term.operands, strict=True):
+        if r.type != v.type:
+            Rewriter.replace_value_with_new_type(r, v.type)
 
 
 def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
