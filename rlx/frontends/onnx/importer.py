@@ -26,10 +26,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.dialects.rlx.control import YieldOp
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
@@ -223,13 +224,18 @@ class Importer:
         return v
 
     def run_body(
-        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None]
+        self,
+        graph: onnx.GraphProto,
+        bind: Sequence[SSAValue | np.ndarray | None],
+        keep: bool = True,
     ) -> list[SSAValue | np.ndarray]:
         """Import a subgraph (If branch, Loop/Scan body, function body) inline.
 
         Its inputs are bound to `bind` (SSA values or compile-time arrays); outer values
         stay visible; names it defines are dropped afterwards, so a body can be imported
-        once per unrolled iteration. Returns its outputs (known arrays stay arrays)."""
+        once per unrolled iteration. Returns its outputs (known arrays stay arrays).
+        Outer constants it materializes stay materialized when `keep` (not when the body
+        is emitted into a region block, whose values the outer graph cannot see)."""
         saved = dict(self.values), dict(self.known), set(self.initializers)
         local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
         local |= {o for nd in graph.node for o in nd.output}
@@ -253,7 +259,28 @@ class Importer:
             inner = self.values
             self.values, self.known, self.initializers = saved
             # outer constants materialized inside the body stay materialized (one param each)
-            self.values.update({k: v for k, v in inner.items() if k not in local})
+            if keep:
+                self.values.update({k: v for k, v in inner.items() if k not in local})
+
+    def run_region(
+        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None], block: Block
+    ) -> list[SSAValue | np.ndarray]:
+        """Import subgraph `graph` into `block` (the body of a region op being built, which
+        reads outer values directly); returns its outputs like `run_body`."""
+        with self.g.building(block):
+            return self.run_body(graph, bind, keep=False)
+
+    def yield_values(self, block: Block, outs: Sequence[SSAValue | np.ndarray]) -> list[SSAValue]:
+        """End `block` with `rlx.yield` of `outs` (known arrays materialized in `block`)."""
+        with self.g.building(block):
+            vals = [
+                (materialize_symbolic(self, v) if is_symbolic(v) else self.materialize(v))
+                if isinstance(v, np.ndarray)
+                else v
+                for v in outs
+            ]
+        block.add_op(YieldOp(*vals))
+        return vals
 
     def materialize(self, arr: np.ndarray) -> SSAValue:
         try:
