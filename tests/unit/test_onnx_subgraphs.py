@@ -195,3 +195,21 @@ def test_scan_empty_sequence() -> None:
     sf, ys = run(module, [s0, np.zeros((0, 2), np.float32)])
     np.testing.assert_array_equal(sf, s0)
     assert ys.shape == (0, 2)
+
+
+def test_scan8_batch_axis_and_directions() -> None:
+    """Scan-8: batch axis 0, sequence axis 1, the second input scanned in reverse; an outer
+    rlx.scan over the batch rows holds the scan over the sequence."""
+    body = helper.make_graph(
+        [c("Add", ["s", "a"], ["s2"]), c("Mul", ["s2", "b"], ["y"])],
+        "body", [vi("s", F, [2]), vi("a", F, [2]), vi("b", F, [2])],
+        [vi("s2", F, [2]), vi("y", F, [2])],
+    )  # fmt: skip
+    node = c("Scan", ["", "s0", "xa", "xb"], ["sf", "ys"], body=body, num_scan_inputs=2,
+             directions=[0, 1])  # fmt: skip
+    m = _model([node], [("s0", F, [3, 2]), ("xa", F, [3, 4, 2]), ("xb", F, [3, 4, 2])],
+               [("sf", F, None), ("ys", F, None)], opset=8)  # fmt: skip
+    feeds = {"s0": RNG.standard_normal((3, 2)).astype(np.float32),
+             "xa": RNG.standard_normal((3, 4, 2)).astype(np.float32),
+             "xb": RNG.standard_normal((3, 4, 2)).astype(np.float32)}  # fmt: skip
+    _check(m, feeds, ("length = 3", "length = 4"), ref=_ort)

@@ -41,7 +41,7 @@ MIN_OPSET = 1
 OP_MIN_OPSET = {
     "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13, "Resize": 10, "Gather": 11,
     "Concat": 11, "Flatten": 11, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10,
-    "BatchNormalization": 9, "Dropout": 10, "Scan": 9, "TopK": 10, "Upsample": 9,
+    "BatchNormalization": 9, "Dropout": 10, "TopK": 10, "Upsample": 9,
 }  # fmt: skip
 """Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
 attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/

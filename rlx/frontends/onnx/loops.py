@@ -4,7 +4,8 @@
   (each moved to axis 0 with `rlx.transpose` for `scan_input_axes`, reversed with a gather
   for `scan_input_directions`); the scan outputs are stacked on axis 0, then reversed for
   `scan_output_directions` and moved to `scan_output_axes`. The sequence length must be
-  static (an empty sequence gives empty outputs).
+  static (an empty sequence gives empty outputs). **Scan-8** (batch axis 0, sequence
+  axis 1, full-length `sequence_lens` only): an outer `rlx.scan` over the batch rows.
 * **Loop** (opsets 1-25) with a compile-time trip count `M`: carries are the iteration
   number (`i64`, from 0) and the loop-carried values; scan outputs are stacked on axis 0.
   When the body's condition output is not the constant true (for a true initial
@@ -85,17 +86,38 @@ def _discard(block: Block) -> None:
 # ----------------------------------------------------------------------------- Scan
 
 
+def _scan_body(n: Node, inits: list[SSAValue], xs: list[SSAValue]) -> list[SSAValue]:
+    """`rlx.scan` of the node's body over `xs` (scanned axis first), emitted where the graph
+    emits now: the final states, then the per-step outputs stacked on axis 0."""
+    lens = {shape(x)[0] for x in xs}
+    if len(lens) != 1 or DYN in lens:
+        raise n.error(f"scan inputs need one static sequence length, got {sorted(lens)}")
+    (steps,) = lens
+    block = Block(
+        arg_types=[*(v.type for v in inits), *(tensor(shape(x)[1:], elem(x)) for x in xs)]
+    )
+    outs = n.ctx.run_region(n.attr("body"), list(block.args), block)
+    ys = n.ctx.yield_values(block, outs)
+    try:
+        return list(_scan_op(n, inits, xs, block, ys, steps).results)
+    except VerifyException as e:
+        raise n.error(f"the body does not keep its state types: {e}") from None
+
+
 @converter(
     "Scan",
     attrs=("body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
-           "scan_output_axes", "scan_output_directions"),
+           "scan_output_axes", "scan_output_directions", "directions"),
 )  # fmt: skip
 def scan(n: Node) -> list[Val]:
-    body = n.attr("body")
+    if n.ctx.opset < 9:
+        return _scan8(n)
+    if "directions" in n.attrs:
+        raise n.error("attribute 'directions' is Scan-8 only (opset 9 has scan_input_directions)")
     k = n.attr("num_scan_inputs")
     n_state = len(n.proto.input) - k
     inits = [n.input(i) for i in range(n_state)]
-    n_out = len(body.output) - n_state
+    n_out = len(n.attr("body").output) - n_state
     in_axes = list(n.attr("scan_input_axes", [0] * k))
     in_dirs = list(n.attr("scan_input_directions", [0] * k))
     out_axes = list(n.attr("scan_output_axes", [0] * n_out))
@@ -105,24 +127,37 @@ def scan(n: Node) -> list[Val]:
         x = n.input(n_state + i)
         x = _move_axis(n, x, in_axes[i] % len(shape(x)), 0)
         xs.append(_reverse0(n, x) if in_dirs[i] else x)
-    lens = {shape(x)[0] for x in xs}
-    if len(lens) != 1 or DYN in lens:
-        raise n.error(f"scan inputs need one static sequence length, got {sorted(lens)}")
-    (steps,) = lens
-    block = Block(
-        arg_types=[*(v.type for v in inits), *(tensor(shape(x)[1:], elem(x)) for x in xs)]
-    )
-    outs = n.ctx.run_region(body, list(block.args), block)
-    ys = n.ctx.yield_values(block, outs)
-    try:
-        op = _scan_op(n, inits, xs, block, ys, steps)
-    except VerifyException as e:
-        raise n.error(f"the body does not keep its state types: {e}") from None
-    res = list(op.results[n_state:])
+    res = _scan_body(n, inits, xs)
+    ys = res[n_state:]
     for o, (ax, d) in enumerate(zip(out_axes, out_dirs, strict=True)):
-        y = _reverse0(n, res[o]) if d else res[o]
-        res[o] = _move_axis(n, y, 0, ax % len(shape(y)))
-    return [*op.results[:n_state], *res]
+        y = _reverse0(n, ys[o]) if d else ys[o]
+        ys[o] = _move_axis(n, y, 0, ax % len(shape(y)))
+    return [*res[:n_state], *ys]
+
+
+def _scan8(n: Node) -> list[Val]:
+    """Scan-8: a batch axis 0 on every state and scan input (sequence axis 1), optional
+    `sequence_lens` (input 0; must be the full length), input `directions`. An outer
+    `rlx.scan` over the batch holds the scan over the sequence of each batch row."""
+    k = n.attr("num_scan_inputs")
+    n_state = len(n.proto.input) - 1 - k
+    vals = [n.input(1 + i) for i in range(n_state + k)]
+    dirs = list(n.attr("directions", [0] * k))
+    batch = {shape(v)[0] for v in vals}
+    if len(batch) != 1 or DYN in batch:
+        raise n.error(f"states and scan inputs need one static batch size, got {sorted(batch)}")
+    if n.has(0):
+        lens = np.asarray(n.const(0, "sequence_lens "))
+        full = {shape(x)[1] for x in vals[n_state:]}
+        if len(full) != 1 or not (lens == next(iter(full))).all():
+            raise n.error("sequence_lens shorter than the scan inputs are not supported")
+    block = Block(arg_types=[tensor(shape(v)[1:], elem(v)) for v in vals])
+    with n.ctx.g.building(block):
+        args = list(block.args)
+        xs = [_reverse0(n, x) if d else x for x, d in zip(args[n_state:], dirs, strict=True)]
+        res = _scan_body(n, args[:n_state], xs)
+    block.add_op(YieldOp(*res))
+    return list(_scan_op(n, [], vals, block, res, next(iter(batch))).results)
 
 
 # ----------------------------------------------------------------------------- Loop
