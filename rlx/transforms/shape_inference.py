@@ -9,7 +9,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, RlxOp, broadcast_shapes, shape_of, tensor
 from rlx.dialects.rlx.control import ElementwiseRegionOp, IfOp, ScanOp, YieldOp
@@ -75,6 +74,9 @@ def reinfer_function(f: func.FuncOp) -> None:
             if op.parent_region() is parent.else_region:  # walked after the then region
                 _reinfer_if(parent)
             continue
+        if isinstance(op, YieldOp) and isinstance(parent, ScanOp):
+            _reinfer_scan_results(parent)
+            continue
         if not isinstance(op, RlxOp) or parent is not f and not isinstance(parent, ScanOp | IfOp):
             continue
         operand_types = [o.type for o in op.operands]
@@ -107,5 +109,27 @@ def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
         if new != op.result.type:
             Rewriter.replace_value_with_new_type(op.result, new)
         return
-    if any(DYN in shape_of(o.type) for o in op.operands):
-        raise VerifyException("rlx.scan with dynamic operand shapes cannot be re-inferred")
+    # a scan: its block arguments follow the carries and xs slices; its body is walked
+    # next, then its results follow the yield (`_reinfer_scan_results`)
+    want = [
+        *(o.type for o in op.inits),
+        *(tensor(shape_of(x.type)[1:], x.type.element_type) for x in op.xs),  # type: ignore[union-attr]
+    ]
+    for a, t in zip(list(op.body.block.args), want, strict=True):
+        if a.type != t:
+            Rewriter.replace_value_with_new_type(a, t)
+
+
+def _reinfer_scan_results(op: ScanOp) -> None:
+    """Final carries of the carry types, then `length x` each per-step output's type."""
+    term = op.body.block.last_op
+    assert term is not None
+    n_init = len(op.inits)
+    ys = [v.type for v in term.operands[n_init:]]
+    want = [
+        *(o.type for o in op.inits),
+        *(tensor((op.length, *shape_of(y)), y.element_type) for y in ys),  # type: ignore[union-attr]
+    ]
+    for r, t in zip(list(op.results), want, strict=True):
+        if r.type != t:
+            Rewriter.replace_value_with_new_type(r, t)

@@ -213,3 +213,35 @@ def test_scan8_batch_axis_and_directions() -> None:
              "xa": RNG.standard_normal((3, 4, 2)).astype(np.float32),
              "xb": RNG.standard_normal((3, 4, 2)).astype(np.float32)}  # fmt: skip
     _check(m, feeds, ("length = 3", "length = 4"), ref=_ort)
+
+
+def test_dynamic_batch_through_bind_dims() -> None:
+    """A Loop and a Scan on a dynamic batch dim: bind-dims re-infers the scan bodies and the
+    if regions (block arguments, body ops, results), so the compiled graph is static."""
+    body = _loop_body([c("Identity", ["cin"], ["cout"])])
+    for vi_ in (*body.input[2:], *body.output[1:]):
+        vi_.type.tensor_type.shape.dim[0].dim_param = "batch"
+    lbody = helper.make_graph(
+        [c("Add", ["s", "a"], ["s2"]), c("Identity", ["s2"], ["y"])],
+        "sbody", [vi("s", F, ["batch"]), vi("a", F, ["batch"])],
+        [vi("s2", F, ["batch"]), vi("y", F, ["batch"])],
+    )  # fmt: skip
+    then = helper.make_graph([c("Neg", ["acc"], ["t"])], "then", [], [vi("t", F, ["batch"])])
+    els = helper.make_graph([c("Identity", ["acc"], ["e"])], "else", [], [vi("e", F, ["batch"])])
+    m = _model(
+        [c("Loop", ["n", "c0", "a0"], ["acc", "all"], body=body),
+         c("Scan", ["acc", "xs"], ["sf", "ys"], body=lbody, num_scan_inputs=1),
+         c("If", ["flag"], ["r"], then_branch=then, else_branch=els)],
+        [("x", F, ["batch"]), ("a0", F, ["batch"]), ("xs", F, [3, "batch"]), ("flag", B, [])],
+        [("all", F, None), ("sf", F, None), ("ys", F, None), ("r", F, None)],
+        [("n", np.array(4, np.int64)), ("c0", np.array(True))],
+    )  # fmt: skip
+    feeds = {"x": RNG.standard_normal(5).astype(np.float32),
+             "a0": RNG.standard_normal(5).astype(np.float32),
+             "xs": RNG.standard_normal((3, 5)).astype(np.float32), "flag": np.array(True)}  # fmt: skip
+    want = ReferenceEvaluator(m).run(None, feeds)
+    module, params = import_model(m)
+    assert "rlx.scan" in str(module) and "?" in str(module)
+    cg = rlx.compile(module, rlx.CompileOptions(dim_binding={"batch": 5}))
+    for g, w in zip(cg.run(*feeds.values()), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
