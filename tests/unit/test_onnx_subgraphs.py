@@ -245,3 +245,19 @@ def test_dynamic_batch_through_bind_dims() -> None:
     cg = rlx.compile(module, rlx.CompileOptions(dim_binding={"batch": 5}))
     for g, w in zip(cg.run(*feeds.values()), want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_loop_carry_changing_shape_is_unrolled() -> None:
+    """acc = concat(acc, x) grows every iteration: no scan can carry it, so it is unrolled."""
+    body = helper.make_graph(
+        [c("Identity", ["cin"], ["cout"]), c("Concat", ["acc", "x"], ["acc2"], axis=0)],
+        "body", [vi("i", I64, []), vi("cin", B, []), vi("acc", F, None)],
+        [vi("cout", B, []), vi("acc2", F, None)],
+    )  # fmt: skip
+    m = _model([c("Loop", ["n", "c0", "a0"], ["acc"], body=body)],
+               [("x", F, [2]), ("a0", F, [1])], [("acc", F, None)],
+               [("n", np.array(3, np.int64)), ("c0", np.array(True))])  # fmt: skip
+    feeds = {"x": RNG.standard_normal(2).astype(np.float32), "a0": np.ones(1, np.float32)}
+    _check(m, feeds, ("rlx.concat",))
+    text = str(import_model(m)[0])
+    assert "rlx.scan" not in text and "tensor<7xf32>" in text
