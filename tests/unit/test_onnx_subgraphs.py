@@ -261,3 +261,17 @@ def test_loop_carry_changing_shape_is_unrolled() -> None:
     _check(m, feeds, ("rlx.concat",))
     text = str(import_model(m)[0])
     assert "rlx.scan" not in text and "tensor<7xf32>" in text
+
+
+def test_branch_values_folded_from_weights_stay_distinct_params() -> None:
+    """Both branches fold a weight into a value named `t` (kept as a param, not baked):
+    the two values get two params, so neither branch reads the other's."""
+    then = helper.make_graph([c("Neg", ["w"], ["t"])], "then", [], [vi("t", F, [100])])
+    els = helper.make_graph([c("Abs", ["w"], ["t"])], "else", [], [vi("t", F, [100])])
+    m = _model([c("If", ["cond"], ["y"], then_branch=then, else_branch=els)],
+               [("cond", B, [])], [("y", F, None)],
+               [("w", np.arange(100, dtype=np.float32) - 50)])  # fmt: skip
+    module, params = import_model(m)
+    assert sorted(params) == ["t", "t__1"] and "dense<" not in str(module)
+    for flag in (True, False):
+        _check(m, {"cond": np.array(flag)}, ("rlx.if",), compiled=False)

@@ -215,8 +215,11 @@ class Importer:
             self.values[name] = v
             return v
         if name in self.initializers and not self.bake:
-            v = self.g.param(name, arr.shape, element_type(arr.dtype))
-            self.params[name] = arr
+            pname, k = name, 1
+            while pname in self.params and not _same(self.params[pname], arr):
+                pname, k = f"{name}__{k}", k + 1  # a body's folded value of another value
+            v = self.g.param(pname, arr.shape, element_type(arr.dtype))
+            self.params[pname] = arr
         else:
             v = self.materialize(arr)
         _hint(v, name)
@@ -251,8 +254,10 @@ class Importer:
                 self.known[t.name] = numpy_helper.to_array(t)
             for proto in graph.node:
                 self._convert(proto)
-            return [
-                self.known[o.name] if o.name in self.known else self.value(o.name)
+            return [  # in a region, weights stay params (not constants baked in the body)
+                self.known[o.name]
+                if o.name in self.known and (keep or o.name not in self.initializers)
+                else self.value(o.name)
                 for o in graph.output
             ]
         finally:
@@ -404,6 +409,10 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b))
 
 
 def _hint(v: SSAValue, name: str) -> None:
