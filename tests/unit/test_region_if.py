@@ -155,3 +155,29 @@ def test_reference_f16_results_keep_their_type() -> None:
     ins = [np.array(False), X.astype(bf), np.array([0, 1], np.int64)]
     o, _ = rlx.reference.run(src, ins, {"w": W.astype(bf)})
     assert o.dtype == bf
+
+
+def test_hoisted_param_condition() -> None:
+    """An rlx.if on a param moves to @prepare (cache_param_invariant); the result follows a
+    change of the param."""
+    src = """
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %w = rlx.param "w" : tensor<4xf32>
+      %k = rlx.param "k" : tensor<i1>
+      %s = rlx.if %k : tensor<i1> -> (tensor<4xf32>) {
+        %t = rlx.tanh %w : (tensor<4xf32>) -> tensor<4xf32>
+        rlx.yield %t : tensor<4xf32>
+      } else {
+        rlx.yield %w : tensor<4xf32>
+      }
+      %r = rlx.mul %x, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      func.return %r : tensor<4xf32>
+    }"""
+    g = rlx.compile(src, rlx.CompileOptions(cache_param_invariant=True))
+    assert "@prepare" in g.ir("rlx")
+    x = RNG.standard_normal(4).astype(np.float32)
+    for k in (True, False, True):
+        params = {"w": W, "k": np.array(k)}
+        g.set_params(params)
+        (want,) = rlx.reference.run(src, [x], params)
+        np.testing.assert_allclose(g.run(x)[0], want, rtol=1e-6)
