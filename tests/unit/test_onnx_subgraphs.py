@@ -275,3 +275,17 @@ def test_branch_values_folded_from_weights_stay_distinct_params() -> None:
     assert sorted(params) == ["t", "t__1"] and "dense<" not in str(module)
     for flag in (True, False):
         _check(m, {"cond": np.array(flag)}, ("rlx.if",), compiled=False)
+
+
+def test_loop_zero_trips_gives_empty_scan_outputs() -> None:
+    """M = 0: the carries are the initial values, the scan outputs empty (of the body's
+    per-step shape), whatever the body's condition."""
+    body = _while_model(True).graph.node[0].attribute[0].g
+    m = _model([c("Loop", ["n", "c0", "a0"], ["acc", "all"], body=body)],
+               [("c0", B, []), ("a0", F, [2]), ("limit", F, [])],
+               [("acc", F, None), ("all", F, None)], [("n", np.array(0, np.int64))])  # fmt: skip
+    module, _ = import_model(m)
+    a0 = np.ones(2, np.float32)
+    acc, allv = run(module, [np.array(True), a0, np.array(1.0, np.float32)])
+    np.testing.assert_array_equal(acc, a0)
+    assert allv.shape == (0, 2)

@@ -176,7 +176,8 @@ def _cond(n: Node, c: Val) -> SSAValue:
 
 
 def _fixed(n: Node, m: int, carried: list[SSAValue]) -> list[Val] | None:
-    """The loop as a scan of exactly `m` steps, if its body's condition is always true."""
+    """The loop as a scan of exactly `m` steps, if its body's condition is always true (or
+    there are no steps: empty scan outputs of the body's per-step types)."""
     body = n.attr("body")
     block = Block(arg_types=[tensor((), I64), *(v.type for v in carried)])
     it, *cs = block.args
@@ -185,7 +186,7 @@ def _fixed(n: Node, m: int, carried: list[SSAValue]) -> list[Val] | None:
     except OnnxImportError:  # e.g. the iteration number used as a compile-time operand
         _discard(block)
         raise
-    if _known_bool(outs[0]) is not True:
+    if m and _known_bool(outs[0]) is not True:
         _discard(block)
         return None
     with n.ctx.g.building(block):
