@@ -181,3 +181,25 @@ def test_hoisted_param_condition() -> None:
         g.set_params(params)
         (want,) = rlx.reference.run(src, [x], params)
         np.testing.assert_allclose(g.run(x)[0], want, rtol=1e-6)
+
+
+def test_graph_builds_an_if() -> None:
+    """`Graph.building(block)` emits a region body, `Graph.add_op` appends the region op."""
+    from xdsl.ir import Block, Region
+
+    from rlx.dialects.rlx.control import IfOp, YieldOp
+
+    g = rlx.Graph()
+    c = g.input("c", (), "bool")
+    x = g.input("x", (3,), "f32")
+    then_b, else_b = Block(), Block()
+    with g.building(then_b):
+        t = g.exp(x)
+    then_b.add_op(YieldOp(t))
+    else_b.add_op(YieldOp(x))
+    op = g.add_op(IfOp(c, [x.type], Region(then_b), Region(else_b)))
+    g.output(g.neg(op.results[0]))
+    xv = np.array([0.0, 1.0, -1.0], np.float32)
+    for cond in (True, False):
+        (got,) = rlx.reference.run(g.module, [np.array(cond), xv])
+        np.testing.assert_allclose(got, -(np.exp(xv) if cond else xv), rtol=1e-6)
