@@ -10,6 +10,9 @@ Every op method takes operand values (xDSL SSAValues returned by earlier calls) 
 attributes as keyword arguments with the dialect's attribute names (Python ints become i64,
 floats f64, bools, strings, lists of ints `array<i64>`). Ops whose result type is part of
 their meaning (reshape, broadcast_to, cast, rng, param) take a shape or dtype argument.
+Region ops other than `elementwise_region` (`rlx.if`, `rlx.scan`) are built by the caller:
+their bodies are emitted with `with g.building(block): ...`, the op appended with
+`g.add_op(op)`.
 """
 
 from __future__ import annotations
