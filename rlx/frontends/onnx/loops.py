@@ -14,10 +14,13 @@
   not run, so it cannot fail on the values it would have seen). Such a loop runs a
   run-time number of iterations, so it cannot have scan outputs (their length would be
   that number), and `M` is bounded by `_MAX_GUARDED`.
+  With `M = 0` the scan is empty (carries unchanged, empty scan outputs).
 * **Unrolled** (the importer's old scheme, kept for what `rlx.scan` cannot express): a Loop
   without a compile-time trip count, one whose carried values change type between
-  iterations, or one with a computed condition and scan outputs is unrolled when the
-  condition becomes known at import time in every iteration (up to `_MAX_TRIPS`).
+  iterations, one with a computed condition and scan outputs, or one whose body needs the
+  iteration number as a compile-time operand (e.g. Slice starts, as in ONNX's
+  `test_loop11`) is unrolled when the condition becomes known at import time in every
+  iteration (up to `_MAX_TRIPS`); otherwise the import fails naming the reason.
 """
 
 from __future__ import annotations
