@@ -10,11 +10,15 @@ Every op method takes operand values (xDSL SSAValues returned by earlier calls) 
 attributes as keyword arguments with the dialect's attribute names (Python ints become i64,
 floats f64, bools, strings, lists of ints `array<i64>`). Ops whose result type is part of
 their meaning (reshape, broadcast_to, cast, rng, param) take a shape or dtype argument.
+Region ops other than `elementwise_region` (`rlx.if`, `rlx.scan`) are built by the caller:
+their bodies are emitted with `with g.building(block): ...`, the op appended with
+`g.add_op(op)`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -27,7 +31,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
@@ -117,6 +121,22 @@ class Graph:
         self._block.add_op(op)
         return op.result
 
+    # ------------------------------------------------------------------ regions
+    @contextmanager
+    def building(self, block: Block) -> Iterator[Block]:
+        """Emit into `block` (a region body being built, e.g. of `rlx.if` / `rlx.scan`)
+        instead of the function body until the `with` ends."""
+        saved, self._block = self._block, block
+        try:
+            yield block
+        finally:
+            self._block = saved
+
+    def add_op(self, op: Operation) -> Operation:
+        """Append an op built by the caller (a region op) where the graph emits now."""
+        self._block.add_op(op)
+        return op
+
     # ------------------------------------------------------------------ outputs / module
     def output(self, *values: Value) -> None:
         self._outputs.extend(values)
@@ -191,7 +211,7 @@ def _add_methods() -> None:
     """One method per op name (g.add, g.softmax, ...) delegating to `Graph.op`."""
     names = [op.name.removeprefix("rlx.") for op in OPS_BY_NAME.values()]
     for short in names:
-        if hasattr(Graph, short) or short in ("yield", "scan", "elementwise_region"):
+        if hasattr(Graph, short) or short in ("yield", "scan", "if", "elementwise_region"):
             continue
 
         def method(self: Graph, *operands: Value, _n: str = short, **attrs: Any) -> Any:

@@ -1,5 +1,6 @@
 """`canonicalize` for rlx, and the rlx simplification pattern table it shares with
-`constant-folding` (`SIMPLIFY_PATTERNS`).
+`constant-folding` (`SIMPLIFY_PATTERNS`). An `rlx.if` on a constant condition becomes its
+taken region.
 
 Every pattern is exact: it never changes a value bit (except the sign of a zero in
 `x + 0.0`), so `x - x` and float `x * 0` are not simplified (NaN / inf / -0).
@@ -21,10 +22,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from rlx.dialects.rlx.base import DYN, ints_attr, is_int, shape_of
+from rlx.dialects.rlx.control import IfOp, YieldOp
 from rlx.dialects.rlx.elementwise import (
     AddOp,
     CastOp,
@@ -204,6 +207,23 @@ class SingleConcat(RewritePattern):
             rewriter.replace(op, [], [op.xs[0]])
 
 
+class ConstantIf(RewritePattern):
+    """rlx.if on an rlx.constant condition -> the taken region's ops, inlined before it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: IfOp, rewriter: PatternRewriter) -> None:
+        c = const_value(op.cond)
+        if c is None or c.size != 1:
+            return
+        block = (op.then_region if bool(c.reshape(-1)[0]) else op.else_region).block
+        term = block.last_op
+        assert isinstance(term, YieldOp)
+        values = list(term.operands)
+        rewriter.erase_op(term)
+        rewriter.inline_block(block, InsertPoint.before(op))
+        rewriter.replace_op(op, [], values)
+
+
 SIMPLIFY_PATTERNS: tuple[type[RewritePattern], ...] = (
     IdentityArith,
     IntMulByZero,
@@ -215,6 +235,7 @@ SIMPLIFY_PATTERNS: tuple[type[RewritePattern], ...] = (
     BroadcastSplat,
     FullSlice,
     SingleConcat,
+    ConstantIf,
 )
 """The rlx simplification table (shared by canonicalize and constant-folding)."""
 

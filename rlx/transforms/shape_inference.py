@@ -9,10 +9,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, RlxOp, broadcast_shapes, shape_of, tensor
-from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+from rlx.dialects.rlx.control import ElementwiseRegionOp, IfOp, ScanOp, YieldOp
 from rlx.transforms.dim_exprs import DIMS_ATTR, eval_dim, symbolic_dims
 
 
@@ -68,11 +67,17 @@ def reinfer_function(f: func.FuncOp) -> None:
         if isinstance(op, ScanOp | ElementwiseRegionOp):
             _reinfer_region_op(op)
             continue
-        if (
-            not isinstance(op, RlxOp)
-            or op.parent_op() is not f
-            and not isinstance(op.parent_op(), ScanOp)
-        ):
+        parent = op.parent_op()
+        if isinstance(op, IfOp):
+            continue  # its results follow its regions (below)
+        if isinstance(op, YieldOp) and isinstance(parent, IfOp):
+            if op.parent_region() is parent.else_region:  # walked after the then region
+                _reinfer_if(parent)
+            continue
+        if isinstance(op, YieldOp) and isinstance(parent, ScanOp):
+            _reinfer_scan_results(parent)
+            continue
+        if not isinstance(op, RlxOp) or parent is not f and not isinstance(parent, ScanOp | IfOp):
             continue
         operand_types = [o.type for o in op.operands]
         given = _resolve_given(op, operand_types, env)
@@ -87,6 +92,16 @@ def reinfer_function(f: func.FuncOp) -> None:
         )
 
 
+def _reinfer_if(op: IfOp) -> None:
+    """The results of `op` take the types its then region yields (the verifier checks the
+    else region agrees)."""
+    term = op.then_region.block.last_op
+    assert term is not None
+    for r, v in zip(list(op.results), term.operands, strict=True):
+        if r.type != v.type:
+            Rewriter.replace_value_with_new_type(r, v.type)
+
+
 def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
     if isinstance(op, ElementwiseRegionOp):
         shape = broadcast_shapes(*(shape_of(o.type) for o in op.inputs))
@@ -94,5 +109,27 @@ def _reinfer_region_op(op: ScanOp | ElementwiseRegionOp) -> None:
         if new != op.result.type:
             Rewriter.replace_value_with_new_type(op.result, new)
         return
-    if any(DYN in shape_of(o.type) for o in op.operands):
-        raise VerifyException("rlx.scan with dynamic operand shapes cannot be re-inferred")
+    # a scan: its block arguments follow the carries and xs slices; its body is walked
+    # next, then its results follow the yield (`_reinfer_scan_results`)
+    want = [
+        *(o.type for o in op.inits),
+        *(tensor(shape_of(x.type)[1:], x.type.element_type) for x in op.xs),  # type: ignore[union-attr]
+    ]
+    for a, t in zip(list(op.body.block.args), want, strict=True):
+        if a.type != t:
+            Rewriter.replace_value_with_new_type(a, t)
+
+
+def _reinfer_scan_results(op: ScanOp) -> None:
+    """Final carries of the carry types, then `length x` each per-step output's type."""
+    term = op.body.block.last_op
+    assert term is not None
+    n_init = len(op.inits)
+    ys = [v.type for v in term.operands[n_init:]]
+    want = [
+        *(o.type for o in op.inits),
+        *(tensor((op.length, *shape_of(y)), y.element_type) for y in ys),  # type: ignore[union-attr]
+    ]
+    for r, t in zip(list(op.results), want, strict=True):
+        if r.type != t:
+            Rewriter.replace_value_with_new_type(r, t)

@@ -101,6 +101,37 @@ def test_scan_body_may_use_outer_values_and_errors() -> None:
             np.zeros((4, 2), np.float32), np.zeros(4, np.int32)])  # fmt: skip
 
 
+# ----------------------------------------------------------------------------- if
+
+IF = """
+func.func @main(%c: tensor<1xi1>, %x: tensor<3xf32>, %i: tensor<2xi32>) -> (tensor<2xf32>, tensor<i32>) {
+  %r:2 = "rlx.if"(%c) ({
+    %g = "rlx.gather"(%x, %i) {axis = 0 : i64} : (tensor<3xf32>, tensor<2xi32>) -> tensor<2xf32>
+    %k = "rlx.constant"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>
+    "rlx.yield"(%g, %k) : (tensor<2xf32>, tensor<i32>) -> ()
+  }, {
+    %s = "rlx.slice"(%x) {starts = array<i64: 1>, limits = array<i64: 3>} : (tensor<3xf32>) -> tensor<2xf32>
+    %k = "rlx.constant"() {value = dense<2> : tensor<i32>} : () -> tensor<i32>
+    "rlx.yield"(%s, %k) : (tensor<2xf32>, tensor<i32>) -> ()
+  }) : (tensor<1xi1>) -> (tensor<2xf32>, tensor<i32>)
+  func.return %r#0, %r#1 : tensor<2xf32>, tensor<i32>
+}
+"""
+
+
+def test_if_runs_only_the_taken_region() -> None:
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    g, k = run_both(IF, [np.array([True]), x, np.array([2, 0], np.int32)])
+    np.testing.assert_array_equal(g, [3.0, 1.0])
+    assert int(k) == 1
+    # the then region's gather would raise on these indices; it does not run
+    s, k = run_both(IF, [np.array([False]), x, np.array([7, -9], np.int32)])
+    np.testing.assert_array_equal(s, [2.0, 3.0])
+    assert int(k) == 2
+    with pytest.raises(IndexError):
+        run(IF, [np.array([True]), x, np.array([7, 0], np.int32)])
+
+
 # --------------------------------------------------------------- elementwise_region
 
 

@@ -79,6 +79,7 @@ OP_CLASSES: dict[str, str] = {
     "rlx.rng_normal": "leaves:RngNormalOp",
     "rlx.rng_uniform": "leaves:RngUniformOp",
     "rlx.scan": "control:ScanOp",
+    "rlx.if": "control:IfOp",
     "rlx.elementwise_region": "control:ElementwiseRegionOp",
     "rlx.yield": "control:YieldOp",
     "rlx.fused_matmul_bias_act": "fused:FusedMatmulBiasActOp",

@@ -1,18 +1,20 @@
-"""Region ops: `rlx.scan` (jax.lax.scan), `rlx.elementwise_region` (a fused scalar body)
-and their terminator `rlx.yield`."""
+"""Region ops: `rlx.scan` (jax.lax.scan), `rlx.if` (a run-time conditional),
+`rlx.elementwise_region` (a fused scalar body) and their terminator `rlx.yield`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Region
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Attribute, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
+    operand_def,
     region_def,
     result_def,
     traits_def,
@@ -23,6 +25,7 @@ from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import (
+    DYN,
     RlxOp,
     broadcast_shapes,
     fmt_shape,
@@ -123,6 +126,62 @@ class ScanOp(RlxOp):
 
 
 @irdl_op_definition
+class IfOp(RlxOp):
+    """A run-time conditional: runs the `then` region when the one-element i1 condition is
+    true, else the `else` region; the results are the values the taken region yields.
+    Both regions see the enclosing values (like `rlx.scan`'s body) and take no arguments."""
+
+    name = "rlx.if"
+    cond = operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    then_region = region_def("single_block")
+    else_region = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect(), Pinned)
+    ASSEMBLY_FORMAT: ClassVar[str | None] = (
+        "$cond attr-dict `:` type($cond) `->` `(` type($outs) `)` $then_region `else` $else_region"
+    )
+
+    def __init__(
+        self, cond: SSAValue, result_types: Sequence[Attribute], then_region: Region,
+        else_region: Region,
+    ):  # fmt: skip
+        IRDLOperation.__init__(
+            self, operands=[cond], result_types=[result_types], regions=[then_region, else_region]
+        )
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        raise AssertionError("if results are checked against its regions in verify_")
+
+    def verify_(self) -> None:
+        c = self.cond.type
+        require(
+            isinstance(c, TensorType)
+            and c.element_type == IntegerType(1)
+            and DYN not in shape_of(c)
+            and prod(shape_of(c)) == 1,
+            f"condition must be a one-element tensor of i1, got {c}",
+        )
+        got = [r.type for r in self.results]
+        for which, region in (("then", self.then_region), ("else", self.else_region)):
+            block = region.block
+            require(not block.args, f"the {which} region takes no arguments")
+            term = block.last_op
+            require(isinstance(term, YieldOp), f"the {which} region must end with rlx.yield")
+            assert term is not None
+            ys = [o.type for o in term.operands]
+            require(
+                len(ys) == len(got)
+                and all(types_compatible(g, y) for g, y in zip(got, ys, strict=True)),
+                f"the {which} region yields ("
+                + ", ".join(map(str, ys))
+                + "), the results are ("
+                + ", ".join(map(str, got))
+                + ")",
+            )
+
+
+@irdl_op_definition
 class ElementwiseRegionOp(RlxOp):
     """A fused elementwise kernel: the body computes one output element from one
     (broadcast) element of each input with scalar arith/math ops."""
@@ -180,7 +239,9 @@ class YieldOp(RlxOp):
 
     name = "rlx.yield"
     values = var_operand_def()
-    traits = traits_def(Pure(), IsTerminator(), HasParent(ScanOp, ElementwiseRegionOp), Pinned)
+    traits = traits_def(
+        Pure(), IsTerminator(), HasParent(ScanOp, IfOp, ElementwiseRegionOp), Pinned
+    )
     ASSEMBLY_FORMAT: ClassVar[str | None] = "($values^ `:` type($values))? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 

@@ -6,6 +6,7 @@ docs/onnx-coverage.md for the supported ops.
 
 # Importing the op families registers their converters.
 from rlx.frontends.onnx import (  # noqa: E402,F401,I001
+    loops,
     ops_attention,
     ops_einsum,
     ops_elementwise,

@@ -26,10 +26,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.dialects.rlx.control import YieldOp
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
@@ -40,7 +41,7 @@ MIN_OPSET = 1
 OP_MIN_OPSET = {
     "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13, "Resize": 10, "Gather": 11,
     "Concat": 11, "Flatten": 11, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10,
-    "BatchNormalization": 9, "Dropout": 10, "Scan": 9, "TopK": 10, "Upsample": 9,
+    "BatchNormalization": 9, "Dropout": 10, "TopK": 10, "Upsample": 9,
 }  # fmt: skip
 """Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
 attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/
@@ -214,8 +215,11 @@ class Importer:
             self.values[name] = v
             return v
         if name in self.initializers and not self.bake:
-            v = self.g.param(name, arr.shape, element_type(arr.dtype))
-            self.params[name] = arr
+            pname, k = name, 1
+            while pname in self.params and not _same(self.params[pname], arr):
+                pname, k = f"{name}__{k}", k + 1  # a body's folded value of another value
+            v = self.g.param(pname, arr.shape, element_type(arr.dtype))
+            self.params[pname] = arr
         else:
             v = self.materialize(arr)
         _hint(v, name)
@@ -223,13 +227,18 @@ class Importer:
         return v
 
     def run_body(
-        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None]
+        self,
+        graph: onnx.GraphProto,
+        bind: Sequence[SSAValue | np.ndarray | None],
+        keep: bool = True,
     ) -> list[SSAValue | np.ndarray]:
         """Import a subgraph (If branch, Loop/Scan body, function body) inline.
 
         Its inputs are bound to `bind` (SSA values or compile-time arrays); outer values
         stay visible; names it defines are dropped afterwards, so a body can be imported
-        once per unrolled iteration. Returns its outputs (known arrays stay arrays)."""
+        once per unrolled iteration. Returns its outputs (known arrays stay arrays).
+        Outer constants it materializes stay materialized when `keep` (not when the body
+        is emitted into a region block, whose values the outer graph cannot see)."""
         saved = dict(self.values), dict(self.known), set(self.initializers)
         local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
         local |= {o for nd in graph.node for o in nd.output}
@@ -245,15 +254,38 @@ class Importer:
                 self.known[t.name] = numpy_helper.to_array(t)
             for proto in graph.node:
                 self._convert(proto)
-            return [
-                self.known[o.name] if o.name in self.known else self.value(o.name)
+            return [  # in a region, weights stay params (not constants baked in the body)
+                self.known[o.name]
+                if o.name in self.known and (keep or o.name not in self.initializers)
+                else self.value(o.name)
                 for o in graph.output
             ]
         finally:
             inner = self.values
             self.values, self.known, self.initializers = saved
             # outer constants materialized inside the body stay materialized (one param each)
-            self.values.update({k: v for k, v in inner.items() if k not in local})
+            if keep:
+                self.values.update({k: v for k, v in inner.items() if k not in local})
+
+    def run_region(
+        self, graph: onnx.GraphProto, bind: Sequence[SSAValue | np.ndarray | None], block: Block
+    ) -> list[SSAValue | np.ndarray]:
+        """Import subgraph `graph` into `block` (the body of a region op being built, which
+        reads outer values directly); returns its outputs like `run_body`."""
+        with self.g.building(block):
+            return self.run_body(graph, bind, keep=False)
+
+    def yield_values(self, block: Block, outs: Sequence[SSAValue | np.ndarray]) -> list[SSAValue]:
+        """End `block` with `rlx.yield` of `outs` (known arrays materialized in `block`)."""
+        with self.g.building(block):
+            vals = [
+                (materialize_symbolic(self, v) if is_symbolic(v) else self.materialize(v))
+                if isinstance(v, np.ndarray)
+                else v
+                for v in outs
+            ]
+        block.add_op(YieldOp(*vals))
+        return vals
 
     def materialize(self, arr: np.ndarray) -> SSAValue:
         try:
@@ -377,6 +409,10 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b))
 
 
 def _hint(v: SSAValue, name: str) -> None:

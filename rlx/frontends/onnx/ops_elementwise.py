@@ -52,23 +52,53 @@ def pow_(n: Node) -> list[SSAValue]:
     return [n.emit("pow", x, n.cast(n.input(1), elem(x)))]
 
 
+def _float_mod(n: Node, a: SSAValue, b: SSAValue, floored: bool) -> SSAValue:
+    """Float Mod as onnx.reference computes it: `np.fmod` (fmod=1) or `np.mod` (fmod=0,
+    which the ONNX spec does not allow for floats; onnx.reference runs np.mod).
+
+    The remainder `a - trunc(a/b)·b` is computed in f64, where for f16/bf16/f32 operands
+    and |a/b| < 2^29 the product is exact; a quotient rounded up to the next integer shows
+    as a remainder of the wrong sign and is corrected by one `b`, so the result is the
+    exact C remainder (f64 operands: exact while the product is, else within a rounding).
+    Zeros take `a`'s sign (fmod) or `b`'s (np.mod); np.mod adds `b` to a non-zero
+    remainder whose sign differs from `b`'s, and the single rounding to the operand type
+    equals NumPy's (f16: via f32) and ml_dtypes' (bf16: via f32)."""
+    et = elem(a)
+    # f16/bf16 go through f32 both ways (exact), avoiding direct f16 <-> f64 conversions
+    small = numpy_dtype(et).itemsize < 4
+    a, b = (n.cast(n.cast(v, "f32") if small else v, "f64") for v in (a, b))
+    zero = n.constant(0.0, a)
+
+    def lt0(v: SSAValue) -> SSAValue:
+        return n.emit("compare", v, zero, predicate="lt")
+
+    def ne(u: SSAValue, v: SSAValue) -> SSAValue:
+        return n.emit("compare", u, v, predicate="ne")
+
+    q = n.emit("div", a, b)
+    q = n.emit("where", lt0(q), n.emit("ceil", q), n.emit("floor", q))
+    r = n.emit("sub", a, n.emit("mul", q, b))
+    nonzero = ne(r, zero)
+    wrong = n.emit("where", nonzero, ne(lt0(r), lt0(a)), n.constant(False, "bool"))
+    step = n.emit("where", ne(lt0(a), lt0(b)), n.emit("neg", b), b)
+    r = n.emit("where", wrong, n.emit("add", r, step), r)
+    inf = n.emit("compare", n.emit("abs", b), n.constant(np.inf, b), predicate="eq")
+    r = n.emit("where", inf, a, r)  # fmod(a, ±inf) = a
+    r = n.emit("where", n.emit("compare", r, zero, predicate="eq"), n.emit("mul", a, zero), r)
+    if floored:
+        fix = n.emit("where", ne(r, zero), ne(lt0(r), lt0(b)), n.constant(False, "bool"))
+        r = n.emit("where", fix, n.emit("add", r, b), r)
+        signed_zero = n.emit("div", zero, b)  # ±0 with b's sign (r is NaN where b is 0)
+        r = n.emit("where", n.emit("compare", r, zero, predicate="eq"), signed_zero, r)
+    return n.cast(n.cast(r, "f32") if small else r, et)
+
+
 @converter("Mod", attrs=("fmod",))
 def mod(n: Node) -> list[SSAValue]:
     a, b = n.input(0), n.input(1)
     if is_float(elem(a)):
-        q = n.emit("div", a, b)
-        zero = n.constant(0, a)  # C fmod: truncated quotient
-        q = n.emit(
-            "where",
-            n.emit("compare", q, zero, predicate="lt"),
-            n.emit("ceil", q),
-            n.emit("floor", q),
-        )
-        r = n.emit("sub", a, n.emit("mul", q, b))
-        inf = n.emit("compare", n.emit("abs", b), n.constant(np.inf, b), predicate="eq")
-        r = n.emit("where", inf, a, r)  # fmod(a, ±inf) = a
-    else:
-        r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
+        return [_float_mod(n, a, b, floored=not n.attr("fmod", 0))]
+    r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
     if n.attr("fmod", 0):
         return [r]
     zero = n.constant(0, a)

@@ -1,11 +1,11 @@
-"""Region-carrying rlx ops: scan and elementwise_region."""
+"""Region-carrying rlx ops: scan, if and elementwise_region."""
 
 from __future__ import annotations
 
 import numpy as np
 from xdsl.ir import Block
 
-from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp
+from rlx.dialects.rlx.control import ElementwiseRegionOp, IfOp, ScanOp
 from rlx.interpreter.ops._core import OpContext, convert, numpy_dtype, register, to_python
 
 
@@ -69,6 +69,27 @@ def scan(ctx: OpContext, *operands: np.ndarray) -> list[np.ndarray]:
         else:
             ys.append(np.zeros(ctx.result_shape(n_init + k), dtype=ctx.result_dtype(n_init + k)))
     return carries + ys
+
+
+@register(IfOp, nargs=(1, 1))
+def if_(ctx: OpContext, cond: np.ndarray) -> list[np.ndarray]:
+    """rlx.if(cond): the values yielded by the then region when the one-element `cond` is
+    true, else by the else region. Only the taken region runs, so an error of the data in
+    the other one (an out-of-range index) is not raised."""
+    src = ctx.source
+    assert src is not None
+    if cond.size != 1:
+        raise ctx.error(f"condition has shape {cond.shape}; it must have one element")
+    if len(src.regions) != 2 or any(len(r.blocks) != 1 for r in src.regions):
+        raise ctx.error("expects two regions (then, else) with one block each")
+    block = src.regions[0 if bool(cond.reshape(-1)[0]) else 1].blocks.first
+    assert block is not None
+    outs = ctx.run_block(block, [])
+    if len(outs) != len(src.results):
+        raise ctx.error(
+            f"the taken region yields {len(outs)} values, the op has {len(src.results)}"
+        )
+    return [convert(np.asarray(v), ctx.result_dtype(i)) for i, v in enumerate(outs)]
 
 
 @register(ElementwiseRegionOp, nargs=(0, None))

@@ -52,11 +52,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN
-from rlx.dialects.rlx.control import ScanOp, YieldOp
+from rlx.dialects.rlx.control import IfOp, ScanOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.rlx_to_linalg import parallel, traps
+from rlx.lowering.rlx_to_linalg.cond import lower_if
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
@@ -67,11 +68,11 @@ from rlx.lowering.rlx_to_linalg.shape_ops import reshape_view
 PASS = "convert-rlx-to-linalg"
 
 STRUCTURAL: frozenset[type[Operation]] = frozenset(
-    {ParamOp, ConstantOp, ReshapeOp, ScanOp, YieldOp}
+    {ParamOp, ConstantOp, ReshapeOp, ScanOp, IfOp, YieldOp}
 )
 """Ops the bufferizer lowers itself instead of through a kernel emitter (`LOWERINGS`):
 params are ABI arguments, constants globals or fills, reshapes views, scans loops over
-their body (whose `rlx.yield` becomes the loop's carried values)."""
+their body (whose `rlx.yield` becomes the loop's carried values), ifs `scf.if`s."""
 
 _memref_memo = functools.lru_cache(maxsize=4096)(_memref_of)
 
@@ -299,6 +300,8 @@ class FuncLowering:
             )
         elif isinstance(op, ScanOp):
             lower_scan(self, op, vmap)
+        elif isinstance(op, IfOp):
+            lower_if(self, op, vmap)
         elif type(op) in LOWERINGS:
             self._kernel_call(op, vmap)
         else:

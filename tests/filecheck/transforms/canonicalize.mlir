@@ -57,3 +57,50 @@ func.func @arith(%a: i32) -> i32 {
   %r = arith.addi %a, %c0 : i32
   func.return %r : i32
 }
+
+// -----
+
+// rlx.if on a constant condition -> the taken region's ops; the other region is dropped.
+// CHECK-LABEL: func.func @if_true(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:    %[[N:.*]] = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[E:.*]] = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[N]], %[[E]] : tensor<4xf32>, tensor<4xf32>
+func.func @if_true(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c = rlx.constant dense<true> : tensor<i1>
+  %f = rlx.constant dense<false> : tensor<1x1xi1>
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    %t = rlx.tanh %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %t : tensor<4xf32>
+  }
+  %s = rlx.if %f : tensor<1x1xi1> -> (tensor<4xf32>) {
+    %t = rlx.tanh %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %t : tensor<4xf32>
+  } else {
+    %e = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %e : tensor<4xf32>
+  }
+  func.return %r, %s : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A run-time condition keeps the rlx.if (and both regions).
+// CHECK-LABEL: func.func @if_runtime(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT:      %n = rlx.neg %x
+// CHECK-NEXT:      rlx.yield %n
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      rlx.yield %x
+// CHECK-NEXT:    }
+func.func @if_runtime(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}

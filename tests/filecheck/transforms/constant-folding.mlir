@@ -87,3 +87,36 @@ func.func @splat() -> tensor<64x64xf32> {
   %b = rlx.broadcast_to %a : (tensor<1xf32>) -> tensor<64x64xf32>
   func.return %b : tensor<64x64xf32>
 }
+
+// -----
+
+// rlx.if on a constant condition: the taken region is inlined (then folded); a run-time
+// condition keeps the rlx.if and folds inside its regions.
+// CHECK-LABEL: func.func @if_constant(%x: tensor<4xf32>, %c: tensor<i1>) -> (tensor<4xf32>, tensor<2xf32>)
+// CHECK-NEXT:    %[[K:.*]] = rlx.constant dense<3.000000e+00> : tensor<2xf32>
+// CHECK-NEXT:    %[[R:.*]] = rlx.if %c : tensor<i1> -> (tensor<2xf32>) {
+// CHECK-NEXT:      %[[K2:.*]] = rlx.constant dense<2.000000e+00> : tensor<2xf32>
+// CHECK-NEXT:      rlx.yield %[[K2]]
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      rlx.yield %[[K]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %x, %[[R]]
+func.func @if_constant(%x: tensor<4xf32>, %c: tensor<i1>) -> (tensor<4xf32>, tensor<2xf32>) {
+  %f = rlx.constant dense<false> : tensor<i1>
+  %one = rlx.constant dense<1.0> : tensor<2xf32>
+  %r = rlx.if %f : tensor<i1> -> (tensor<4xf32>) {
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  %three = rlx.add %one, %one : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %three2 = rlx.add %three, %one : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %s = rlx.if %c : tensor<i1> -> (tensor<2xf32>) {
+    %two = rlx.add %one, %one : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    rlx.yield %two : tensor<2xf32>
+  } else {
+    rlx.yield %three2 : tensor<2xf32>
+  }
+  func.return %r, %s : tensor<4xf32>, tensor<2xf32>
+}

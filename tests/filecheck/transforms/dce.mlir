@@ -27,3 +27,30 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2xf3
 // RESULTS-LABEL: func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
 // RESULTS-NOT:     rlx.constant
 // RESULTS:         func.return %y, %r1 : tensor<4xf32>, tensor<4xf32>
+
+// An rlx.if whose results are unused is erased (its regions are pure); dead ops inside a
+// kept one are erased too.
+// CHECK-LABEL: func.func @if_regions(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT:      %n = rlx.neg %x
+// CHECK-NEXT:      rlx.yield %n
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      rlx.yield %x
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %r
+func.func @if_regions(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %unused = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %dead = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}

@@ -57,3 +57,41 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK:      func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:   %w = rlx.param "w" : tensor<4xf32>
 // CHECK-NEXT:   %a = rlx.add %x, %w
+
+// -----
+
+// An rlx.if on a param condition with param-only regions moves to @prepare whole; one on
+// an input stays, and the param-only values its regions read become prepared arguments.
+// CHECK-LABEL: func.func @prepare() -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK:         %[[EW:.*]] = rlx.exp %w
+// CHECK-NEXT:    %[[S:.*]] = rlx.if %k : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT:      %{{.*}} = rlx.tanh %w
+// CHECK:         func.return %[[EW]], %[[S]]
+// CHECK-LABEL: func.func @main(%c: tensor<i1>, %x: tensor<4xf32>, %prep0: tensor<4xf32> {{.*}}, %prep1: tensor<4xf32> {{.*}})
+// CHECK-NEXT:    %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT:      %a = rlx.add %x, %prep0
+// CHECK-NEXT:      rlx.yield %a
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      %b = rlx.mul %x, %prep1
+// CHECK-NEXT:      rlx.yield %b
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %r, %prep1
+func.func @main(%c: tensor<i1>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %w = rlx.param "w" : tensor<4xf32>
+  %k = rlx.param "k" : tensor<i1>
+  %ew = rlx.exp %w : (tensor<4xf32>) -> tensor<4xf32>
+  %s = rlx.if %k : tensor<i1> -> (tensor<4xf32>) {
+    %t = rlx.tanh %w : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %t : tensor<4xf32>
+  } else {
+    rlx.yield %w : tensor<4xf32>
+  }
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %a = rlx.add %x, %ew : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %a : tensor<4xf32>
+  } else {
+    %b = rlx.mul %x, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %b : tensor<4xf32>
+  }
+  func.return %r, %s : tensor<4xf32>, tensor<4xf32>
+}

@@ -544,6 +544,54 @@ func.func @scan_bad_length(%init: tensor<8xf32>, %xs: tensor<5x8xf32>) {
 
 // -----
 
+func.func @if_bad_cond(%c: tensor<2xi1>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{condition must be a one-element tensor of i1, got tensor<2xi1>}}
+  %r = rlx.if %c : tensor<2xi1> -> (tensor<4xf32>) {
+    rlx.yield %x : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return
+}
+
+// -----
+
+func.func @if_float_cond(%c: tensor<f32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{condition must be a one-element tensor of i1, got tensor<f32>}}
+  %r = rlx.if %c : tensor<f32> -> (tensor<4xf32>) {
+    rlx.yield %x : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return
+}
+
+// -----
+
+func.func @if_branch_types(%c: tensor<i1>, %x: tensor<4xf32>, %y: tensor<2xf32>) {
+  // expected-error @+1 {{the else region yields (tensor<2xf32>), the results are (tensor<4xf32>)}}
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    rlx.yield %x : tensor<4xf32>
+  } else {
+    rlx.yield %y : tensor<2xf32>
+  }
+  func.return
+}
+
+// -----
+
+func.func @if_then_count(%c: tensor<i1>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{the then region yields (), the results are (tensor<4xf32>)}}
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    rlx.yield
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return
+}
+
+// -----
+
 func.func @region_bad_args(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{body arguments must be the scalar element types of the inputs}}
   %r = rlx.elementwise_region %x : (tensor<2x8xf32>) -> tensor<2x8xf32> {

@@ -158,6 +158,16 @@ func.func @scan(%init: tensor<8xf32>, %xs: tensor<5x8xf32>) -> (tensor<8xf32>, t
   func.return %c, %ys : tensor<8xf32>, tensor<5x8xf32>
 }
 
+func.func @if(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    rlx.yield %n : tensor<4xf32>
+  } else {
+    rlx.yield %x : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}
+
 func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<2x8xf32> {
   %r = rlx.elementwise_region %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> {
   ^bb0(%a: f32, %b: f32):
@@ -312,6 +322,15 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return %c, %ys : tensor<8xf32>, tensor<5x8xf32>
 // CHECK-NEXT: }
+// CHECK-LABEL: func.func @if(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %r = rlx.if %c : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT: %n = rlx.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: rlx.yield %n : tensor<4xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: rlx.yield %x : tensor<4xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: func.return %r : tensor<4xf32>
+// CHECK-NEXT: }
 // CHECK-LABEL: func.func @elementwise_region(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<2x8xf32> {
 // CHECK-NEXT: %r = rlx.elementwise_region %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> {
 // CHECK-NEXT: ^bb0(%a: f32, %b: f32):
@@ -423,6 +442,12 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // GENERIC: %c, %ys = "rlx.scan"(%init, %xs) <{operandSegmentSizes = array<i32: 1, 1>}> ({
 // GENERIC: %n = "rlx.add"(%carry, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
 // GENERIC: "rlx.yield"(%n, %n) : (tensor<8xf32>, tensor<8xf32>) -> ()
+// GENERIC-LABEL: sym_name = "if"
+// GENERIC: %r = "rlx.if"(%c) ({
+// GENERIC: %n = "rlx.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+// GENERIC: }, {
+// GENERIC: "rlx.yield"(%x) : (tensor<4xf32>) -> ()
+// GENERIC: }) : (tensor<i1>) -> tensor<4xf32>
 // GENERIC-LABEL: sym_name = "elementwise_region"
 // GENERIC: %r = "rlx.elementwise_region"(%x, %y) ({
 // GENERIC: "rlx.yield"(%t) : (f32) -> ()
