@@ -20,6 +20,9 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    VectorType,
+    f32,
+    f64,
     i1,
     i32,
     i64,
@@ -278,7 +281,9 @@ class IntCastOpLowering(RewritePattern):
 
 
 class FloatCastOpLowering(RewritePattern):
-    """extf/truncf -> llvm.fpext/fptrunc (f16 <-> bf16 goes through f32)."""
+    """extf/truncf -> llvm.fpext/fptrunc (f16 <-> bf16 goes through f32; f64 -> f16/bf16
+    goes through f32 rounded to odd: one correct rounding and no `__truncdfhf2` libcall,
+    which a JIT process may lack — a fused region truncating f64 to f16 crashed on it)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
@@ -291,13 +296,44 @@ class FloatCastOpLowering(RewritePattern):
         ws, wd = _width(src, op), _width(dst, op)
         if ws < wd:
             rewriter.replace(op, llvm.FPExtOp(op.input, dst))
+        elif ws == 64 and wd == 16 and not isinstance(src, VectorType):
+            new_ops = _f64_to_f32_odd(op.input)
+            new_ops.append(llvm.FPTruncOp(new_ops[-1].results[0], dst))
+            rewriter.replace(op, new_ops)
         elif ws > wd:
             rewriter.replace(op, llvm.FPTruncOp(op.input, dst))
         else:
-            from xdsl.dialects.builtin import f32
-
             ext = llvm.FPExtOp(op.input, f32)
             rewriter.replace(op, [ext, llvm.FPTruncOp(ext.result, dst)])
+
+
+def _f64_to_f32_odd(x: SSAValue) -> list[Operation]:
+    """llvm ops rounding f64 `x` to f32 to odd (the last op's result): the same steps as
+    `kernel_builder.f64_to_f32_odd` (the arith form the kernels and the fp8 encoder emit;
+    this pass converts in one walk, so it cannot emit arith ops for itself)."""
+
+    def fcmp(a: SSAValue, b: SSAValue, pred: int) -> Operation:
+        props = {"predicate": int_attr(pred, i64), "fastmathFlags": NO_FASTMATH}
+        return make(llvm.FCmpOp, (a, b), (i1,), props)
+
+    r = llvm.FPTruncOp(x, f32)
+    back = llvm.FPExtOp(r.results[0], f64)
+    inexact = fcmp(back.results[0], x, 6)  # one
+    above = fcmp(back.results[0], x, 2)  # ogt
+    zero = constant(0.0, f64)
+    negative = fcmp(x, zero.results[0], 4)  # olt
+    away = llvm.XOrOp(above.results[0], negative.results[0])
+    dec = llvm.AndOp(inexact.results[0], away.results[0])
+    bits = llvm.BitcastOp(r.results[0], i32)
+    one = constant(1, i32)
+    down = llvm.SubOp(bits.results[0], one.results[0])
+    picked = make(llvm.SelectOp, (dec.results[0], down.results[0], bits.results[0]), (i32,),
+                  {"fastmathFlags": NO_FASTMATH})  # fmt: skip
+    sticky = make(llvm.ZExtOp, (inexact.results[0],), (i32,))
+    odd = llvm.OrOp(picked.results[0], sticky.results[0])
+    out = llvm.BitcastOp(odd.results[0], f32)
+    return [r, back, inexact, above, zero, negative, away, dec, bits, one, down, picked,
+            sticky, odd, out]  # fmt: skip
 
 
 class IntToFloatOpLowering(RewritePattern):

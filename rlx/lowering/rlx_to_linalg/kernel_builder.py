@@ -282,20 +282,11 @@ class KernelBuilder:
         return self.v(arith.ExtSIOp(v, to) if signed else arith.ExtUIOp(v, to))
 
     def _f64_to_f32_odd(self, x: SSAValue) -> SSAValue:
-        """f64 -> f32 rounding to odd, so that a further rounding to a narrower float is
-        correctly rounded (no double rounding; also avoids the f64 -> f16 libcall)."""
-        r = self.v(arith.TruncFOp(x, f32))
-        back = self.v(arith.ExtFOp(r, f64))
-        inexact = self.cmpf("one", back, x)
-        from xdsl.dialects import math as mathd
-
-        over = self.cmpf("ogt", self.unary(mathd.AbsFOp, back), self.unary(mathd.AbsFOp, x))
-        i32 = IntegerType(32)
-        bits = self.v(arith.BitcastOp(r, i32))
-        dec = self.v(arith.AndIOp(inexact, over))
-        bits = self.select(dec, self.subi(bits, self.const(1, i32)), bits)
-        bits = self.v(arith.OrIOp(bits, self.v(arith.ExtUIOp(inexact, i32))))
-        return self.v(arith.BitcastOp(bits, f32))
+        """f64 -> f32 rounding to odd (`f64_to_f32_odd`)."""
+        ops = f64_to_f32_odd(x)
+        for o in ops:
+            self.add(o)
+        return ops[-1].results[0]
 
     # -- scalar ops ------------------------------------------------------------------
 
@@ -445,3 +436,29 @@ def _nest(kb: KernelBuilder, bounds: list[int | SSAValue], ivs: list[SSAValue]) 
 
 Emitter = Callable[[KernelBuilder, Operation, Sequence[SSAValue], Sequence[SSAValue]], None]
 """A kernel-body emitter of one op family: (builder, op, input buffers, output buffers)."""
+
+
+def f64_to_f32_odd(x: SSAValue) -> list[Operation]:
+    """arith ops rounding f64 `x` to f32 *to odd* (the last op's result), so that a further
+    rounding to a narrower float (f16, bf16, fp8) is correctly rounded: no double rounding,
+    and no f64 -> f16 libcall (`__truncdfhf2`, which a JIT process may not have).
+    Inexact: truncate towards zero (one ulp down when LLVM's round-to-nearest went away
+    from zero) and set the last bit. NaN and exact values pass unchanged."""
+    i32 = IntegerType(32)
+    r = arith.TruncFOp(x, f32)
+    back = arith.ExtFOp(r, f64)
+    inexact = arith.CmpfOp(back, x, "one")
+    above = arith.CmpfOp(back, x, "ogt")
+    zero = arith.ConstantOp(FloatAttr(0.0, f64))
+    negative = arith.CmpfOp(x, zero, "olt")
+    away = arith.XOrIOp(above, negative)  # |back| > |x| when inexact
+    dec = arith.AndIOp(inexact, away)
+    bits = arith.BitcastOp(r, i32)
+    one = arith.ConstantOp(IntegerAttr(1, i32))
+    down = arith.SubiOp(bits, one)
+    picked = arith.SelectOp(dec, down, bits)
+    sticky = arith.ExtUIOp(inexact, i32)
+    odd = arith.OrIOp(picked, sticky)
+    out = arith.BitcastOp(odd, f32)
+    return [r, back, inexact, above, zero, negative, away, dec, bits, one, down, picked,
+            sticky, odd, out]  # fmt: skip

@@ -128,6 +128,31 @@ func.func @casts(%f: f32, %h: f16, %i: i64, %b: i8) -> (f64, f16, f32, f32, i32,
 
 // -----
 
+// f64 -> f16 / bf16: f32 rounded to odd, then one fptrunc (no f64 -> f16 libcall)
+func.func @f64_to_half(%d: f64) -> (f16, bf16, f32) {
+  %0 = arith.truncf %d : f64 to f16
+  %1 = arith.truncf %d : f64 to bf16
+  %2 = arith.truncf %d : f64 to f32
+  func.return %0, %1, %2 : f16, bf16, f32
+}
+
+// CHECK-LABEL: func.func @f64_to_half
+// CHECK:         %[[R:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK-NEXT:    %[[B:.*]] = llvm.fpext %[[R]] : f32 to f64
+// CHECK-NEXT:    %[[NE:.*]] = llvm.fcmp "one" %[[B]], %{{.*}} : f64
+// CHECK:         llvm.xor
+// CHECK:         llvm.bitcast %[[R]] : f32 to i32
+// CHECK:         llvm.select
+// CHECK:         llvm.zext %[[NE]] : i1 to i32
+// CHECK:         %[[O:.*]] = llvm.bitcast %{{.*}} : i32 to f32
+// CHECK-NEXT:    llvm.fptrunc %[[O]] : f32 to f16
+// CHECK:         llvm.fptrunc %{{.*}} : f32 to bf16
+// CHECK:         llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK-NOT:     f64 to f16
+// CHECK-NOT:     f64 to bf16
+
+// -----
+
 func.func @uitofp_i64(%i: i64) -> f32 {
   %0 = arith.uitofp %i : i64 to f32
   func.return %0 : f32
