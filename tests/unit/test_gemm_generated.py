@@ -91,7 +91,7 @@ def test_low_precision(e: str) -> None:
 @pytest.mark.parametrize(
     "act,e,bias",
     [("none", "f32", (45,)), ("relu", "f32", (45,)), ("gelu", "f32", (1,)),
-     ("silu", "bf16", (45,)), ("gelu", "f16", (45,))],
+     ("silu", "bf16", (45,)), ("gelu", "f16", (45,)), ("relu", "f32", (1, 1, 45))],
 )  # fmt: skip
 def test_fused_bias_act(act: str, e: str, bias: tuple[int, ...]) -> None:
     x, w, o = (3, 23, 70), (70, 45), (3, 23, 45)

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.gemm import generic
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.packing import loader, pack, packed_type, panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
@@ -63,6 +64,10 @@ class Epilogue:
     """Extra buffers `fn` reads (in the worker, `fn` gets the worker's copies)."""
     key: str = ""
     """Identity of `fn` for kernel deduplication (e.g. the activation name)."""
+    columns: bool = False
+    """`fn` reads its operands (1-D, of length N) only at the output column `out_index[-1]`
+    and ignores the row (bias, activation): the worker can then be shape-generic
+    (`generic.py`); its operands reach `fn` collapsed to 1-D."""
 
 
 def _owner(kb: KernelBuilder) -> Kernels | None:
@@ -239,6 +244,8 @@ def emit_gemm(
         plan = _plan(tile, sa, sb, so)
     m, k, n = sa[-2], sa[-1], sb[-1]
     na, nbb = prod(plan.a_batch), prod(plan.b_batch)
+    # one GEMM (no output batch) with a column-only epilogue: shape-generic kernels
+    generic = not plan.out_batch and (epilogue is None or epilogue.columns)
 
     # 1. Pack A and B (per batch of each).
     ap = kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)
@@ -247,7 +254,10 @@ def emit_gemm(
     b_lead = sb[:-2] if plan.out_batch else []
     a2 = a if plan.out_batch else _collapse2d(kb, a)
     b2 = b if plan.out_batch or len(sb) == 2 or packed else _collapse2d(kb, b)
-    _pack_a(kb, kernels, a2, ap, a_lead, plan)
+    if generic:
+        _generic_pack_a(kb, kernels, a, ap, plan)
+    else:
+        _pack_a(kb, kernels, a2, ap, a_lead, plan)
     if not packed:
         with kb.nest(b_lead) as ivs:
             pack(kb, bp, [_flat(kb, ivs, b_lead)], n, k, tile.nr, loader(b2, ivs, True))
@@ -256,6 +266,12 @@ def emit_gemm(
     acc = out if isinstance(elem(out), Float32Type) else kb.scratch(so, f32)
     acc2, out2 = _collapse2d(kb, acc), _collapse2d(kb, out)
     extras = list(epilogue.operands) if epilogue else []
+    if epilogue is not None and epilogue.columns:
+        extras = [_collapse1d(kb, e) for e in extras]
+    macs = m * n * k * prod(so[:-2])
+    if generic:
+        _generic_worker(kb, kernels, plan, ap, bp, acc, out, extras, epilogue, macs)
+        return True
     args = [ap, bp, acc2] + ([out2] if acc is not out else []) + extras
     needs_epi = epilogue is not None or acc is not out
     types: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
@@ -269,7 +285,6 @@ def emit_gemm(
     worker = kernels.kernel(key, types, build, f"gemm worker {tile.name}", noalias=True)
     tasks = plan.tasks
     table = kb.table(list(range(tasks)), i64)
-    macs = m * n * k * prod(so[:-2])
     threads = 1 if macs < SERIAL_MACS else min(tasks, 64)
     kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
     return True
@@ -279,15 +294,69 @@ PACK_TASK_ELEMENTS = 1 << 15
 """Elements of A one packing task copies (about 128 KiB: worth a task of the pool)."""
 
 
+def _collapse1d(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
+    """A `[1, ..., 1, N]` buffer as `[N]`."""
+    s = shape(mem)
+    if len(s) == 1:
+        return mem
+    groups = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(s))])])
+    t = MemRefType(elem(mem), [prod(s)])
+    return kb.hoist(
+        memref.CollapseShapeOp.build(
+            operands=[mem], result_types=[t], properties={"reassociation": groups}
+        )
+    )
+
+
+def _pack_split(plan: _Plan, batches: int = 1) -> tuple[int, int, int, int]:
+    """(panels of A, panels per task, tasks, threads) of A's packing."""
+    tile = plan.tile
+    pm = panels(plan.rows, tile.mr)
+    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * plan.k)))
+    tasks = panels(pm, per) * batches
+    small = tasks == 1 or plan.rows * plan.k * batches < 2 * PACK_TASK_ELEMENTS
+    return pm, per, tasks, 1 if small else min(tasks, 64)
+
+
+def _generic_pack_a(
+    kb: KernelBuilder, kernels: Kernels, a: SSAValue, ap: SSAValue, plan: _Plan
+) -> None:
+    """Pack the one A (no batch) with the shape-generic packing task (`generic.py`)."""
+    pm, per, tasks, threads = _pack_split(plan)
+    worker = generic.pack_a_kernel(kernels, plan.tile, elem(a))
+    sizes = kb.table([plan.rows, plan.k, per, pm], i64)
+    args = [kb.table(list(range(tasks)), i64), sizes, generic.flat(kb, a), generic.flat(kb, ap)]
+    kb.add(ParallelCallOp(worker, args, tasks, [8, 0, 0, 0], threads))
+
+
+def _generic_worker(kb: KernelBuilder, kernels: Kernels, plan: _Plan, ap: SSAValue,
+                    bp: SSAValue, acc: SSAValue, out: SSAValue, extras: list[SSAValue],
+                    epilogue: Epilogue | None, macs: int) -> None:  # fmt: skip
+    """The C-block worker of one GEMM with its sizes in a table (`generic.py`)."""
+    tile = plan.tile
+    pm, pn = panels(plan.rows, tile.mr), panels(plan.n, tile.nr)
+    bm, bn = panels(pm, plan.mb), panels(pn, plan.nb)
+    nk = panels(plan.k, plan.kc)
+    sizes = [plan.rows, plan.n, plan.k, plan.kc, nk, pm, pn, plan.mb, plan.nb, bm, bn]
+    assert len(sizes) == len(generic.WORKER_SIZES)
+    ukernel = microkernel(kernels, tile)
+    worker = generic.worker_kernel(
+        kernels, tile, ukernel, epilogue, elem(out), [elem(e) for e in extras]
+    )
+    bufs = [ap, bp, acc] + ([out] if acc is not out else []) + extras
+    args = [kb.table(list(range(plan.tasks)), i64), kb.table(sizes, i64)]
+    args += [generic.flat(kb, v) for v in bufs]
+    threads = 1 if macs < SERIAL_MACS else min(plan.tasks, 64)
+    kb.add(ParallelCallOp(worker, args, plan.tasks, [8] + [0] * (len(args) - 1), threads))
+
+
 def _pack_a(
     kb: KernelBuilder, kernels: Kernels, a: SSAValue, ap: SSAValue, lead: list[int], plan: _Plan
 ) -> None:
     """Pack A on the pool: task t packs `per` panels of one batch of A."""
     tile = plan.tile
-    pm = panels(plan.rows, tile.mr)
-    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * plan.k)))
-    chunks = panels(pm, per)
-    tasks = chunks * prod(lead)
+    pm, per, tasks, threads = _pack_split(plan, prod(lead))
+    chunks = tasks // prod(lead)
     types: list[Attribute] = [MemRefType(i64, [1]), a.type, ap.type]
 
     def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
@@ -310,11 +379,6 @@ def _pack_a(
         tuple(attr_text(t) for t in types),
     )
     worker = kernels.kernel(key, types, build, f"gemm pack A {tile.name}", noalias=True)
-    threads = (
-        1
-        if tasks == 1 or plan.rows * plan.k * prod(lead) < 2 * PACK_TASK_ELEMENTS
-        else min(tasks, 64)
-    )
     table = kb.table(list(range(tasks)), i64)
     kb.add(ParallelCallOp(worker, [table, a, ap], tasks, [8, 0, 0], threads))
 
