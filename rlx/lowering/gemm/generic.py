@@ -21,6 +21,7 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.lowering.gemm.ir import addr, if_else, if_then
 from rlx.lowering.gemm.target import Tile
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
@@ -128,8 +129,6 @@ def _worker(
     epilogue: Epilogue | None,
     separate: bool,
 ) -> None:
-    from rlx.lowering.gemm.driver import _addr, _if, _if_else
-
     tid, table, ap, bp, acc = args[:5]
     out = args[5] if separate else acc
     extras = args[6:] if separate else args[5:]
@@ -138,13 +137,13 @@ def _worker(
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     jb = _rem(kb, t, s["blocks_n"])
     ib = _rem(kb, _div(kb, t, s["blocks_n"]), s["blocks_m"])
-    a_base, b_base, c_base = _addr(kb, ap), _addr(kb, bp), _addr(kb, acc)
+    a_base, b_base, c_base = addr(kb, ap), addr(kb, bp), addr(kb, acc)
     ip0 = _mul(kb, ib, s["mb"])
     ip1 = kb.imin(kb.iadd(ip0, s["mb"]), s["pm"])
     jp0 = _mul(kb, jb, s["nb"])
     jp1 = kb.imin(kb.iadd(jp0, s["nb"]), s["pn"])
     buf = kb.scratch([tile.mr, tile.nr], f32)
-    buf_addr = _addr(kb, buf)
+    buf_addr = addr(kb, buf)
     a_panel, b_panel = kb.imul(k, tile.mr * 4), kb.imul(k, tile.nr * 4)  # bytes per panel
 
     def edge(i0: SSAValue, j0: SSAValue, rows: SSAValue, cols: SSAValue, kcur: SSAValue,
@@ -182,11 +181,11 @@ def _worker(
             c_addr = kb.iadd(c_base, kb.imul(kb.iadd(_mul(kb, i0, n), j0), 4))
             full = kb.v(arith.AndIOp(kb.cmpi("eq", rows, kb.idx(tile.mr)),
                                      kb.cmpi("eq", cols, kb.idx(tile.nr))))  # fmt: skip
-            _if_else(
+            if_else(
                 kb,
                 full,
                 lambda: kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, c_addr, n, flag], [])),
                 lambda: edge(i0, j0, rows, cols, kcur, a_addr, b_addr, flag),
             )
             if epilogue is not None or separate:
-                _if(kb, last, lambda: finish(i0, j0, rows, cols))
+                if_then(kb, last, lambda: finish(i0, j0, rows, cols))
