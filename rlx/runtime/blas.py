@@ -226,26 +226,42 @@ def _set_threads_local() -> int:
     return 0
 
 
-def wrapper_ir() -> str:
-    """The IR of the thread-limiting wrappers of every GEMM (`rlx-bake` stores its object
-    code next to code that calls BLAS, so that a load needs no LLVM: `stored_gemms`)."""
+def _wrappers_ir(kinds: list[str]) -> str:
+    """The IR of the wrappers of the GEMMs `kinds` ("s", "d"): `_WRAPPER_IR` filled in."""
     ir = "declare i32 @rlx_openblas_set_num_threads_local(i32)\n"
-    for sym in SYMBOLS.values():
-        t = sym.removeprefix("rlx_blas_").removesuffix("gemm")
-        ir += _WRAPPER_IR.replace("@T@", t).replace("@THRESHOLD@", str(THREADED_MACS))
+    ir += "declare void @rlx_parallel_for(ptr, ptr, i64, i64)\n"
+    for t in kinds:
+        subst = {"@T@": t, "@THRESHOLD@": str(THREADED_MACS), "@TASKS@": str(SPLIT_TASKS),
+                 "@MIN@": str(SPLIT_MIN), "@E@": "float" if t == "s" else "double",
+                 "@STORES@": _STORES}  # fmt: skip
+        text = _WRAPPER_IR
+        for k, v in subst.items():
+            text = text.replace(k, v)
+        ir += text.replace("%ctx", f"%ctx_{t}")
     return ir
+
+
+def _kind(symbol: str) -> str:
+    return symbol.removeprefix("rlx_blas_").removesuffix("gemm")
+
+
+def wrapper_ir() -> str:
+    """The IR of the wrappers of every GEMM (`rlx-bake` stores its object code next to code
+    that calls BLAS, so that a load needs no LLVM: `stored_gemms`)."""
+    return _wrappers_ir([_kind(sym) for sym in SYMBOLS.values()])
 
 
 _STORED: dict[str, int] = {}
 
 
-def stored_gemms(wrapper_object: bytes | None) -> dict[str, int]:
+def stored_gemms(wrapper_object: bytes | None, pool_object: bytes | None = None) -> dict[str, int]:
     """{`rlx_blas_<t>gemm`: address} for stored code, without LLVM: the wrappers of
     `wrapper_object` (compiled from `wrapper_ir` at bake time) linked to SciPy's OpenBLAS by
     `rlx.runtime.elf_loader` where it has `openblas_set_num_threads_local`, else the GEMMs
     themselves (what `register` publishes then too). Without `wrapper_object` (an artifact
     of an older bake), the JIT-compiled wrappers of `register`. Empty without SciPy. Once
-    per process."""
+    per process. The wrappers split large GEMMs over the process's pool
+    (`parallel.stored_entry(pool_object)`: `pool_object` is the artifact's stored pool)."""
     from rlx.runtime import elf_loader
 
     if wrapper_object is None and not _STORED:
@@ -260,6 +276,7 @@ def stored_gemms(wrapper_object: bytes | None) -> dict[str, int]:
             if local and len(found) == len(SYMBOLS):
                 ext = {f"{SYMBOLS[d]}_impl": a for d, a in found.items()}
                 ext["rlx_openblas_set_num_threads_local"] = local
+                ext["rlx_parallel_for"] = parallel.stored_entry(pool_object)
                 image = elf_loader.Image(wrapper_object, ext)  # type: ignore[arg-type]
                 _ENGINES.append(image)
                 _STORED.update({s: image.address(s) for s in SYMBOLS.values()})
@@ -269,7 +286,7 @@ def stored_gemms(wrapper_object: bytes | None) -> dict[str, int]:
 
 
 def _publish(found: dict[str, int]) -> None:
-    """Publish `rlx_blas_<t>gemm`: the thread-limiting wrapper where SciPy's OpenBLAS has
+    """Publish `rlx_blas_<t>gemm`: the one-pool wrapper where SciPy's OpenBLAS has
     `openblas_set_num_threads_local`, else the GEMM itself."""
     import llvmlite.binding as llvm
 
@@ -282,18 +299,9 @@ def _publish(found: dict[str, int]) -> None:
     _initialise()
     parallel.register()  # the wrapper splits large GEMMs with `rlx_parallel_for`
     llvm.add_symbol("rlx_openblas_set_num_threads_local", local)
-    ir = "declare i32 @rlx_openblas_set_num_threads_local(i32)\n"
-    ir += "declare void @rlx_parallel_for(ptr, ptr, i64, i64)\n"
     for dtype, addr in found.items():
-        t = SYMBOLS[dtype].removeprefix("rlx_blas_").removesuffix("gemm")
-        llvm.add_symbol(f"rlx_blas_{t}gemm_impl", addr)
-        subst = {"@T@": t, "@THRESHOLD@": str(THREADED_MACS), "@TASKS@": str(SPLIT_TASKS),
-                 "@MIN@": str(SPLIT_MIN), "@E@": "float" if t == "s" else "double",
-                 "@STORES@": _STORES}  # fmt: skip
-        text = _WRAPPER_IR
-        for k, v in subst.items():
-            text = text.replace(k, v)
-        ir += text.replace("%ctx", f"%ctx_{t}")
+        llvm.add_symbol(f"{SYMBOLS[dtype]}_impl", addr)
+    ir = _wrappers_ir([_kind(SYMBOLS[d]) for d in found])
     mod = llvm.parse_assembly(ir)
     mod.verify()
     tm = _target_machine(2, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), True)
