@@ -268,7 +268,9 @@ def compile_object(
     imports = undefined_symbols(data) or []
     runtime: dict[str, bytes] = {}
     for name, (prefix, make) in RUNTIME.items():
-        ir = make() if any(x.startswith(prefix) for x in imports) else None
+        # the BLAS wrappers split large GEMMs over the pool: stored code calling BLAS needs it
+        prefixes = (prefix, "rlx_blas_") if name == "pool" else (prefix,)
+        ir = make() if any(x.startswith(prefixes) for x in imports) else None
         if ir is not None:
             runtime[name] = _emit(ir, key, 2, passes=False)
     return ObjectCode(key, data, art.signature, art.prepare, art.report, art.reports, runtime)

@@ -78,7 +78,7 @@ def runtime_symbols(names: list[str], runtime: Mapping[str, bytes]) -> dict[str,
         if x == "rlx_parallel_for":
             out[x] = parallel.stored_entry(runtime.get("pool"))
         elif x.startswith("rlx_blas_"):
-            out.update(blas.stored_gemms(runtime.get("blas")))
+            out.update(blas.stored_gemms(runtime.get("blas"), runtime.get("pool")))
         elif x.startswith("__trunc") and x.endswith("bf2"):
             out.update(_bf16_symbols(runtime.get("bf16")))
         else:

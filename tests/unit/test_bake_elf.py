@@ -127,7 +127,8 @@ def test_fresh_process_runs_stored_code_without_llvm(
     cases.append((cases[-1][0], _inputs("gather", tmp_path, bad_index=True), tmp_path / "bad.npy"))
     art = artifact.read(cases[0][0])
     assert [r["name"] for r in art.code[0]["runtime"]] == ["pool"]
-    assert [r["name"] for r in artifact.read(cases[1][0]).code[0]["runtime"]] == ["blas"]
+    # the BLAS wrappers split large GEMMs over RLX's pool: code calling BLAS stores both
+    assert [r["name"] for r in artifact.read(cases[1][0]).code[0]["runtime"]] == ["pool", "blas"]
     jobs = [(str(p), [str(i) for i in ins], str(s)) for p, ins, s in cases]
     res = _child(jobs, {"RLX_NUM_THREADS": "2", "RLX_CACHE_DIR": str(tmp_path / "cache")})
     assert res["threads"] == 2  # the stored pool took RLX_NUM_THREADS

@@ -110,3 +110,29 @@ func.func @main(%x: {t(x)}, %wg: {t(w)}, %wu: {t(w)}) -> {t(o)} {{
 }}
 """
     _check(text, [rand(x, seed=8), rand(w, seed=9), rand(w, seed=10)])
+
+
+@pytest.mark.parametrize("e", ["f32", "f64"])
+@pytest.mark.parametrize(
+    ("a", "b", "out"),
+    [
+        ((310, 200), (200, 140), (310, 140)),  # split along C's rows
+        ((140, 200), (200, 310), (140, 310)),  # split along C's columns
+        ((2, 97, 300), (300, 151), (2, 97, 151)),  # one GEMM over both batches, odd sizes
+    ],
+)
+def test_large_gemm_split_over_the_pool(
+    e: str, a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...]
+) -> None:
+    """GEMMs of at least THREADED_MACS multiply-adds run as blocks on RLX's pool (one
+    OpenBLAS thread each): same result at 1, 2 and 3 pool threads."""
+    from rlx.runtime import parallel
+
+    assert np.prod(out) * a[-1] >= blas.THREADED_MACS
+    before = parallel.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            parallel.set_num_threads(threads)
+            _check(_mm(a, b, out, e), [rand(a, e, seed=3), rand(b, e, seed=4)], e)
+    finally:
+        parallel.set_num_threads(before)

@@ -91,7 +91,7 @@ def test_low_precision(e: str) -> None:
 @pytest.mark.parametrize(
     "act,e,bias",
     [("none", "f32", (45,)), ("relu", "f32", (45,)), ("gelu", "f32", (1,)),
-     ("silu", "bf16", (45,)), ("gelu", "f16", (45,))],
+     ("silu", "bf16", (45,)), ("gelu", "f16", (45,)), ("relu", "f32", (1, 1, 45))],
 )  # fmt: skip
 def test_fused_bias_act(act: str, e: str, bias: tuple[int, ...]) -> None:
     x, w, o = (3, 23, 70), (70, 45), (3, 23, 45)
@@ -160,3 +160,54 @@ def test_dispatch_report_names_the_gemm_path(
 
     lines = gemm_lines(parse_module(text))
     assert "matmul ×1: loops" in lines and f"matmul ×1: {path}" in lines, lines
+
+
+def test_shapes_share_the_generic_kernels() -> None:
+    """Several GEMM shapes in one module (edge shapes, a bias + gelu epilogue, a bf16 output)
+    share one shape-generic packing task and one worker per epilogue kind; each call reads
+    its own sizes table, so every result matches the reference."""
+    shapes = [(37, 29, 41), (130, 256, 1), (13, 601, 11)]  # rows >= 12: the full tile
+    sig, body, outs, inputs = [], [], [], []
+    for i, (m, k, n) in enumerate(shapes):
+        sig += [f"%a{i}: {t((m, k))}", f"%b{i}: {t((k, n))}"]
+        body.append(
+            f"  %y{i} = rlx.matmul %a{i}, %b{i} : ({t((m, k))}, {t((k, n))}) -> {t((m, n))}"
+        )
+        outs.append((f"%y{i}", t((m, n))))
+        inputs += [rand((m, k), seed=20 + i), rand((k, n), seed=30 + i)]
+    x, w, bias = (23, 70), (70, 45), (45,)
+    sig += [
+        f"%x: {t(x)}",
+        f"%w: {t(w)}",
+        f"%c: {t(bias)}",
+        f"%h: {t(x, 'bf16')}",
+        f"%v: {t(w, 'bf16')}",
+    ]
+    body.append(
+        f'  %f = rlx.fused_matmul_bias_act %x, %w, %c {{activation = "gelu"}} : ({t(x)}, {t(w)}, {t(bias)}) -> {t((23, 45))}'
+    )
+    body.append(
+        f"  %g = rlx.matmul %h, %v : ({t(x, 'bf16')}, {t(w, 'bf16')}) -> {t((23, 45), 'bf16')}"
+    )
+    outs += [("%f", t((23, 45))), ("%g", t((23, 45), "bf16"))]
+    inputs += [rand(x, seed=40), rand(w, seed=41), rand(bias, seed=42)]
+    inputs += [rand(x, "bf16", seed=43), rand(w, "bf16", seed=44)]
+    text = (
+        f"func.func @main({', '.join(sig)}) -> ({', '.join(o[1] for o in outs)}) {{\n"
+        + "\n".join(body)
+        + f"\n  func.return {', '.join(o[0] for o in outs)} : {', '.join(o[1] for o in outs)}\n}}\n"
+    )
+    module, _ = lower(text)
+    labels = [
+        str(op.attributes["rlx.kernel"]) for op in module.walk() if "rlx.kernel" in op.attributes
+    ]
+    assert sum("gemm pack A" in s for s in labels) == 2, labels  # f32 A, bf16 A
+    assert sum("gemm worker" in s for s in labels) == 3, labels  # plain, bias+gelu, bf16 out
+    refs = run(text, list(inputs))
+    got = Compiled(text)(inputs)
+    for r, g in zip(refs, got, strict=True):
+        rtol, atol = TOL["bf16" if r.dtype.itemsize == 2 else "f32"]
+        scale = max(1.0, float(np.abs(r.astype(np.float32)).max()))
+        np.testing.assert_allclose(
+            g.astype(np.float32), r.astype(np.float32), rtol=rtol, atol=atol * scale * 4
+        )

@@ -15,6 +15,11 @@
    last k-slice of a tile (still in L1) the epilogue maps every element
    `epilogue.fn(kb, value, out_index, operands) -> value` and the result is narrowed into
    `out` (bias, activation, residual, cast: whatever the callback computes).
+
+One GEMM (no output batch) with no epilogue or a `columns` one uses the shape-generic
+packing task and worker of `generic.py` (sizes read at run time: one kernel per tile,
+epilogue kind and element types, whatever the shapes); batched GEMMs and other epilogues
+the shape-specialised ones of `batched.py`. IR helpers: `ir.py`.
 """
 
 from __future__ import annotations
@@ -24,13 +29,10 @@ from dataclasses import dataclass, field, replace
 from math import prod
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     BFloat16Type,
     Float16Type,
     Float32Type,
-    IntegerAttr,
     MemRefType,
     NoneAttr,
     f32,
@@ -39,6 +41,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.gemm import generic
+from rlx.lowering.gemm.batched import pack_a, pack_split, worker_body
+from rlx.lowering.gemm.ir import attr_text, collapse1d, collapse2d, elem, flat_index, shape
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.packing import loader, pack, packed_type, panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
@@ -63,6 +68,10 @@ class Epilogue:
     """Extra buffers `fn` reads (in the worker, `fn` gets the worker's copies)."""
     key: str = ""
     """Identity of `fn` for kernel deduplication (e.g. the activation name)."""
+    columns: bool = False
+    """`fn` reads its operands (1-D, of length N) only at the output column `out_index[-1]`
+    and ignores the row (bias, activation): the worker can then be shape-generic
+    (`generic.py`); its operands reach `fn` collapsed to 1-D."""
 
 
 def _owner(kb: KernelBuilder) -> Kernels | None:
@@ -70,23 +79,6 @@ def _owner(kb: KernelBuilder) -> Kernels | None:
 
     owner = getattr(kb._globals, "__self__", None)  # the Kernels registry building this kernel
     return owner if isinstance(owner, Kernels) else None
-
-
-def shape(v: SSAValue) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, MemRefType)
-    return tuple(t.get_shape())
-
-
-def elem(v: SSAValue) -> Attribute:
-    t = v.type
-    assert isinstance(t, MemRefType)
-    return t.element_type
-
-
-def attr_text(t: Attribute) -> str:
-    """Printed type (part of a kernel's dedup key)."""
-    return str(t)
 
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
@@ -159,56 +151,6 @@ def _balanced(total: int, most: int) -> int:
     return panels(total, panels(total, most))
 
 
-def _unravel(kb: KernelBuilder, flat: SSAValue, dims: Sequence[int]) -> list[SSAValue]:
-    out: list[SSAValue] = []
-    for i, d in enumerate(dims):
-        inner = prod(dims[i + 1 :])
-        q = kb.idiv(flat, inner) if inner > 1 else flat
-        out.append(kb.v(_rem(q, kb.idx(d))) if i > 0 else q)
-    return out
-
-
-def _rem(a: SSAValue, b: SSAValue) -> object:
-    from xdsl.dialects import arith
-
-    return arith.RemUIOp(a, b)
-
-
-def _flat(kb: KernelBuilder, idx: Sequence[SSAValue], dims: Sequence[int]) -> SSAValue | int:
-    """Flat index of `idx` into a batch of shape `dims` (size-1 dims broadcast: 0)."""
-    off: SSAValue | int = 0
-    for i, (v, d) in enumerate(zip(idx, dims, strict=True)):
-        if d != 1:
-            off = kb.iadd(off, kb.imul(v, prod(dims[i + 1 :])))
-    return off
-
-
-def _collapse2d(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
-    s = shape(mem)
-    if len(s) == 2:
-        return mem
-    groups = ArrayAttr(
-        [
-            ArrayAttr([IntegerAttr(i, i64) for i in range(len(s) - 1)]),
-            ArrayAttr([IntegerAttr(len(s) - 1, i64)]),
-        ]
-    )
-    t = MemRefType(elem(mem), [prod(s[:-1]), s[-1]])
-    return kb.hoist(
-        memref.CollapseShapeOp.build(
-            operands=[mem], result_types=[t], properties={"reassociation": groups}
-        )
-    )
-
-
-def _addr(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
-    return kb.hoist(memref.ExtractAlignedPointerAsIndexOp.get(mem))
-
-
-def _bytes(kb: KernelBuilder, base: SSAValue, elems: SSAValue | int) -> SSAValue:
-    return kb.iadd(base, elems * 4 if isinstance(elems, int) else kb.imul(elems, 4))
-
-
 def emit_gemm(
     kb: KernelBuilder,
     a: SSAValue,
@@ -239,23 +181,34 @@ def emit_gemm(
         plan = _plan(tile, sa, sb, so)
     m, k, n = sa[-2], sa[-1], sb[-1]
     na, nbb = prod(plan.a_batch), prod(plan.b_batch)
+    # one GEMM (no output batch) with a column-only epilogue: shape-generic kernels
+    generic = not plan.out_batch and (epilogue is None or epilogue.columns)
 
     # 1. Pack A and B (per batch of each).
     ap = kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)
     bp = b if packed else kb.scratch(packed_type(nbb, n, k, tile.nr).get_shape(), f32)
     a_lead = sa[:-2] if plan.out_batch else []
     b_lead = sb[:-2] if plan.out_batch else []
-    a2 = a if plan.out_batch else _collapse2d(kb, a)
-    b2 = b if plan.out_batch or len(sb) == 2 or packed else _collapse2d(kb, b)
-    _pack_a(kb, kernels, a2, ap, a_lead, plan)
+    a2 = a if plan.out_batch else collapse2d(kb, a)
+    b2 = b if plan.out_batch or len(sb) == 2 or packed else collapse2d(kb, b)
+    if generic:
+        _generic_pack_a(kb, kernels, a, ap, plan)
+    else:
+        pack_a(kb, kernels, a2, ap, a_lead, plan)
     if not packed:
         with kb.nest(b_lead) as ivs:
-            pack(kb, bp, [_flat(kb, ivs, b_lead)], n, k, tile.nr, loader(b2, ivs, True))
+            pack(kb, bp, [flat_index(kb, ivs, b_lead)], n, k, tile.nr, loader(b2, ivs, True))
 
     # 2. The accumulator and the worker over C blocks.
     acc = out if isinstance(elem(out), Float32Type) else kb.scratch(so, f32)
-    acc2, out2 = _collapse2d(kb, acc), _collapse2d(kb, out)
+    acc2, out2 = collapse2d(kb, acc), collapse2d(kb, out)
     extras = list(epilogue.operands) if epilogue else []
+    if epilogue is not None and epilogue.columns:
+        extras = [collapse1d(kb, e) for e in extras]
+    macs = m * n * k * prod(so[:-2])
+    if generic:
+        _generic_worker(kb, kernels, plan, ap, bp, acc, out, extras, epilogue, macs)
+        return True
     args = [ap, bp, acc2] + ([out2] if acc is not out else []) + extras
     needs_epi = epilogue is not None or acc is not out
     types: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
@@ -264,210 +217,43 @@ def emit_gemm(
     ukernel = microkernel(kernels, tile)
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
-        _worker(wb, wargs, plan, ukernel, epilogue, acc is not out)
+        worker_body(wb, wargs, plan, ukernel, epilogue, acc is not out)
 
     worker = kernels.kernel(key, types, build, f"gemm worker {tile.name}", noalias=True)
     tasks = plan.tasks
     table = kb.table(list(range(tasks)), i64)
-    macs = m * n * k * prod(so[:-2])
     threads = 1 if macs < SERIAL_MACS else min(tasks, 64)
     kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
     return True
 
 
-PACK_TASK_ELEMENTS = 1 << 15
-"""Elements of A one packing task copies (about 128 KiB: worth a task of the pool)."""
-
-
-def _pack_a(
-    kb: KernelBuilder, kernels: Kernels, a: SSAValue, ap: SSAValue, lead: list[int], plan: _Plan
+def _generic_pack_a(
+    kb: KernelBuilder, kernels: Kernels, a: SSAValue, ap: SSAValue, plan: _Plan
 ) -> None:
-    """Pack A on the pool: task t packs `per` panels of one batch of A."""
+    """Pack the one A (no batch) with the shape-generic packing task (`generic.py`)."""
+    pm, per, tasks, threads = pack_split(plan)
+    worker = generic.pack_a_kernel(kernels, plan.tile, elem(a))
+    sizes = kb.table([plan.rows, plan.k, per, pm], i64)
+    args = [kb.table(list(range(tasks)), i64), sizes, generic.flat(kb, a), generic.flat(kb, ap)]
+    kb.add(ParallelCallOp(worker, args, tasks, [8, 0, 0, 0], threads))
+
+
+def _generic_worker(kb: KernelBuilder, kernels: Kernels, plan: _Plan, ap: SSAValue,
+                    bp: SSAValue, acc: SSAValue, out: SSAValue, extras: list[SSAValue],
+                    epilogue: Epilogue | None, macs: int) -> None:  # fmt: skip
+    """The C-block worker of one GEMM with its sizes in a table (`generic.py`)."""
     tile = plan.tile
-    pm = panels(plan.rows, tile.mr)
-    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * plan.k)))
-    chunks = panels(pm, per)
-    tasks = chunks * prod(lead)
-    types: list[Attribute] = [MemRefType(i64, [1]), a.type, ap.type]
-
-    def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
-        tid, src, dst = args
-        t = wb.convert(wb.load(tid, [0]), wb.idx(0).type)
-        c = wb.v(_rem(t, wb.idx(chunks)))
-        flat = wb.idiv(t, chunks)
-        ivs = _unravel(wb, flat, lead) if lead else []
-        p0 = wb.imul(c, per)
-        p1 = wb.imin(wb.iadd(p0, per), wb.idx(pm))
-        pack(wb, dst, [flat], plan.rows, plan.k, tile.mr, loader(src, ivs, False), p0, p1)
-
-    key = (
-        "gemm-pack-a",
-        plan.rows,
-        plan.k,
-        tile.mr,
-        per,
-        tuple(lead),
-        tuple(attr_text(t) for t in types),
-    )
-    worker = kernels.kernel(key, types, build, f"gemm pack A {tile.name}", noalias=True)
-    threads = (
-        1
-        if tasks == 1 or plan.rows * plan.k * prod(lead) < 2 * PACK_TASK_ELEMENTS
-        else min(tasks, 64)
-    )
-    table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, a, ap], tasks, [8, 0, 0], threads))
-
-
-def _worker(
-    kb: KernelBuilder,
-    wargs: list[SSAValue],
-    plan: _Plan,
-    ukernel: str,
-    epilogue: Epilogue | None,
-    separate_out: bool,
-) -> None:
-    tile = plan.tile
-    tid, ap, bp, acc = wargs[:4]
-    rest = wargs[4:]
-    out = rest.pop(0) if separate_out else acc
-    extras = rest
     pm, pn = panels(plan.rows, tile.mr), panels(plan.n, tile.nr)
-    blocks_m, blocks_n = panels(pm, plan.mb), panels(pn, plan.nb)
-    t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
-    jb = kb.v(_rem(t, kb.idx(blocks_n)))
-    rest_t = kb.idiv(t, blocks_n)
-    ib = kb.v(_rem(rest_t, kb.idx(blocks_m)))
-    ob = kb.idiv(rest_t, blocks_m)
-    ob_idx = _unravel(kb, ob, plan.out_batch) if plan.out_batch else []
-    a_base = kb.iadd(
-        _addr(kb, ap), kb.imul(kb.idx(_flat(kb, ob_idx, plan.a_batch)), pm * plan.k * tile.mr * 4)
-    )
-    b_base = kb.iadd(
-        _addr(kb, bp), kb.imul(kb.idx(_flat(kb, ob_idx, plan.b_batch)), pn * plan.k * tile.nr * 4)
-    )
-    c_rows = kb.imul(ob, plan.rows)  # first row of this batch in the 2-D accumulator
-    c_base = _addr(kb, acc)
-    ip0 = kb.imul(ib, plan.mb)
-    ip1 = kb.imin(kb.iadd(ip0, plan.mb), kb.idx(pm))
-    jp0 = kb.imul(jb, plan.nb)
-    jp1 = kb.imin(kb.iadd(jp0, plan.nb), kb.idx(pn))
-    buf = kb.scratch([tile.mr, tile.nr], f32)
-    buf_addr = _addr(kb, buf)
+    bm, bn = panels(pm, plan.mb), panels(pn, plan.nb)
     nk = panels(plan.k, plan.kc)
-
-    def tiles(k0: SSAValue, kcur: SSAValue, accumulate: SSAValue, last: SSAValue | None) -> None:
-        with kb.loop(jp1, jp0) as jp, kb.loop(ip1, ip0) as ip:
-            i0 = kb.imul(ip, tile.mr)
-            j0 = kb.imul(jp, tile.nr)
-            rows = kb.imin(kb.idx(tile.mr), kb.subi(kb.idx(plan.rows), i0))
-            cols = kb.imin(kb.idx(tile.nr), kb.subi(kb.idx(plan.n), j0))
-            a_addr = _bytes(
-                kb, a_base, kb.iadd(kb.imul(ip, plan.k * tile.mr), kb.imul(k0, tile.mr))
-            )
-            b_addr = _bytes(
-                kb, b_base, kb.iadd(kb.imul(jp, plan.k * tile.nr), kb.imul(k0, tile.nr))
-            )
-            r0 = kb.iadd(c_rows, i0)
-            c_addr = _bytes(kb, c_base, kb.iadd(kb.imul(r0, plan.n), j0))
-            full = kb.v(
-                _and(kb.cmpi("eq", rows, kb.idx(tile.mr)), kb.cmpi("eq", cols, kb.idx(tile.nr)))
-            )
-            _if_else(
-                kb,
-                full,
-                lambda: kb.add(
-                    func.CallOp(
-                        ukernel, [kcur, a_addr, b_addr, c_addr, kb.idx(plan.n), accumulate], []
-                    )
-                ),
-                lambda: _edge(
-                    kb,
-                    ukernel,
-                    acc,
-                    buf,
-                    buf_addr,
-                    r0,
-                    j0,
-                    rows,
-                    cols,
-                    kcur,
-                    a_addr,
-                    b_addr,
-                    accumulate,
-                    tile,
-                ),
-            )
-            if last is not None and (epilogue is not None or separate_out):
-                _if(
-                    kb,
-                    last,
-                    lambda: _epilogue(kb, epilogue, acc, out, extras, r0, j0, rows, cols, plan),
-                )
-
-    # One body for every k-slice (the epilogue under "last slice"): half the code for LLVM.
-    index = kb.idx(0).type
-    with kb.loop(nk) as p:
-        k0 = kb.imul(p, plan.kc)
-        kcur = kb.imin(kb.idx(plan.kc), kb.subi(kb.idx(plan.k), k0))
-        flag = kb.convert(kb.cmpi("ne", p, kb.idx(0)), index, signed=False)
-        tiles(k0, kcur, flag, kb.cmpi("eq", p, kb.idx(nk - 1)))
-
-
-def _if(kb: KernelBuilder, cond: SSAValue, then: Callable[[], object]) -> None:
-    from xdsl.dialects import scf
-    from xdsl.ir import Block, Region
-
-    blk = Block()
-    with kb.at(blk):
-        then()
-        kb.add(scf.YieldOp())
-    kb.add(scf.IfOp(cond, [], Region(blk)))
-
-
-def _and(x: SSAValue, y: SSAValue) -> object:
-    from xdsl.dialects import arith
-
-    return arith.AndIOp(x, y)
-
-
-def _if_else(
-    kb: KernelBuilder, cond: SSAValue, then: Callable[[], object], other: Callable[[], object]
-) -> None:
-    from xdsl.dialects import scf
-    from xdsl.ir import Block, Region
-
-    tb, eb = Block(), Block()
-    with kb.at(tb):
-        then()
-        kb.add(scf.YieldOp())
-    with kb.at(eb):
-        other()
-        kb.add(scf.YieldOp())
-    kb.add(scf.IfOp(cond, [], Region(tb), Region(eb)))
-
-
-def _edge(kb: KernelBuilder, ukernel: str, acc: SSAValue, buf: SSAValue, buf_addr: SSAValue,
-          r0: SSAValue, j0: SSAValue, rows: SSAValue, cols: SSAValue, kcur: SSAValue,
-          a_addr: SSAValue, b_addr: SSAValue, accumulate: SSAValue, tile: Tile) -> None:  # fmt: skip
-    """A partial tile: through the `mr x nr` buffer, copying only its valid part."""
-    with kb.loop(rows) as r, kb.loop(cols) as c:
-        kb.store(kb.load(acc, [kb.iadd(r0, r), kb.iadd(j0, c)]), buf, [r, c])
-    kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, buf_addr, kb.idx(tile.nr), accumulate], []))
-    with kb.loop(rows) as r, kb.loop(cols) as c:
-        kb.store(kb.load(buf, [r, c]), acc, [kb.iadd(r0, r), kb.iadd(j0, c)])
-
-
-def _epilogue(kb: KernelBuilder, epilogue: Epilogue | None, acc: SSAValue, out: SSAValue,
-              extras: list[SSAValue], r0: SSAValue, j0: SSAValue, rows: SSAValue,
-              cols: SSAValue, plan: _Plan) -> None:  # fmt: skip
-    """out[tile] = narrow(fn(acc[tile])) with the output's full index given to `fn`."""
-    with kb.loop(rows) as r:
-        row = kb.iadd(r0, r)
-        lead = _unravel(kb, row, plan.lead_dims) if epilogue is not None else []
-        with kb.loop(cols) as c:
-            col = kb.iadd(j0, c)
-            v = kb.load(acc, [row, col])
-            if epilogue is not None:
-                v = epilogue.fn(kb, v, [*lead, col], extras)
-            kb.store_c(v, out, [row, col])
+    sizes = [plan.rows, plan.n, plan.k, plan.kc, nk, pm, pn, plan.mb, plan.nb, bm, bn]
+    assert len(sizes) == len(generic.WORKER_SIZES)
+    ukernel = microkernel(kernels, tile)
+    worker = generic.worker_kernel(
+        kernels, tile, ukernel, epilogue, elem(out), [elem(e) for e in extras]
+    )
+    bufs = [ap, bp, acc] + ([out] if acc is not out else []) + extras
+    args = [kb.table(list(range(plan.tasks)), i64), kb.table(sizes, i64)]
+    args += [generic.flat(kb, v) for v in bufs]
+    threads = 1 if macs < SERIAL_MACS else min(plan.tasks, 64)
+    kb.add(ParallelCallOp(worker, args, plan.tasks, [8] + [0] * (len(args) - 1), threads))

@@ -350,6 +350,14 @@ def _bias_epilogue(bias: SSAValue, out_shape: Sequence[int], act: str) -> Epilog
     """acc + bias (NumPy-broadcast to the output), then the activation."""
     bs = shape(bias)
     off = len(out_shape) - len(bs)
+    if all(d == 1 for d in bs[:-1]) and bs[-1] == out_shape[-1]:
+        # a per-column bias: the GEMM passes it as [N] (shape-generic worker)
+        def col(
+            kb: KernelBuilder, v: SSAValue, idx: list[SSAValue], ops: list[SSAValue]
+        ) -> SSAValue:
+            return activation(kb, act, kb.addf(v, kb.load_c(ops[0], [idx[-1]])))
+
+        return Epilogue(col, [bias], f"bias[N]+{act}", columns=True)
 
     def fn(kb: KernelBuilder, v: SSAValue, idx: list[SSAValue], ops: list[SSAValue]) -> SSAValue:
         bidx = [kb.idx(0) if d == 1 else idx[off + i] for i, d in enumerate(bs)]
@@ -454,7 +462,7 @@ def emit_packed_matmul(
     act = _activation(op)
     epi = _bias_epilogue(bias, shape(out), act) if bias is not None else None
     if epi is None and act != "none":
-        epi = Epilogue(lambda kb_, v, _i, _o: activation(kb_, act, v), [], act)
+        epi = Epilogue(lambda kb_, v, _i, _o: activation(kb_, act, v), [], act, columns=True)
     if emit_gemm(kb, x, wp, out, epi, packed=True):
         _record(kb, "generated")
         return

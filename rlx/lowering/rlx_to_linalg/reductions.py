@@ -1,6 +1,10 @@
 """Reductions: reduce, softmax (max; exp written once with the row sums; scale by 1/sum),
-cumsum (a loop nest
-with a carry row so the innermost loop stays unit-stride).
+cumsum (a loop nest with a carry row so the innermost loop stays unit-stride).
+
+Softmax's row max ignores NaN (`maxnumf`, which LLVM vectorizes; `maximumf`'s NaN
+propagation costs 6 instructions per vector): a NaN in the row still makes `exp(x - max)`
+and so the row sum and every output NaN, as in the reference. Its f32 exp is
+`fast_exp.exp_nonpositive` (the argument `x - max` is <= 0).
 
 The iteration space is the input's dims in their order, so a last-axis reduction has the
 reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
@@ -16,7 +20,7 @@ from math import prod
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerType, f64, i64
+from xdsl.dialects.builtin import IntegerType, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx import errors
@@ -25,6 +29,7 @@ from rlx.dialects.rlx.base import (
     normalize_axis,
 )
 from rlx.dialects.rlx.compute import CumsumOp, ReduceOp, SoftmaxOp
+from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -138,11 +143,12 @@ def emit_softmax(
     idm, rmap = identity(n), amap(n, [dim(i) for i in range(n) if i != ax])
     iters = [REDUCTION if i == ax else PARALLEL for i in range(n)]
     kb.fill(m, float("-inf"))
-    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.maxf(mv, v)])
+    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.bin(arith.MaxnumfOp, mv, v)])
     kb.fill(s, 0.0)
 
     def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
-        return kb.unary(mathd.ExpOp, kb.subf(v, mv))
+        d = kb.subf(v, mv)
+        return exp_nonpositive(kb, d) if ct == f32 else kb.unary(mathd.ExpOp, d)
 
     if elem(outs[0]) == ct:
         # exp once: write e = exp(x - max) while summing, then scale rows by 1 / sum.

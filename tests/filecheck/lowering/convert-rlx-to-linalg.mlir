@@ -131,3 +131,28 @@ func.func @consts(%x: tensor<2x2xf32>) -> tensor<4xf32> {
 // CHECK:       func.func private @[[FILL]](%{{.*}}: memref<4xf32>) attributes {rlx.kernel = "rlx.constant"}
 // CHECK:         linalg.fill
 
+
+// -----
+
+// Softmax: a NaN-ignoring row max (maxnumf: LLVM vectorizes it; a NaN still reaches the
+// sum through exp), then exp(x - max) written once with the row sums by the inline
+// non-positive exp (no math.exp: bit-built 2^n, x < -87 selected to exactly 0), then
+// the scale by 1 / sum.
+
+func.func @softmax(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
+  %s = rlx.softmax %x {axis = -1 : i64} : (tensor<3x7xf32>) -> tensor<3x7xf32>
+  func.return %s : tensor<3x7xf32>
+}
+
+// CHECK-LABEL: func.func private @{{.*}} attributes {rlx.kernel = "rlx.softmax"}
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.maxnumf
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-NOT:       math.exp
+// CHECK:           arith.shli
+// CHECK:           arith.bitcast {{.*}} : i32 to f32
+// CHECK:           arith.cmpf olt, {{.*}}, %{{.*}} : f32
+// CHECK:           arith.select
+// CHECK:           linalg.yield
+// CHECK:         arith.divf
+// CHECK:         arith.mulf
