@@ -47,32 +47,46 @@ def test_wrapper_is_published_where_openblas_has_local_threads() -> None:
     assert blas._ENGINES, "rlx_blas_sgemm should be the thread-limiting wrapper"
 
 
-def test_wrapper_ir_limits_only_small_gemms() -> None:
-    """The wrapper template itself, JIT-compiled against recording stand-ins for the GEMM
-    and `openblas_set_num_threads_local`: below THREADED_MACS it sets one thread, calls the
-    GEMM, and restores the previous count; at or above it only calls the GEMM."""
+def test_wrapper_ir_runs_every_gemm_on_one_openblas_thread() -> None:
+    """The wrapper template, JIT-compiled against recording stand-ins for the GEMM,
+    `openblas_set_num_threads_local` and the pool's `rlx_parallel_for` (run serially here):
+    below THREADED_MACS it sets one thread, calls the GEMM and restores the count; at or
+    above it the pool's tasks each do so on a block of C's larger dimension, and the blocks
+    (multiples of 16, at most SPLIT_TASKS) cover it exactly once."""
     import llvmlite.binding as llvm
 
     from rlx.runtime.jit import _initialise, _target_machine
 
-    calls: list[tuple[str, int]] = []
+    calls: list[tuple[str, int, int]] = []
     set_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
     gemm_t = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
+    task_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    pfor_t = ctypes.CFUNCTYPE(
+        None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64
+    )
 
     def set_local(n: int) -> int:
-        calls.append(("set", n))
+        calls.append(("set", n, 0))
         return 7 if n == 1 else 1  # "previous" count
 
-    def gemm(*_args: object) -> None:
-        calls.append(("gemm", 0))
+    def gemm(*args: int | None) -> None:
+        m, n = (ctypes.c_int.from_address(args[i]).value for i in (2, 3))  # type: ignore[arg-type]
+        calls.append(("gemm", m, n))
 
-    set_cb, gemm_cb = set_t(set_local), gemm_t(gemm)
-    llvm.add_symbol("test_blas_set_local", ctypes.cast(set_cb, ctypes.c_void_p).value)
-    llvm.add_symbol("rlx_blas_testgemm_impl", ctypes.cast(gemm_cb, ctypes.c_void_p).value)
-    ir = "declare i32 @test_blas_set_local(i32)\n" + blas._WRAPPER_IR.replace(
-        "@T@", "test"
-    ).replace("@THRESHOLD@", str(blas.THREADED_MACS)).replace(
-        "rlx_openblas_set_num_threads_local", "test_blas_set_local"
+    def pfor(task: int, ctx: int, tasks: int, _max: int) -> None:
+        run_task = task_t(task)
+        for t in range(tasks):
+            run_task(ctx, t, t + 1)
+
+    cbs = (set_t(set_local), gemm_t(gemm), pfor_t(pfor))
+    for name, cb in zip(
+        ("test_blas_set_local", "rlx_blas_sgemm_impl", "test_parallel_for"), cbs, strict=True
+    ):
+        llvm.add_symbol(name, ctypes.cast(cb, ctypes.c_void_p).value)
+    ir = blas._wrappers_ir(["s"])
+    ir = ir.replace("rlx_openblas_set_num_threads_local", "test_blas_set_local")
+    ir = ir.replace("rlx_parallel_for", "test_parallel_for").replace(
+        "@rlx_blas_sgemm(", "@test_sgemm("
     )
     _initialise()
     mod = llvm.parse_assembly(ir)
@@ -80,19 +94,32 @@ def test_wrapper_ir_limits_only_small_gemms() -> None:
     tm = _target_machine(0, llvm.get_host_cpu_name(), "", True)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
-    wrapper = gemm_t(engine.get_function_address("rlx_blas_testgemm"))
+    wrapper = gemm_t(engine.get_function_address("test_sgemm"))
+    no = ctypes.c_char(b"N")
 
-    def run(m: int, n: int, k: int) -> list[tuple[str, int]]:
+    def run(m: int, n: int, k: int) -> list[tuple[str, int, int]]:
         calls.clear()
-        dims = [ctypes.c_int(v) for v in (m, n, k)]
-        args: list[int | None] = [None] * 13
-        for i, d in zip((2, 3, 4), dims, strict=True):
+        ints = [ctypes.c_int(v) for v in (m, n, k, m, k, m)]  # m, n, k, lda, ldb, ldc
+        args: list[int | None] = [ctypes.addressof(no), ctypes.addressof(no)] + [None] * 11
+        for i, d in zip((2, 3, 4, 7, 9, 12), ints, strict=True):
             args[i] = ctypes.addressof(d)
         wrapper(*args)
         return list(calls)
 
-    side = round(blas.THREADED_MACS ** (1 / 3))
-    assert run(8, 8, 8) == [("set", 1), ("gemm", 0), ("set", 7)]
-    assert run(side * 2, side, side) == [("gemm", 0)]
-    assert run(blas.THREADED_MACS, 1, 1) == [("gemm", 0)]  # exactly the threshold: threaded
-    assert run(blas.THREADED_MACS - 1, 1, 1)[0] == ("set", 1)
+    assert run(8, 8, 8) == [("set", 1, 0), ("gemm", 8, 8), ("set", 7, 0)]
+    assert run(blas.THREADED_MACS - 1, 1, 1) == [
+        ("set", 1, 0),
+        ("gemm", blas.THREADED_MACS - 1, 1),
+        ("set", 7, 0),
+    ]
+    for m, n in ((4096, 64), (64, 4096), (1000, 999)):
+        k = -(-blas.THREADED_MACS // (m * n))  # at least the threshold
+        got = run(m, n, k)
+        gemms = [c for c in got if c[0] == "gemm"]
+        sets = [c for c in got if c[0] == "set"]
+        assert len(sets) == 2 * len(gemms) and all(c[1] in (1, 7) for c in sets)
+        assert 1 < len(gemms) <= blas.SPLIT_TASKS
+        split = 1 if m > n else 2  # the larger dimension is cut, the other stays whole
+        assert all(g[3 - split] == (n if split == 1 else m) for g in gemms)
+        sizes = [g[split] for g in gemms]
+        assert sum(sizes) == max(m, n) and all(s % 16 == 0 for s in sizes[:-1])
