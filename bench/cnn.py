@@ -14,8 +14,9 @@ convolutions itself (as onnxruntime and OpenVINO would); `--keep-bn` exports wit
 does the folding. RLX imports the file with `rlx.frontends.onnx.import_model`, compiles it
 cold (an empty compile cache directory and memory cache) with the initializers as params
 and `cache_param_invariant=True`, then sets them (`set_params` runs the weight-only work,
-e.g. folded batch norms, once, as the peers do at session creation): the "compile" column
-is both; "import" is the ONNX import alone. (Binding the initializers as constants,
+e.g. folded batch norms, once, as the peers do at session creation): "compile" is
+`rlx.compile` alone, "params" is `set_params` plus the first run (which computes
+`@prepare`), "import" is the ONNX import. (Binding the initializers as constants,
 `param_bindings`, compiles far slower: resnet18 9.5 s instead of 1.6 s.) Every output is
 compared with onnxruntime's (cosine similarity). Peers: onnxruntime (ORT_ENABLE_ALL),
 OpenVINO (CPU plugin, LATENCY hint, f32 inference precision) and torch (eager, no_grad,
@@ -40,7 +41,7 @@ from typing import Any
 if __name__ == "__main__" and "--threads" in sys.argv[:-1]:  # before numpy / BLAS load
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
-from common import THREADS, arg_parser, machine, median_s, reps_of  # noqa: E402
+from common import THREADS, arg_parser, machine, reps_of  # noqa: E402
 
 import numpy as np  # noqa: E402  isort: skip
 
@@ -130,9 +131,9 @@ def torch_runner(model: Any, x: np.ndarray) -> Runner:
     return run
 
 
-def rlx_compile(path: Path, x: np.ndarray) -> tuple[Runner, float, float]:
-    """Import and compile cold (empty cache directory and memory cache); (runner, import
-    seconds, compile seconds)."""
+def rlx_compile(path: Path, x: np.ndarray) -> tuple[Runner, float, float, float]:
+    """Import and compile cold (empty cache directory and memory cache), set the params;
+    (runner, import, compile and set_params seconds)."""
     import onnx
 
     import rlx
@@ -148,15 +149,29 @@ def rlx_compile(path: Path, x: np.ndarray) -> tuple[Runner, float, float]:
         module, params = import_model(onnx.load(str(path)))
         t1 = time.perf_counter()
         c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=True))
-        c.set_params(params)
         t2 = time.perf_counter()
+        c.set_params(params)
+        c.run(x=x)  # the first run computes @prepare
+        t3 = time.perf_counter()
     finally:
         shutil.rmtree(cold, ignore_errors=True)
         if old is None:
             os.environ.pop("RLX_CACHE_DIR", None)
         else:
             os.environ["RLX_CACHE_DIR"] = old
-    return (lambda: c.run(x=x)[0]), t1 - t0, t2 - t1
+    return (lambda: c.run(x=x)[0]), t1 - t0, t2 - t1, t3 - t2
+
+
+def timed(fn: Runner, reps: int) -> tuple[float, float]:
+    """(median, fastest) milliseconds of `reps` runs after a warm-up (a shared machine's
+    load shows as median >> fastest)."""
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)) * 1e3, min(ts) * 1e3
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -167,7 +182,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 HEADER = (
     f"{'cnn (batch 1, 224x224)':24} {'rlx ms':>8} "
     + " ".join(f"{p + ' ms':>14}" for p in PEERS)
-    + f" {'rlx/best':>8} {'import s':>8} {'compile s':>9}  cosine vs ort (rlx, ov, torch)"
+    + f" {'rlx/best':>8} {'import s':>8} {'compile s':>9} {'params s':>8}"
+    + "  cosine vs ort (rlx, ov, torch)"
 )
 
 
@@ -192,7 +208,7 @@ def cnn_rows(
         for name in models:
             path = tmp / f"{name}.onnx"
             model, x = export(name, path, keep_bn)
-            rlx_run, t_import, t_compile = rlx_compile(path, x)
+            rlx_run, t_import, t_compile, t_params = rlx_compile(path, x)
             runners: dict[str, Runner | None] = {
                 "rlx": rlx_run,
                 "onnxruntime": ort_runner(path, x),
@@ -201,21 +217,21 @@ def cnn_rows(
             }
             outs = {k: fn() for k, fn in runners.items() if fn is not None}
             ref = outs.get("onnxruntime", outs["torch"])
-            ms = {
-                k: (median_s(fn, reps) * 1e3 if fn is not None else None)
-                for k, fn in runners.items()
-            }
+            ms, fastest = {}, {}
+            for k, fn in runners.items():
+                ms[k], fastest[k] = timed(fn, reps) if fn is not None else (None, None)
             cos = {k: cosine(v, ref) for k, v in outs.items()}
             best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
             ratio = ms["rlx"] / best  # type: ignore[operator]
-            rows.append({"model": name, "ms": ms, "cosine_vs_ort": cos, "ratio_to_best_peer": ratio,
-                         "import_s": t_import, "compile_cold_s": t_compile, "keep_bn": keep_bn})  # fmt: skip
+            rows.append({"model": name, "ms": ms, "cosine_vs_ort": cos, "ratio_to_best_peer": ratio, "min_ms": fastest,
+                         "import_s": t_import, "compile_cold_s": t_compile,
+                         "set_params_first_run_s": t_params, "keep_bn": keep_bn})  # fmt: skip
             cells = " ".join(f"{ms[p]:14.2f}" if ms[p] is not None else f"{'-':>14}" for p in PEERS)
             coss = ", ".join(
                 f"{cos[k]:.6f}" if k in cos else "-" for k in ("rlx", "openvino", "torch")
             )
             print(
-                f"{name:24} {ms['rlx']:8.2f} {cells} {ratio:8.2f} {t_import:8.2f} {t_compile:9.2f}  {coss}",
+                f"{name:24} {ms['rlx']:8.2f} {cells} {ratio:8.2f} {t_import:8.2f} {t_compile:9.2f} {t_params:8.2f}  {coss}",
                 flush=True,
             )
     finally:
