@@ -103,3 +103,49 @@ def test_constant_folding_off_keeps_the_batch_norm() -> None:
     c = rlx.compile(module, rlx.CompileOptions(constant_folding=False, param_bindings=params))
     assert "no fold-batch-norm pass needed" in str(c.pipeline_report())
     assert _err(c.run(x=x)[0], run(module, {"x": x}, params)[0]) < 1e-4
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_onnx_conv_batch_norm_is_folded(bound: bool) -> None:
+    """An ONNX Conv (grouped, strided, padded) + BatchNormalization + Relu, imported and
+    compiled with the default pipeline: no batch-norm op is left in @main and the output
+    matches onnx.reference."""
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    from rlx.frontends.onnx import import_model
+
+    r = np.random.default_rng(5)
+    inits = {
+        "w": r.standard_normal((6, 2, 3, 3)),
+        "b": r.standard_normal(6),
+        "g": r.uniform(0.5, 1.5, 6),
+        "be": r.standard_normal(6),
+        "m": r.standard_normal(6),
+        "v": r.uniform(0.5, 2.0, 6),
+    }
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w", "b"], ["c"], group=2, strides=[2, 1], pads=[1, 0, 1, 2]
+        ),
+        helper.make_node("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"], epsilon=1e-3),
+        helper.make_node("Relu", ["n"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 9, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = r.standard_normal((2, 4, 9, 7)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    module, params = import_model(model)
+    if bound:
+        c = rlx.compile(module, rlx.CompileOptions(param_bindings=params))
+    else:
+        c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=True))
+        c.set_params(params)
+    text = c.ir("rlx")
+    main = text[text.index("func.func @main") :]
+    assert "rlx.sub" not in main and "rlx.rsqrt" not in main and 'activation = "relu"' in main
+    assert _err(c.run(x=x)[0], want) < 1e-5
