@@ -23,16 +23,18 @@ The new weight and bias expressions are rlx ops on the old operands, so a later
 `fold-constants` (default on) those reading only constants are evaluated at once (the
 reference semantics of `constant-folding`, whatever their size: the folded weights
 replace the old ones). Exactness: `conv(x, w·s)` rounds differently from `conv(x, w)·s`
-(the multiplier moves inside the sum), about one unit in the last place per product
-relative to the sum of |terms|; the pass declares the default equivalence tolerance
-(1e-4, relative to the output's magnitude). Bit-exact only when every multiplier is a
-power of two.
+(the multiplier moves inside the sum): f32 outputs move by ~2e-7 of their magnitude; f16 /
+bf16 convolutions store the folded weights in their own type, one more rounding per weight
+(measured 9e-4 / 5.5e-3). Hence `equivalence_tolerance` 2e-2 (relative to the output's
+magnitude; the f32 tests check 1e-4). Bit-exact only when every multiplier is a power of
+two.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -191,6 +193,7 @@ class FoldBatchNorm(ModulePass):
     """
 
     name = "fold-batch-norm"
+    equivalence_tolerance: ClassVar[float] = 2e-2  # bf16: the folded weight's rounding
 
     fold_constants: bool = True
     """evaluate the new weight / bias expressions that read only constants"""
