@@ -2,7 +2,7 @@
 RLX against onnxruntime, OpenVINO and torch in one run.
 
     python bench/cnn.py [--threads 2] [--reps 20] [--models resnet18,...] [--keep-bn]
-                        [--json PATH]
+                        [--openblas-threads N] [--json PATH]
 
 `bench/peers.py` runs these rows after its own (`--no-cnn` skips them). Each model is
 built by the installed torchvision with random weights and randomized batch-norm
@@ -22,8 +22,10 @@ compared with onnxruntime's (cosine similarity). Peers: onnxruntime (ORT_ENABLE_
 OpenVINO (CPU plugin, LATENCY hint, f32 inference precision) and torch (eager, no_grad,
 `torch.set_num_threads`); a missing peer prints one skip line and an empty column, and
 without torch / torchvision the CNN rows are one skip line. Times are medians of `--reps`
-runs after a warm-up. torch, torchvision, onnxruntime and OpenVINO are bench-only
-dependencies.
+runs after a warm-up. `--openblas-threads N` caps OpenBLAS (RLX's convolutions are im2col
++ OpenBLAS GEMMs) at N threads for RLX's runs (threadpoolctl), independently of `--threads`
+(RLX's own pool and the peers): OpenBLAS's workers and RLX's pool share the cores. torch,
+torchvision, onnxruntime and OpenVINO are bench-only dependencies.
 """
 
 from __future__ import annotations
@@ -162,6 +164,21 @@ def rlx_compile(path: Path, x: np.ndarray) -> tuple[Runner, float, float, float]
     return (lambda: c.run(x=x)[0]), t1 - t0, t2 - t1, t3 - t2
 
 
+def with_openblas_threads(fn: Runner, n: int) -> Runner:
+    """`fn` run with OpenBLAS capped at `n` threads (0: unchanged)."""
+    if not n:
+        return fn
+    from threadpoolctl import ThreadpoolController
+
+    openblas = ThreadpoolController().select(internal_api="openblas")  # not torch's MKL
+
+    def run() -> np.ndarray:
+        with openblas.limit(limits=n):
+            return fn()
+
+    return run
+
+
 def timed(fn: Runner, reps: int) -> tuple[float, float]:
     """(median, fastest) milliseconds of `reps` runs after a warm-up (a shared machine's
     load shows as median >> fastest)."""
@@ -188,7 +205,7 @@ HEADER = (
 
 
 def cnn_rows(
-    reps: int, models: tuple[str, ...] = MODELS, keep_bn: bool = False
+    reps: int, models: tuple[str, ...] = MODELS, keep_bn: bool = False, openblas_threads: int = 0
 ) -> list[dict[str, Any]]:
     """Export, compile and time each model; prints one line per model and returns the rows
     (an empty list, after one skip line, without torch / torchvision)."""
@@ -210,7 +227,7 @@ def cnn_rows(
             model, x = export(name, path, keep_bn)
             rlx_run, t_import, t_compile, t_params = rlx_compile(path, x)
             runners: dict[str, Runner | None] = {
-                "rlx": rlx_run,
+                "rlx": with_openblas_threads(rlx_run, openblas_threads),
                 "onnxruntime": ort_runner(path, x),
                 "openvino": ov_runner(path, x),
                 "torch": torch_runner(model, x),
@@ -244,11 +261,14 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--keep-bn", action="store_true",
                     help="export with BatchNormalization nodes (RLX's fold-batch-norm folds them)")  # fmt: skip
+    ap.add_argument("--openblas-threads", type=int, default=0,
+                    help="cap OpenBLAS at N threads in RLX's runs (0: as --threads)")  # fmt: skip
     ap.add_argument("--json", default=str(Path(__file__).with_name("cnn.json")))
     args = ap.parse_args()
     info = machine()
-    print(info)
-    rows = cnn_rows(reps_of(args), tuple(m for m in args.models.split(",") if m), args.keep_bn)
+    print(info | {"openblas_threads_rlx": args.openblas_threads or "as --threads"})
+    models = tuple(m for m in args.models.split(",") if m)
+    rows = cnn_rows(reps_of(args), models, args.keep_bn, args.openblas_threads)
     Path(args.json).write_text(json.dumps({"machine": info, "rows": rows}, indent=1))
     print(f"wrote {args.json}")
 
