@@ -2,8 +2,8 @@
 
 For each (image, channel, output row) the kernel accumulates the whole output row: for each
 window row `ih` (clamped to the input) and kernel column `kj`, the output columns whose
-window reads inside the input at that tap are the range [lo, hi) of `conv.tap_range`
-(computed once per `kj`), so the innermost loop `row[j] = row[j] (max|+) x[ih, j*sw + kj -
+window reads inside the input at that tap are the range [lo, hi) of `tap_range` (computed
+once per `kj`), so the innermost loop `row[j] = row[j] (max|+) x[ih, j*sw + kj -
 pl]` has no bounds checks or selects: unit stride in the row, stride `sw` in the input, and
 LLVM vectorizes it (max is exact in any order; the average's sum is the reference's sum
 of the same elements in another order). Padding is never read: max pads with -inf (the
@@ -26,7 +26,6 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Pool2dOp
-from rlx.lowering.rlx_to_linalg.conv import tap_range
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
@@ -36,6 +35,19 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     is_float_t,
     shape,
 )
+
+
+def tap_range(
+    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
+) -> tuple[SSAValue, SSAValue]:
+    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi) (unsigned
+    divisions of non-negative numerators; the direct convolution uses the same range)."""
+    zero = kb.idx(0)
+    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
+    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
+    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
+    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
+    return lo, hi
 
 
 def emit_pool2d(
