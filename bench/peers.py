@@ -20,7 +20,9 @@ RLX / best peer (< 1: RLX faster) and each one's max |error| against NumPy; writ
 everything to bench/peers.json (gitignored). Also times the encoder layer's compile: cold
 (empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime,
 OpenVINO, torch and RLX's pool at N threads (default: each library's own default);
-`--only matmul,mlp` runs only the workloads whose names start so.
+`--only matmul,mlp` runs only the workloads whose names start so. The CNN rows of
+bench/cnn.py (resnet18, mobilenet_v2, efficientnet_b0 exported from torchvision) follow the
+transformer rows (`--no-cnn` skips them; `--only cnn` runs only them).
 """
 
 from __future__ import annotations
@@ -296,6 +298,7 @@ def main() -> None:
                     help="RLX_BLAS=0: RLX's matmuls on the generated GEMM, OpenBLAS off")  # fmt: skip
     ap.add_argument("--only", default="",
                     help="comma-separated workload name prefixes, e.g. matmul,mlp,encoder")  # fmt: skip
+    ap.add_argument("--no-cnn", action="store_true", help="skip the CNN rows (bench/cnn.py)")
     args = ap.parse_args()
     reps = reps_of(args)
     info = machine() | {"rlx_gemm": "generated (RLX_BLAS=0)" if args.generated else "default"}
@@ -356,9 +359,10 @@ def main() -> None:
             f"{ct['encoder_disk_hit_s'] * 1e3:.1f} ms, memory hit "
             f"{ct['encoder_memory_hit_s'] * 1e3:.1f} ms"
         )
-    Path(args.json).write_text(
-        json.dumps({"machine": info, "quick": args.quick, "rows": rows, "compile": ct}, indent=1)
-    )
+    cnn = [] if args.no_cnn or (only and "cnn" not in only) else __import__("cnn").cnn_rows(reps)
+    Path(args.json).write_text(json.dumps(
+        {"machine": info, "quick": args.quick, "rows": rows, "compile": ct, "cnn": cnn}, indent=1
+    ))  # fmt: skip
     print(f"wrote {args.json}")
 
 

@@ -7,7 +7,7 @@ names that may implement each stage (the first registered one wins). `build_plan
 options into the ordered pass list plus a per-field report.
 
 Order: scaled-quant -> bind-params -> bind-quant-params -> bind-dims -> canonicalize -> dce ->
-constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
+fold-batch-norm -> constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
 scan-unroll -> precision -> pack-weights -> rng | convert-rlx-to-linalg -> plan-memory -> split-graph |
 LOOPS_TO_LLVM.
 Scaled quantization comes first so hoisting and folding see the weight-side quantization;
@@ -60,6 +60,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("bind-dims"),
     Stage("canonicalize"),
     Stage("dce"),
+    Stage("fold-batch-norm"),
     Stage("constant-folding"),
     Stage("hoist-param-invariant"),
     Stage("fusion"),
@@ -155,6 +156,8 @@ ROWS: tuple[Row, ...] = (
     Row(None, "canonicalize", lambda o: o.dce, note="also removes dead ops, so it runs only with dce on"),
     Row("dce", "dce", lambda o: o.dce),
     Row("constant_folding", "constant-folding", lambda o: o.constant_folding),
+    Row("constant_folding", "fold-batch-norm", lambda o: o.constant_folding,
+        note="per-channel affine after conv2d folded into its weights (f32: ~2e-7 relative)"),
     Row("fusion_target", "fusion", _on_cpu, _fusion, note="None means the device's target: cpu"),
     Row("fusion_opts", "fusion", _on_cpu, _fusion_opts),
     Row("assert_fusion_clean", "fusion", lambda o: o.assert_fusion_clean(), lambda o, w: {"assert_clean": True}),

@@ -78,6 +78,7 @@ PASSES: dict[str, dict[str, Any]] = {
     'eqsat-serialize-egraph': {'summary': '(no description; defined in xdsl.transforms.eqsat_serialize_egraph)', 'options': []},
     'expand-math-to-polynomials': {'summary': 'This pass expands `math` operations to a polynomial expansion using the Taylor series.', 'options': [{'name': 'terms', 'type': 'int | None', 'default': 'None', 'help': 'Number of terms in the resulting polynomial expansion. If not set, only operations with an explicit terms attribute are expanded.'}]},
     'expand-small-floats': {'summary': 'Lower fp8/fp6/fp4 conversions and arithmetic to i8 codes, f32 tables and rounding.', 'options': []},
+    'fold-batch-norm': {'summary': 'Fold a per-channel affine after rlx.conv2d (inference batch norm) into its weights.', 'options': [{'name': 'fold-constants', 'type': 'bool', 'default': 'true', 'help': 'evaluate the new weight / bias expressions that read only constants'}]},
     'frontend-desymrefy': {'summary': 'Replace symref declare/fetch/update ops with SSA values.', 'options': []},
     'func-to-pdl-rewrite': {'summary': 'A pass that transforms a function into a PDL rewrite operation.', 'options': []},
     'function-constant-pinning': {'summary': 'This pass consumes IR annotated with special hints to generate new functions that have certain SSA values pinned', 'options': []},

@@ -16,6 +16,7 @@ _PASSES: dict[str, str] = {
     "canonicalize": "rlx.transforms.canonicalize:RlxCanonicalizePass",
     "constant-folding": "rlx.transforms.constant_folding:ConstantFoldingPass",
     "dce": "rlx.transforms.dce:DeadCodeEliminationPass",
+    "fold-batch-norm": "rlx.transforms.fold_batch_norm:FoldBatchNorm",
     "fusion": "rlx.transforms.fusion:FusionPass",
     "hoist-param-invariant": "rlx.transforms.hoist_param_invariant:HoistParamInvariant",
     "kernel-dispatch": "rlx.transforms.kernel_dispatch:KernelDispatchPass",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -35,6 +35,8 @@ from rlx.dialects.rlx.elementwise import (
     MulOp,
     NegOp,
     ReluOp,
+    SigmoidOp,
+    SiluOp,
     SubOp,
 )
 from rlx.dialects.rlx.leaves import ConstantOp
@@ -109,6 +111,27 @@ class ReluOfRelu(RewritePattern):
     def match_and_rewrite(self, op: ReluOp, rewriter: PatternRewriter) -> None:
         if isinstance(op.x.owner, ReluOp):
             rewriter.replace(op, [], [op.x])
+
+
+class MulSigmoidToSilu(RewritePattern):
+    """f32/f64 x * sigmoid(x) (either order; that sigmoid used only here) -> silu(x): silu's
+    formula is that product (`formula.silu`), so the values are the same, and a convolution
+    or matmul epilogue can absorb it (ONNX exports SiLU as Sigmoid + Mul). Not for f16/bf16,
+    where the separate ops round sigmoid(x) to the type and silu does not."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter) -> None:
+        t = op.result.type
+        if not isinstance(t, TensorType) or not isinstance(
+            t.element_type, Float32Type | Float64Type
+        ):
+            return
+        for x, s in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            sig = s.owner
+            if isinstance(sig, SigmoidOp) and sig.x is x and x.type == op.result.type:
+                if len(list(s.uses)) == 1:
+                    rewriter.replace(op, SiluOp(x))
+                    return
 
 
 # ----------------------------------------------------------------------------- data movement
@@ -229,6 +252,7 @@ SIMPLIFY_PATTERNS: tuple[type[RewritePattern], ...] = (
     IntMulByZero,
     DoubleNeg,
     ReluOfRelu,
+    MulSigmoidToSilu,
     SimplifyTranspose,
     SimplifyReshape,
     SameTypeNoop,

@@ -155,6 +155,7 @@ def _fake(name: str, **fields: object) -> type[ModulePass]:
 REGISTRY = {
     "canonicalize": lambda: _fake("canonicalize"),
     "dce": lambda: _fake("dce"),
+    "fold-batch-norm": lambda: _fake("fold-batch-norm", fold_constants=True),
     "constant-folding": lambda: _fake("constant-folding"),
     "bind-dims": lambda: _fake("bind-dims", dims=""),
     "bind-params": lambda: _fake("bind-params", path=""),
@@ -180,7 +181,8 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     )  # fmt: skip
     plan = _plan(o, tmp_path)
     assert [p.name for p in plan.passes] == [
-        "bind-params", "bind-dims", "canonicalize", "dce", "constant-folding", "fusion",
+        "bind-params", "bind-dims", "canonicalize", "dce", "fold-batch-norm", "constant-folding",
+        "fusion",
         "scan-unroll", "rng", "convert-rlx-to-linalg", "plan-memory", "split-graph",
     ]  # fmt: skip
     by = {p.name: p.instance for p in plan.passes}
@@ -221,8 +223,8 @@ def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
     names = [p.name for p in plan.passes]
     assert "dce" not in names and "canonicalize" not in names and "fusion" not in names
     assert names == [
-        "scaled-quant", "bind-dims", "constant-folding", "hoist-param-invariant", "kernel-dispatch",
-        "legalize", "scan-unroll", "precision", "pack-weights", "rng", "convert-rlx-to-linalg",
+        "scaled-quant", "bind-dims", "fold-batch-norm", "constant-folding", "hoist-param-invariant",
+        "kernel-dispatch", "legalize", "scan-unroll", "precision", "pack-weights", "rng", "convert-rlx-to-linalg",
         "plan-memory", "split-graph",
     ]  # fmt: skip
     assert all("not yet" not in r.line() for r in plan.report)

@@ -3,7 +3,9 @@
 An op is row-parallel when its output rows along a split dimension `s` (the first
 dimension of size > 1, with every dimension before it of size 1, so that a range of rows is
 one contiguous block of every buffer) are computed independently: elementwise ops (with
-NumPy broadcasting), softmax over a later axis, and the normalizations over the last axis.
+NumPy broadcasting), softmax over a later axis, the normalizations over the last axis,
+`rlx.pool2d` (over batch and channels) and `rlx.reduce` with `keepdims` over trailing axes
+(a global average pool: over the dimensions before the first reduced one).
 Ops that call BLAS (matmuls, attention) are not chunked: concurrent calls of SciPy's
 OpenBLAS from the pool's threads ran slower than one after the other (a MiniLM encoder took
 49-57 ms with its attention split over heads on two threads, 37 ms unsplit).
@@ -89,6 +91,10 @@ def _row_limit(op: Operation, rank: int) -> int | None:
         ax = op.axis
         ax = -1 if ax is None else ax
         return ax + rank if ax < 0 else ax
+    if op.name == "rlx.pool2d":
+        return 2
+    if op.name == "rlx.reduce" and op.keepdims and op.axes:
+        return min(a + rank if a < 0 else a for a in op.axes)
     return None
 
 
@@ -113,13 +119,16 @@ def plan(op: Operation) -> Chunking | None:
     limit = _row_limit(op, rank)
     if limit is None or rank == 0:
         return None
-    total = prod(out)
+    # work: the largest buffer (a pool's or reduction's input is larger than its output)
+    sizes = [shape(v.type) for v in (*op.operands, *op.results) if isinstance(v.type, TensorType)]
+    total = max(prod(sz) for sz in sizes)
     if total < MIN_ELEMENTS:
         return None
     s = next((i for i, d in enumerate(out) if d > 1), None)
     if s is None or s >= limit:
         return None
-    n, inner = out[s], prod(out[s + 1 :])
+    n = out[s]
+    inner = max(prod(sz[s - rank + len(sz) + 1 :]) for sz in sizes if len(sz) > rank - s - 1)
     c = _largest_divisor_at_most(n, max(1, CHUNK_ELEMENTS // inner))
     if c == n or c * inner < MIN_TASK_ELEMENTS:
         return None

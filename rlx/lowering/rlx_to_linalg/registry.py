@@ -10,6 +10,7 @@ from rlx.lowering.rlx_to_linalg import (
     elementwise,
     matmul,
     norms,
+    pool,
     quant,
     reductions,
     rng,
@@ -26,6 +27,7 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **shape_ops.LOWERINGS,
     **attention.LOWERINGS,
     **conv.LOWERINGS,
+    **pool.LOWERINGS,  # after conv: pool2d's kernel is pool.py's
     **quant.LOWERINGS,
     **scaled_lowp.LOWERINGS,
     **rng.LOWERINGS,

@@ -104,3 +104,39 @@ func.func @if_runtime(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
   }
   func.return %r : tensor<4xf32>
 }
+
+// -----
+
+// x * sigmoid(x) -> silu(x) (silu's formula: exact), either order; not when the sigmoid
+// has another user or reads another value.
+// CHECK-LABEL: func.func @silu
+// CHECK-NEXT:    %[[A:.*]] = rlx.silu %x : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[B:.*]] = rlx.silu %x : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = rlx.sigmoid %y
+// CHECK-NEXT:    %[[C:.*]] = rlx.mul %x, %[[S]]
+// CHECK-NEXT:    %[[T:.*]] = rlx.sigmoid %x
+// CHECK-NEXT:    %[[D:.*]] = rlx.mul %x, %[[T]]
+// CHECK-NEXT:    func.return %[[A]], %[[B]], %[[C]], %[[D]], %[[T]]
+func.func @silu(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %s0 = rlx.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %a = rlx.mul %x, %s0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s1 = rlx.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %b = rlx.mul %s1, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s2 = rlx.sigmoid %y : (tensor<4xf32>) -> tensor<4xf32>
+  %c = rlx.mul %x, %s2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s3 = rlx.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %d = rlx.mul %x, %s3 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %a, %b, %c, %d, %s3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// f16 / bf16 keep the product (the separate ops round sigmoid(x) to the type).
+// CHECK-LABEL: func.func @silu_f16
+// CHECK:         rlx.sigmoid
+// CHECK-NEXT:    rlx.mul
+func.func @silu_f16(%x: tensor<4xf16>) -> tensor<4xf16> {
+  %s = rlx.sigmoid %x : (tensor<4xf16>) -> tensor<4xf16>
+  %a = rlx.mul %x, %s : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  func.return %a : tensor<4xf16>
+}

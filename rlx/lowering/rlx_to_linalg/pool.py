@@ -1,0 +1,110 @@
+"""pool2d (NCHW max / average pooling) as row-at-a-time loop nests.
+
+For each (image, channel, output row) the kernel accumulates the whole output row: for each
+window row `ih` (clamped to the input) and kernel column `kj`, the output columns whose
+window reads inside the input at that tap are the range [lo, hi) of `tap_range` (computed
+once per `kj`), so the innermost loop `row[j] = row[j] (max|+) x[ih, j*sw + kj -
+pl]` has no bounds checks or selects: unit stride in the row, stride `sw` in the input, and
+LLVM vectorizes it (max is exact in any order; the average's sum is the reference's sum
+of the same elements in another order). Padding is never read: max pads with -inf (the
+integer minimum), the average divides by the number of non-padded elements of each window,
+as the reference does. The row lives in the output itself when the compute type is the
+output's type (f32/f64/ints), else in an f32 scratch row (f16/bf16: one rounding at the
+end).
+
+Large pools run on the runtime's threads: `rlx.pool2d` is row-parallel over its batch and
+channel dimensions (`rlx_to_linalg.parallel`), so its kernel is specialised to a chunk of
+channels and called through `rlx_rt.parallel_call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from rlx.dialects.rlx.base import is_unsigned
+from rlx.dialects.rlx.compute import Pool2dOp
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
+    Emitter,
+    KernelBuilder,
+    compute_type,
+    elem,
+    int_limits,
+    is_float_t,
+    shape,
+)
+
+
+def tap_range(
+    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
+) -> tuple[SSAValue, SSAValue]:
+    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi) (unsigned
+    divisions of non-negative numerators; the direct convolution uses the same range)."""
+    zero = kb.idx(0)
+    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
+    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
+    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
+    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
+    return lo, hi
+
+
+def emit_pool2d(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
+    assert isinstance(op, Pool2dOp)
+    x, out = ins[0], outs[0]
+    kind = op.kind
+    kh, kw = op.kernel
+    (sh, sw), (pt, pl, _, _) = op.spatial()
+    n_, c_, h, wd = shape(x)
+    oh, ow = shape(out)[2:]
+    unsigned = is_unsigned(elem(op.operands[0]))
+    ct = compute_type(elem(x))
+    floaty = is_float_t(ct)
+    if kind == "max":
+        init = kb.const(float("-inf") if floaty else int_limits(ct, unsigned)[0], ct)
+    else:
+        init = kb.const(0.0, ct)
+    in_place = ct == elem(out)
+    row = None if in_place else kb.scratch([ow], ct)
+
+    def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
+        if kind == "avg":
+            return kb.addf(acc, v)
+        if floaty:
+            return kb.maxf(acc, v)
+        return kb.v(arith.MaxUIOp(acc, v) if unsigned else arith.MaxSIOp(acc, v))
+
+    def window(o: SSAValue, stride: int, pad: int, k: int, size: int) -> SSAValue:
+        """Non-padded elements of the window of output position `o` along one axis."""
+        start = kb.subi(kb.imul(o, stride), kb.idx(pad))
+        lo, hi = kb.imax(start, kb.idx(0)), kb.imin(kb.iadd(start, k), kb.idx(size))
+        return kb.imax(kb.subi(hi, lo), kb.idx(0))
+
+    with kb.nest([n_, c_, oh]) as (n, c, i):
+        acc, at = (out, [n, c, i]) if row is None else (row, [])
+        with kb.loop(ow) as j:
+            kb.store(init, acc, [*at, j])
+        start = kb.subi(kb.imul(i, sh), kb.idx(pt))
+        ih_lo = kb.imax(start, kb.idx(0))
+        ih_hi = kb.imax(kb.imin(kb.iadd(start, kh), kb.idx(h)), ih_lo)
+        with kb.loop(kw) as kj:
+            lo, hi = tap_range(kb, kj, pl, wd, sw, ow)
+            with kb.loop(ih_hi, lb=ih_lo) as ih, kb.loop(hi, lb=lo) as j:
+                iw = kb.subi(kb.iadd(kb.imul(j, sw), kj), kb.idx(pl))
+                v = kb.load_c(x, [n, c, ih, iw])
+                kb.store(combine(kb.load(acc, [*at, j]), v), acc, [*at, j])
+        if kind == "avg" or row is not None:
+            rows = kb.subi(ih_hi, ih_lo)
+            with kb.loop(ow) as j:
+                r = kb.load(acc, [*at, j])
+                if kind == "avg":
+                    cnt = kb.muli(rows, window(j, sw, pl, kw, wd))
+                    r = kb.divf(r, kb.convert(cnt, ct))
+                kb.store_c(r, out, [n, c, i, j])
+
+
+LOWERINGS: dict[type[Operation], Emitter] = {Pool2dOp: emit_pool2d}
