@@ -1,6 +1,7 @@
 """The bake pipeline: `bake(module, weights, profile) -> Path` and `load(path) -> CompiledGraph`.
 
-specialize -> skip zero -> ternary -> Q8_0 -> unfold -> simplify -> DCE -> constant fold ->
+specialize -> skip zero -> ternary -> Q8_0 -> unfold -> simplify -> DCE -> fold batch norm ->
+constant fold ->
 dedupe -> weight table -> memory mode -> write. See docs/bake.md.
 """
 
@@ -29,6 +30,7 @@ from rlx.transforms.bind_dims import bind_dims
 from rlx.transforms.canonicalize import RlxCanonicalizePass
 from rlx.transforms.constant_folding import ConstantFoldingPass
 from rlx.transforms.dce import DeadCodeEliminationPass
+from rlx.transforms.fold_batch_norm import FoldBatchNorm
 from rlx.weights import load
 
 Progress = Callable[[str, int, int], None]
@@ -36,7 +38,7 @@ Progress = Callable[[str, int, int], None]
 
 STAGES = (
     "load", "specialize", "skip-zero", "ternary", "q8_0", "unfold", "simplify", "dce",
-    "constant-fold", "dedupe", "table", "memory", "code", "write",
+    "fold-batch-norm", "constant-fold", "dedupe", "table", "memory", "code", "write",
 )  # fmt: skip
 
 
@@ -223,6 +225,7 @@ def _bake_module(
     for name, on, p in (
         ("simplify", o.simplify, RlxCanonicalizePass()),
         ("dce", o.dce, DeadCodeEliminationPass()),
+        ("fold-batch-norm", o.constant_folding, FoldBatchNorm()),  # into the conv's weights
         ("constant-fold", o.constant_folding, ConstantFoldingPass()),
     ):
         stage(name)

@@ -127,6 +127,9 @@ def test_conv_batchnorm_statistics_enter_table(tmp_path: Path) -> None:
     art = artifact.read(path)
     assert _inline_bytes(art.module_text) == [] and art.header["meta"]["constant_bytes"] == 0
     assert any("computed by folding" in e["note"] for e in art.weights)
+    # fold-batch-norm put the statistics into the conv's weights and bias: no affine left
+    assert "rlx.conv2d" in art.module_text
+    assert not any(f"rlx.{k} " in art.module_text for k in ("mul", "add", "sub", "div"))
     (y,) = rlx.load(path).run(x)
     np.testing.assert_allclose(y, want, atol=1e-4, rtol=1e-4)
 
