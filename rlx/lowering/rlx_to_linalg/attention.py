@@ -40,6 +40,8 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from rlx.dialects.rlx.compute import AttentionOp, RopeOp
+from rlx.lowering.rlx_to_linalg import attention_flash
+from rlx.lowering.rlx_to_linalg.attention_flash import _bidx
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -68,16 +70,6 @@ long key sequence) is memory bound and the loop kernel streams K and V once."""
 
 BLAS_MIN_WORK = 32 * 32 * 32
 """Smallest Sq * Sk * max(D, Dv) per (batch, head) for which the BLAS path is taken."""
-
-
-def _bidx(
-    bshape: Sequence[int], full: Sequence[int], idx: Sequence[SSAValue], kb: KernelBuilder
-) -> list[SSAValue]:
-    """Indices into a broadcast operand of shape `bshape` for a point of `full`."""
-    off = len(full) - len(bshape)
-    return [
-        kb.idx(0) if d == 1 and full[off + i] != 1 else idx[off + i] for i, d in enumerate(bshape)
-    ]
 
 
 class _Attn:
@@ -266,6 +258,9 @@ def emit_attention(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     at = _Attn(op, ins, outs)
+    if attention_flash.applies(kb, at):
+        attention_flash.emit_flash(kb, at)
+        return
     if _emit_attention_blas(kb, at):
         return
     _emit_attention_loops(kb, at)
