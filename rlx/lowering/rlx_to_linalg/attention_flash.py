@@ -28,7 +28,7 @@ OpenBLAS's threads). GQA: q head h reads k/v head h // (H / Hkv).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING
@@ -203,7 +203,7 @@ class _Worker:
                 self.call(at.d, a, b, c, nr, 0)
             self._online_softmax(j0, nk)
             v0, o0 = _addr(kb, self.vpk), _addr(kb, self.ot)
-            with kb.loop(p.dvp // mr) as vp, kb.loop(p.qp) as qq:
+            with kb.loop(p.qp) as qq, kb.loop(p.dvp // mr) as vp:
                 a = kb.iadd(v0, kb.imul(vp, bk * mr * 4))
                 b = kb.iadd(s0, kb.imul(qq, bk * nr * 4))
                 c = kb.iadd(o0, kb.iadd(kb.imul(vp, mr * bq * 4), kb.imul(qq, nr * 4)))
@@ -222,21 +222,33 @@ class _Worker:
             kb.store(kb.select(ok, kb.mulf(x, scale), self.c(0.0)), self.qpk, [pp, d, c])
 
     def _pack_kv(self, j0: SSAValue, nk: SSAValue) -> None:
-        """kpk[p, d, r] = k[j0 + p·mr + r, d]; vpk[p, j, r] = v[j0 + j, p·mr + r]; zeros
-        for keys past the block (j >= nk) and for columns past Dv."""
+        """kpk[j / mr, d, j % mr] = k[j0 + j, d]; vpk[p, j, r] = v[j0 + j, p·mr + r]; zeros
+        for keys past the block (j >= nk) and for columns past Dv. The key loop is
+        outermost so that no index is clamped or tested in the inner loops."""
         kb, at, mr, bk = self.kb, self.at, self.p.tile.mr, self.p.bk
-        zero, last = self.c(0.0), kb.idx(at.sk - 1)
-        with kb.loop(bk // mr) as pp, kb.loop(at.d) as d, kb.loop(mr) as r:
-            j = kb.iadd(kb.imul(pp, mr), r)
-            ok = kb.cmpi("slt", j, nk)
-            x = kb.load(self.k, [self.bi, self.hk, kb.imin(kb.iadd(j0, j), last), d])
-            kb.store(kb.select(ok, kb.convert(x, f32), zero), self.kpk, [pp, d, r])
-        with kb.loop(self.p.dvp // mr) as pp, kb.loop(bk) as j, kb.loop(mr) as r:
-            dv = kb.iadd(kb.imul(pp, mr), r)
-            ok = kb.v(_and(kb.cmpi("slt", j, nk), kb.cmpi("slt", dv, kb.idx(at.dv))))
-            jj = kb.imin(kb.iadd(j0, j), last)
-            x = kb.load(self.v, [self.bi, self.hk, jj, kb.imin(dv, kb.idx(at.dv - 1))])
-            kb.store(kb.select(ok, kb.convert(x, f32), zero), self.vpk, [pp, j, r])
+        zero = self.c(0.0)
+        full, tail = divmod(at.dv, mr)
+
+        def copy(j: SSAValue, value: Callable[..., SSAValue]) -> None:
+            pj, rj = kb.idiv(j, mr), _rem(kb, j, mr)
+            with kb.loop(at.d) as d:
+                kb.store(value(j, d), self.kpk, [pj, d, rj])
+            if full:
+                with kb.loop(full) as pp, kb.loop(mr) as r:
+                    kb.store(value(j, kb.iadd(kb.imul(pp, mr), r), True), self.vpk, [pp, j, r])
+            for r in range(tail if self.p.dvp > full * mr else 0):
+                kb.store(value(j, kb.idx(full * mr + r), True), self.vpk, [full, j, r])
+            for r in range(tail, mr if tail else 0):
+                kb.store(zero, self.vpk, [full, j, r])
+
+        def load(j: SSAValue, col: SSAValue, is_v: bool = False) -> SSAValue:
+            src = self.v if is_v else self.k
+            return kb.convert(kb.load(src, [self.bi, self.hk, kb.iadd(j0, j), col]), f32)
+
+        with kb.loop(nk) as j:
+            copy(j, load)
+        with kb.loop(bk, nk) as j:
+            copy(j, lambda _j, _c, _v=False: zero)
 
     def _online_softmax(self, j0: SSAValue, nk: SSAValue) -> None:
         """Steps 4 and 5 on the score tile of keys [j0, j0 + nk)."""
@@ -261,7 +273,8 @@ class _Worker:
                     live = kb.v(_and(live, kb.cmpi("sge", rel, kb.idx(-at.window))))
             s = kb.select(live, s, ninf)
             kb.store(s, self.st, [qq, j, c])
-            kb.store(kb.maxf(kb.load(self.mx, [r]), s), self.mx, [r])
+            mo = kb.load(self.mx, [r])
+            kb.store(kb.select(kb.cmpf("ogt", s, mo), s, mo), self.mx, [r])
         with kb.loop(bq) as r:
             mo, mn = kb.load(self.m, [r]), kb.load(self.mx, [r])
             finite = kb.cmpf("olt", kb.unary(mathd.AbsFOp, mn), self.c(float("inf")))
