@@ -123,6 +123,8 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     sq, sk = qs[2], ks[2]
     if kind in ("causal", "sliding_window") and DYN in (sq, sk):
         return None
+    if qs[1] != ks[1]:
+        return None  # grouped-query attention: the kernel reads k/v heads in place
     e = Expansion()
     t = _elem(q)
     if op.scale is None and qs[3] == DYN:

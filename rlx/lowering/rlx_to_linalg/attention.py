@@ -56,6 +56,10 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
 )
 from rlx.lowering.rlx_to_linalg.matmul import Dim, Gemm, _blas_dtype, _ptr, blas_ready
 
+FLASH = True
+"""f32/f16/bf16 attention takes the flash kernel (`attention_flash`); tests turn this off to
+run the BLAS path (which f64 takes) on f32 too."""
+
 BLOCK_ROWS = 128
 """Query rows per block of the BLAS path. Fewer rows make OpenBLAS re-pack K and V for
 little work per call (at 16 rows a causal 1024x1024 head is 1.6x slower); more rows
@@ -87,6 +91,12 @@ class _Attn:
         self.kind = op.mask_kind
         self.window = op.window
         self.offset = self.sk - self.sq
+        self.group = self.h // shape(self.k)[1]
+        """q heads per k/v head (grouped-query attention; 1 otherwise)."""
+
+    def kv_head(self, kb: KernelBuilder, hi: SSAValue) -> SSAValue:
+        """The k/v head q head `hi` reads."""
+        return kb.idiv(hi, self.group) if self.group > 1 else hi
 
     def key_range(self, kb: KernelBuilder, i: SSAValue, last: SSAValue) -> tuple[Dim, Dim]:
         """[lo, hi) of the keys live for some query row in [i, last]."""
@@ -203,6 +213,7 @@ def _emit_attention_blas(kb: KernelBuilder, at: _Attn) -> bool:
     c = lambda x: kb.const(x, at.ct)  # noqa: E731
     with kb.nest([at.b, at.h, nblk]) as (bi, hi, blk):
         bh = kb.iadd(kb.imul(bi, at.h), hi)
+        bhk = kb.iadd(kb.imul(bi, at.h // at.group), at.kv_head(kb, hi))
         i0 = kb.imul(blk, bq)
         rows: Dim = bq if sq % bq == 0 else kb.imin(kb.idx(bq), kb.idx(_sub(kb, sq, i0)))
         masked = at.kind in ("causal", "sliding_window")
@@ -211,7 +222,7 @@ def _emit_attention_blas(kb: KernelBuilder, at: _Attn) -> bool:
         nk = _sub(kb, khi, klo)
         qrow = kb.imul(kb.iadd(kb.imul(bh, sq), i0), d * es)
         orow = kb.imul(kb.iadd(kb.imul(bh, sq), i0), dv * es)
-        kv0 = kb.iadd(kb.imul(bh, sk), klo)
+        kv0 = kb.iadd(kb.imul(bhk, sk), klo)
         s0 = kb.iadd(ps, klo * es if isinstance(klo, int) else kb.imul(klo, es))
 
         def body() -> None:
@@ -258,7 +269,7 @@ def emit_attention(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     at = _Attn(op, ins, outs)
-    if attention_flash.applies(kb, at):
+    if FLASH and attention_flash.applies(kb, at):
         attention_flash.emit_flash(kb, at)
         return
     if _emit_attention_blas(kb, at):
@@ -275,10 +286,11 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
     acc = out if elem(out) == ct else kb.scratch([max(dv, 1)], ct)
     with kb.nest([b_, h_, sq]) as (bi, hi, i):
         lo, hi_ = at.key_range(kb, i, i)
+        hk = at.kv_head(kb, hi)
 
         def score(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             def dot(dd: SSAValue, acc_: list[SSAValue]) -> list[SSAValue]:
-                x = kb.mulf(kb.load_c(q, [bi, hi, i, dd]), kb.load_c(k, [bi, hi, j, dd]), FM_RED)
+                x = kb.mulf(kb.load_c(q, [bi, hi, i, dd]), kb.load_c(k, [bi, hk, j, dd]), FM_RED)
                 return [kb.addf(acc_[0], x, FM_RED)]
 
             s = kb.mulf(kb.loop_carry(d, [c(0.0)], dot)[0], c(at.scale))
@@ -304,7 +316,7 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
             with kb.loop(dv) as dd:
                 cur = kb.load(acc, [*row, dd])
                 kb.store(
-                    kb.addf(cur, kb.mulf(p, kb.load_c(v, [bi, hi, j, dd]), FM_RED), FM_RED),
+                    kb.addf(cur, kb.mulf(p, kb.load_c(v, [bi, hk, j, dd]), FM_RED), FM_RED),
                     acc,
                     [*row, dd],
                 )

@@ -155,7 +155,6 @@ class _Worker:
         self.bias = rest[0] if at.bias is not None else None
         self.out = rest[-1]
         self.tid = tid
-        self.group = at.h // shape(self.k)[1]
 
     def c(self, x: float) -> SSAValue:
         return self.kb.const(x, f32)
@@ -174,7 +173,7 @@ class _Worker:
         bh = kb.idiv(t, p.nqb)
         self.hi = _rem(kb, bh, at.h)
         self.bi = kb.idiv(bh, at.h)
-        self.hk = kb.idiv(self.hi, self.group) if self.group > 1 else self.hi
+        self.hk = at.kv_head(kb, self.hi)
         self.i0 = kb.imul(qb, bq)
         rows = kb.imin(kb.idx(bq), kb.subi(kb.idx(at.sq), self.i0))
         klo, khi = at.key_range(kb, self.i0, kb.iadd(self.i0, kb.subi(rows, kb.idx(1))))
