@@ -52,7 +52,7 @@ def _qkv(b: int, h: int, hk: int, sq: int, sk: int, d: int, dv: int) -> tuple[Sh
 EDGES = [
     _qkv(1, 1, 1, 1, 1, 1, 1),
     _qkv(2, 3, 3, 37, 41, 13, 7),  # primes, Dv != D, batch > 1
-    _qkv(1, 2, 2, 1, 67, 16, 16),  # one query row (decode)
+    _qkv(1, 2, 2, 4, 67, 16, 16),  # the fewest query rows (decode steps take the loops)
     _qkv(2, 2, 2, 33, 1, 5, 3),  # one key
     _qkv(1, 4, 2, 70, 29, 8, 11),  # GQA (2 q heads per k/v head), Sq > Sk
     _qkv(2, 6, 1, 9, 12, 4, 4),  # multi-query attention

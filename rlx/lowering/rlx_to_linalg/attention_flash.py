@@ -64,6 +64,11 @@ K_ROWS = 128
 MIN_TASKS = 4
 """Query blocks are made smaller (down to `nr` rows) until there are this many tasks."""
 
+MIN_QUERY_ROWS = 4
+"""Fewest query rows (Sq) for the flash kernel: a decode step (a few rows against a long
+key sequence) would fill a query panel of `nr` rows mostly with padding; the loop kernel
+streams K and V once instead."""
+
 _TYPES = (Float32Type, Float16Type, BFloat16Type)
 
 
@@ -106,13 +111,13 @@ def plan(at: _Attn) -> FlashPlan:
 
 
 def applies(kb: KernelBuilder, at: _Attn) -> bool:
-    """f32/f16/bf16 operands of positive static sizes, a kernel registry to add the
-    worker and microkernel to, 32-bit sizes."""
+    """f32/f16/bf16 operands of positive static sizes, at least `MIN_QUERY_ROWS` query
+    rows, a kernel registry to add the worker and microkernel to, 32-bit sizes."""
     bufs = [at.q, at.k, at.v, at.out] + ([at.bias] if at.bias is not None else [])
     if not all(isinstance(elem(x), _TYPES) for x in bufs):
         return False
     dims = (at.b, at.h, at.sq, at.sk, at.d, at.dv)
-    if min(dims) <= 0 or max(prod(shape(x)) for x in bufs) >= 2**31:
+    if min(dims) <= 0 or at.sq < MIN_QUERY_ROWS or max(prod(shape(x)) for x in bufs) >= 2**31:
         return False
     return _owner(kb) is not None
 
