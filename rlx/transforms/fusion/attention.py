@@ -174,7 +174,7 @@ class FuseAttention(RewritePattern):
         if fused is None or fused.results[0].type != out.result.type:
             return
         if heads is not None:
-            rewriter.insert_op(heads, InsertPoint.before(out))
+            rewriter.insert(heads, InsertPoint.before(out))
         rewriter.replace(out, fused)
         for op in [*chain, scale_op, scores, kmul, qmul, tr]:
             if op is None:
