@@ -159,3 +159,13 @@ def test_plan() -> None:
     assert p.bq * p.nqb >= 300 > p.bq * (p.nqb - 1)
     assert p.tasks == 2 * p.nqb >= attention_flash.MIN_TASKS
     assert p.bk >= -(-500 // -(-500 // attention_flash.K_ROWS))
+
+
+def test_tile_rows_pad_dv_least() -> None:
+    """mr is lowered (to no less than half) to the value padding Dv least."""
+    from rlx.lowering.gemm.target import TILES
+
+    assert [attention_flash._tile(TILES["avx512"], dv).mr for dv in (64, 32, 96, 80, 1)] == [
+        8, 8, 12, 10, 6,
+    ]  # fmt: skip
+    assert attention_flash._tile(TILES["avx2"], 64).mr == 4

@@ -8,7 +8,8 @@
 // K and V^T, calls the GEMM microkernel for S^T = K Q^T (row stride nr = 16 straight
 // into the packed score tile), runs the online softmax (exp, running max and sum), and
 // calls the microkernel again for O^T += V^T P. No BLAS call, no S x S buffer.
-// MiniLM-shaped: 128 query rows make one block, 128 keys one block of 132 (6 | 132).
+// MiniLM-shaped: 128 query rows make one block, 128 keys one block; the 6-row AVX2 tile
+// becomes 4 rows (4 | Dv = 32: no padded rows of V^T).
 
 func.func @attention_bias(%q: tensor<1x12x128x32xf32>, %k: tensor<1x12x128x32xf32>, %v: tensor<1x12x128x32xf32>, %m: tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32> {
   %y = rlx.attention %q, %k, %v, %m {mask_kind = "bias"} : (tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32>
@@ -17,11 +18,11 @@ func.func @attention_bias(%q: tensor<1x12x128x32xf32>, %k: tensor<1x12x128x32xf3
 
 // CHECK-LABEL: func.func @attention_bias(
 // CHECK-NOT:   rlx_blas
-// CHECK:       func.func private @[[UK:rlx_k[0-9]+]](%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index) attributes {rlx.kernel = "ukernel avx2 6x16"
-// CHECK:       func.func private @[[W:rlx_k[0-9]+]]({{.*}}) attributes {rlx.kernel = "rlx.attention flash avx2 6x16 bq=128 bk=132"}
-// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<8x132x16xf32>
-// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<22x32x6xf32>
-// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<6x132x6xf32>
+// CHECK:       func.func private @[[UK:rlx_k[0-9]+]](%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index) attributes {rlx.kernel = "ukernel avx2 4x16"
+// CHECK:       func.func private @[[W:rlx_k[0-9]+]]({{.*}}) attributes {rlx.kernel = "rlx.attention flash avx2 4x16 bq=128 bk=128"}
+// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<8x128x16xf32>
+// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<32x32x4xf32>
+// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<8x128x4xf32>
 // CHECK:         scf.for
 // CHECK:           func.call @[[UK]](
 // CHECK:           math.exp
@@ -65,7 +66,7 @@ func.func @attention_f16(%q: tensor<1x12x128x32xf16>, %k: tensor<1x12x128x32xf16
 
 // CHECK-LABEL: func.func @attention_f16(
 // CHECK-NOT:   rlx_blas
-// CHECK:       attributes {rlx.kernel = "rlx.attention flash avx2 6x16 bq=128 bk=132"}
+// CHECK:       attributes {rlx.kernel = "rlx.attention flash avx2 4x16 bq=128 bk=128"}
 // CHECK:         arith.extf
 // CHECK:         math.exp
 // CHECK:         arith.truncf
