@@ -10,8 +10,17 @@ for f32/f16/bf16):
      max is -inf has no live key and d := 0 (the f32 exp expansion clamps its argument,
      so exp(-inf) is not exactly 0);
   4. out_i = sum_j (e_j / d) v_j; a row without live keys (d == 0) is all zeros.
+Grouped-query attention: q head h reads k/v head h // (H / Hkv) (`_Attn.kv_head`).
 
-BLAS path (f32/f64 with contiguous q, k, v, out, `rlx.runtime.blas` available, at least
+Three kernels, the first that applies:
+
+Flash kernel (`attention_flash`, the default for f32/f16/bf16 with at least
+`attention_flash.MIN_QUERY_ROWS` query rows): online softmax over key blocks on the
+generated GEMM microkernel, parallel over (batch, head, query block); no BLAS call, no
+Sq x Sk buffer. Faster than the BLAS path below on BERT-shaped f32 heads on one thread
+(s128 D64: 345 vs 372 us for 6 heads; s512: 5.1 vs 5.5 ms) and 2.4x on f16.
+
+BLAS path (f64 — and f32 when `FLASH` is off — with contiguous q, k, v, out, `rlx.runtime.blas` available, at least
 `MIN_ROWS` query rows and `BLAS_MIN_WORK` multiply-adds per (b, h)): per (b, h) and
 block of bq = min(Sq, `BLOCK_ROWS`, `BLOCK_BYTES` / row bytes) query rows, over the
 block's key range [klo, khi) (the union of its rows' live ranges: causal and
@@ -25,7 +34,7 @@ sliding-window blocks skip the keys none of their rows sees):
      d == 0 are set to zeros.
 A block whose key range is empty (causal with Sq > Sk) skips the GEMMs and writes zeros.
 
-Otherwise (f16/bf16, BLAS off, decode-like or tiny problems) one scalar-loop kernel: per
+Otherwise (decode steps, f64 with BLAS off or tiny problems) one scalar-loop kernel: per
 row, the dot products and the weighted sum of v with the d-loop innermost (unit stride
 over v and out); masked keys are never visited.
 The dot products and sums use reassoc+contract so LLVM can vectorize the inner loops.
