@@ -4,12 +4,13 @@
 
 // f32 attention: the flash kernel (attention_flash.py). The op's kernel is one
 // rlx_rt.parallel_call of the flash worker over (batch, head, query block) tasks (a table
-// of task ids, 8 bytes per task); the worker packs Q^T once, then per key block packs
-// K and V^T, calls the GEMM microkernel for S^T = K Q^T (row stride nr = 16 straight
-// into the packed score tile), runs the online softmax (exp, running max and sum), and
-// calls the microkernel again for O^T += V^T P. No BLAS call, no S x S buffer.
+// of task ids, 8 bytes per task); the worker packs Q^T once (8x32x16), then per key block
+// packs K (32x32x4) and V (2x128x16), calls the GEMM microkernel for S^T = K Q^T (row
+// stride nr = 16 straight into the score tile, 8x128x16), runs the online softmax (exp,
+// running max and sum) writing P packed (32x128x4), and calls the microkernel again for
+// O += P V (128x32). No BLAS call, no S x S buffer.
 // MiniLM-shaped: 128 query rows make one block, 128 keys one block; the 6-row AVX2 tile
-// becomes 4 rows (4 | Dv = 32: no padded rows of V^T).
+// becomes 4 rows (4 | nr = 16).
 
 func.func @attention_bias(%q: tensor<1x12x128x32xf32>, %k: tensor<1x12x128x32xf32>, %v: tensor<1x12x128x32xf32>, %m: tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32> {
   %y = rlx.attention %q, %k, %v, %m {mask_kind = "bias"} : (tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32>
@@ -22,7 +23,8 @@ func.func @attention_bias(%q: tensor<1x12x128x32xf32>, %k: tensor<1x12x128x32xf3
 // CHECK:       func.func private @[[W:rlx_k[0-9]+]]({{.*}}) attributes {rlx.kernel = "rlx.attention flash avx2 4x16 bq=128 bk=128"}
 // CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<8x128x16xf32>
 // CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<32x32x4xf32>
-// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<8x128x4xf32>
+// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<2x128x16xf32>
+// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<32x128x4xf32>
 // CHECK:         scf.for
 // CHECK:           func.call @[[UK]](
 // CHECK:           math.exp
