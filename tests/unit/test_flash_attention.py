@@ -168,3 +168,26 @@ def test_tile_rows_divide_nr() -> None:
     assert [attention_flash._tile(TILES[i]).mr for i in ("avx512", "avx2", "generic")] == [
         8, 4, 4,
     ]  # fmt: skip
+
+
+def test_dispatch_report_names_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dispatch report's attention lines follow the lowering's rules: the flash
+    kernel (its label in the lowered IR), openblas for f64 with BLAS, loops otherwise."""
+    from test_rlx_to_linalg_harness import lower, parse
+
+    from rlx.lowering.rlx_to_linalg.attention_report import attention_lines
+
+    monkeypatch.setenv("RLX_BLAS", "1")
+    q = (1, 2, 64, 16)
+    cases = [
+        ("rlx.attention", [t(q), t(q), t(q)], t(q), '{mask_kind = "causal"}'),
+        ("rlx.attention", [t(q, "f64")] * 3, t(q, "f64"), ""),
+        ("rlx.attention", [t((1, 2, 1, 16)), t(q), t(q)], t((1, 2, 1, 16)), ""),  # decode
+    ]
+    text = multi_op(cases)
+    lines = attention_lines(parse(text)[1])
+    flash = next(ln for ln in lines.splitlines() if "flash" in ln).split(": ", 1)[1]
+    assert "openblas" in lines and "×1: loops" in lines
+    assert f'rlx.kernel = "rlx.attention {flash}"' in str(lower(text, plan=False)[0])
+    monkeypatch.setenv("RLX_BLAS", "0")
+    assert "×2: loops" in attention_lines(parse(text)[1])

@@ -201,15 +201,22 @@ def _softmax_rows(
                     kb.store(c(0.0), scores, [r, j])
 
 
-def _emit_attention_blas(kb: KernelBuilder, at: _Attn) -> bool:
-    """The GEMM-based kernel (module docstring); False (nothing emitted) when it does not apply."""
+def blas_fits(at: _Attn) -> str | None:
+    """The BLAS element type ("f32"/"f64") when the BLAS path's shape and type rules hold
+    (module docstring; BLAS must also be found, `blas_ready`), else None."""
     dtype = _blas_dtype(at.q, at.k, at.v, at.out)
     dims = (at.b, at.h, at.sq, at.sk, at.d, at.dv)
     if dtype is None or min(dims) <= 0 or at.sq < MIN_ROWS:
-        return False
-    if at.sq * at.sk * max(at.d, at.dv) < BLAS_MIN_WORK:
-        return False
-    if max(at.sk, at.d, at.dv) >= 2**31 or not blas_ready(kb, dtype):
+        return None
+    if at.sq * at.sk * max(at.d, at.dv) < BLAS_MIN_WORK or max(at.sk, at.d, at.dv) >= 2**31:
+        return None
+    return dtype
+
+
+def _emit_attention_blas(kb: KernelBuilder, at: _Attn) -> bool:
+    """The GEMM-based kernel (module docstring); False (nothing emitted) when it does not apply."""
+    dtype = blas_fits(at)
+    if dtype is None or not blas_ready(kb, dtype):
         return False
     gemm = Gemm(kb, dtype)
     es = gemm.esize

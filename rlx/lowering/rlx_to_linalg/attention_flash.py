@@ -121,15 +121,18 @@ def _tile(tile: Tile) -> Tile:
 
 
 def applies(kb: KernelBuilder, at: _Attn) -> bool:
+    """`fits`, and the kernel has a registry to add the worker and microkernel to."""
+    return fits(at) and _owner(kb) is not None
+
+
+def fits(at: _Attn) -> bool:
     """f32/f16/bf16 operands of positive static sizes, at least `MIN_QUERY_ROWS` query
-    rows, a kernel registry to add the worker and microkernel to, 32-bit sizes."""
+    rows, 32-bit sizes (also the dispatch report's rule, `attention_report`)."""
     bufs = [at.q, at.k, at.v, at.out] + ([at.bias] if at.bias is not None else [])
     if not all(isinstance(elem(x), _TYPES) for x in bufs):
         return False
     dims = (at.b, at.h, at.sq, at.sk, at.d, at.dv)
-    if min(dims) <= 0 or at.sq < MIN_QUERY_ROWS or max(prod(shape(x)) for x in bufs) >= 2**31:
-        return False
-    return _owner(kb) is not None
+    return min(dims) > 0 and at.sq >= MIN_QUERY_ROWS and max(prod(shape(x)) for x in bufs) < 2**31
 
 
 def emit_flash(kb: KernelBuilder, at: _Attn) -> None:
