@@ -109,3 +109,26 @@ def test_gqa_verifier_rejects_non_dividing_heads() -> None:
     q, k = g.input("q", (1, 3, 4, 8)), g.input("k", (1, 2, 4, 8))
     with pytest.raises(Exception, match=r"k/v heads \(2\) must divide q heads \(3\)"):
         g.attention(q, k, k)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_attention_on_repeated_kv(bias: bool) -> None:
+    """rlx.attention(q, repeat_kv(k), repeat_kv(v)) reads k/v unrepeated: same numbers."""
+    rng = np.random.default_rng(2)
+    hq, hk = 6, 2
+    g = Graph()
+    q = g.input("q", (B, hq, S, D))
+    k, v = g.input("k", (B, hk, S, D)), g.input("v", (B, hk, S, D))
+    m = g.input("m", (B, 1, 1, S)) if bias else None
+    kr, vr = _repeat_kv(g, k, hk, hq // hk), _repeat_kv(g, v, hk, hq // hk)
+    if m is None:
+        g.output(g.attention(q, kr, vr, mask_kind="causal"))
+    else:
+        g.output(g.attention(q, kr, vr, m, mask_kind="bias"))
+    inputs = {"q": randn(rng, B, hq, S, D), "k": randn(rng, B, hk, S, D),
+              "v": randn(rng, B, hk, S, D)}  # fmt: skip
+    if bias:
+        inputs["m"] = np.where(rng.random((B, 1, 1, S)) < 0.3, -np.inf, 0).astype(np.float32)
+    fused = assert_same_numbers(g.module, inputs)
+    assert "rlx.broadcast_to" not in op_names(fused)
+    _check_compiled(fused, inputs, {})

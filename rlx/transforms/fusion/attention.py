@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import f64_attr, ints_attr, shape_of
-from rlx.dialects.rlx.compute import MatmulOp, SoftmaxOp
+from rlx.dialects.rlx.compute import AttentionOp, MatmulOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp, TransposeOp
 from rlx.transforms.fusion.common import make_op, only_user, producer, rank, scalar_constant
@@ -115,10 +115,17 @@ def _heads_type(x: SSAValue) -> TensorType:
 
 
 class FuseAttention(RewritePattern):
-    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v."""
+    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v; and an
+    rlx.attention whose k and v are repeat_kv chains (the ONNX importer's and the Llama
+    builder's GQA) reads them unrepeated."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, MatmulOp):
+            self._fuse(op, rewriter)
+        elif isinstance(op, AttentionOp):
+            _unrepeat(op, rewriter)
+
+    def _fuse(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
         sm = producer(out.a, SoftmaxOp)
         if sm is None or not _single(sm.result, out):
             return
@@ -183,3 +190,24 @@ class FuseAttention(RewritePattern):
         for op in repeats:  # the repeat_kv chains, unless something else reads them
             if all(not r.uses for r in op.results):
                 rewriter.erase(op)
+
+
+def _unrepeat(op: AttentionOp, rewriter: PatternRewriter) -> None:
+    """attention(q, repeat_kv(k), repeat_kv(v), ...) -> attention(q, k, v, ...) (same
+    attributes); the repeat ops are erased when nothing else reads them."""
+    k, rk = _unrepeated(op.k)
+    v, rv = _unrepeated(op.v)
+    if not rk or not rv or shape_of(k.type)[1] != shape_of(v.type)[1]:
+        return
+    rest = [op.bias] if op.bias is not None else []
+    fused = AttentionOp.create(
+        operands=[op.q, k, v, *rest],
+        result_types=[op.result.type],
+        attributes=dict(op.attributes),
+        properties=dict(op.properties),
+    )
+    fused.location = op.location
+    rewriter.replace(op, fused)
+    for dead in [*rk, *rv]:
+        if all(not r.uses for r in dead.results):
+            rewriter.erase(dead)

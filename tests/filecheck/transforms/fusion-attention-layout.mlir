@@ -119,3 +119,33 @@ func.func @mha_kept(%q: tensor<1x2x4x4xf32>, %k1: tensor<1x4x2x4xf32>, %v: tenso
   %o3 = rlx.matmul %p3, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   func.return %o2, %o3 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
 }
+
+// An rlx.attention built on repeated k/v (the ONNX importer's and the Llama builder's
+// GQA) reads them unrepeated; a v that is not repeated keeps both as they are.
+// CHECK-LABEL: func.func @gqa_attention_op
+// CHECK-NOT:     rlx.broadcast_to
+// CHECK:         %[[O:.*]] = rlx.attention %q, %k, %v {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+// CHECK-NEXT:    func.return %[[O]]
+// NOCANON-LABEL: func.func @gqa_attention_op
+// NOCANON:         rlx.attention %q, %k, %v {mask_kind = "causal"}
+func.func @gqa_attention_op(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %k5 = rlx.reshape %k : (tensor<1x2x5x8xf32>) -> tensor<1x2x1x5x8xf32>
+  %kb = rlx.broadcast_to %k5 : (tensor<1x2x1x5x8xf32>) -> tensor<1x2x2x5x8xf32>
+  %kr = rlx.reshape %kb : (tensor<1x2x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %v5 = rlx.reshape %v : (tensor<1x2x5x8xf32>) -> tensor<1x2x1x5x8xf32>
+  %vb = rlx.broadcast_to %v5 : (tensor<1x2x1x5x8xf32>) -> tensor<1x2x2x5x8xf32>
+  %vr = rlx.reshape %vb : (tensor<1x2x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %o = rlx.attention %q, %kr, %vr {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return %o : tensor<1x4x3x8xf32>
+}
+
+// CHECK-LABEL: func.func @gqa_attention_op_no
+// CHECK:         rlx.broadcast_to
+// CHECK:         rlx.attention %q, %kr, %v4 {mask_kind = "causal"}
+func.func @gqa_attention_op_no(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v4: tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %k5 = rlx.reshape %k : (tensor<1x2x5x8xf32>) -> tensor<1x2x1x5x8xf32>
+  %kb = rlx.broadcast_to %k5 : (tensor<1x2x1x5x8xf32>) -> tensor<1x2x2x5x8xf32>
+  %kr = rlx.reshape %kb : (tensor<1x2x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %o = rlx.attention %q, %kr, %v4 {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return %o : tensor<1x4x3x8xf32>
+}
