@@ -16,7 +16,8 @@ computed transposed, queries along the vector lanes, so that no tile is ever rep
   4. pass 1 over Sᵀ (inner loop over `nr` queries, vectorized): bias, softcap, masks
      (causal, window, keys past the block: -inf), running max per query;
   5. per query: m' = max(m, block max), α = exp(m - m') (0 while m = -inf), l := α·l,
-     O := α·O; pass 2: p = exp(s - m') (exactly 0 for a -inf score), l += p, in place;
+     O := α·O; pass 2: p = exp(s - m') (exactly 0 for a -inf score), l += p, in place
+     (both exps have arguments <= 0: `fast_exp.exp_nonpositive`);
      then P is copied into the packed A operand of step 6 (`[bq/mr, bk, mr]`: as `mr`
      divides `nr`, runs of `mr` queries are contiguous in both layouts);
   6. O += P·V: one microkernel call per (query panel, Dv panel) with k = bk;
@@ -50,6 +51,7 @@ from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.target import Tile, host_tile
+from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
 if TYPE_CHECKING:
@@ -298,7 +300,7 @@ class _Worker:
             mo, mn = kb.load(self.m, [r]), kb.load(self.mx, [r])
             finite = kb.cmpf("olt", kb.unary(mathd.AbsFOp, mn), self.c(float("inf")))
             safe = kb.select(finite, mn, self.c(0.0))
-            alpha = kb.unary(mathd.ExpOp, kb.subf(mo, safe))
+            alpha = exp_nonpositive(kb, kb.subf(mo, safe))
             alpha = kb.select(kb.cmpf("oeq", mo, ninf), self.c(0.0), alpha)
             kb.store(mn, self.m, [r])
             kb.store(safe, self.ms, [r])
@@ -309,8 +311,8 @@ class _Worker:
         with kb.loop(p.qp) as qq, kb.loop(p.bk) as j, kb.loop(nr) as c:
             r = kb.iadd(kb.imul(qq, nr), c)
             s = kb.load(self.st, [qq, j, c])
-            e = kb.unary(mathd.ExpOp, kb.subf(s, kb.load(self.ms, [r])))
-            e = kb.select(kb.cmpf("oeq", s, ninf), self.c(0.0), e)
+            # s <= m' (s - m' <= 0); a -inf score (masked, dead row) gives exactly 0
+            e = exp_nonpositive(kb, kb.subf(s, kb.load(self.ms, [r])))
             kb.store(e, self.st, [qq, j, c])
             kb.store(kb.addf(kb.load(self.l, [r]), e), self.l, [r])
         with kb.loop(p.qp) as qq, kb.loop(runs) as cc, kb.loop(p.bk) as j, kb.loop(mr) as c:
