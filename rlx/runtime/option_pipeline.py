@@ -391,8 +391,9 @@ class ReportProbe:
             force_common_kinds=kd.force_common_kinds, force_native_kinds=kd.force_native_kinds,
         )  # fmt: skip
         from rlx.lowering.gemm.report import gemm_lines
+        from rlx.lowering.rlx_to_linalg.attention_report import attention_lines
 
-        self.texts["dispatch"] = rep.format() + gemm_lines(module)
+        self.texts["dispatch"] = rep.format() + gemm_lines(module) + attention_lines(module)
         self.texts.setdefault(
             "fusion",
             "fusion report: the fusion pass did not run (fusion_target none or skip_fusion)\n",

@@ -114,5 +114,6 @@ class GraphReports(Instrumentation):
             force_native_kinds=force_native,
         )
         from rlx.lowering.gemm.report import gemm_lines
+        from rlx.lowering.rlx_to_linalg.attention_report import attention_lines
 
-        return report.format() + gemm_lines(after)
+        return report.format() + gemm_lines(after) + attention_lines(after)

@@ -27,7 +27,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx import OPS_BY_NAME
-from rlx.dialects.rlx.base import DYN, shape_of
+from rlx.dialects.rlx.base import DYN, shape_of, tensor
 from rlx.dialects.rlx.compute import AttentionOp, LayerNormOp, RmsNormOp, RopeOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import GeluOp, GeluTanhOp, ReluOp, RsqrtOp, SigmoidOp, SiluOp
 from rlx.dialects.rlx.fused import (
@@ -114,6 +114,16 @@ def _rms_norm(op: Operation) -> tuple[list[Operation], SSAValue]:
 # ----------------------------------------------------------------------------- attention / rope
 
 
+def _repeat_heads(e: Expansion, x: SSAValue, g: int) -> SSAValue:
+    """[B, Hkv, S, D] -> [B, Hkv·g, S, D], each head repeated g times in place (HF's
+    repeat_kv: reshape, broadcast_to, reshape)."""
+    b, hk, s, d = shape_of(x.type)
+    t = _elem(x)
+    x5 = e.emit("reshape", x, result_type=tensor((b, hk, 1, s, d), t))
+    xb = e.emit("broadcast_to", x5, result_type=tensor((b, hk, g, s, d), t))
+    return e.emit("reshape", xb, result_type=tensor((b, hk * g, s, d), t))
+
+
 def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     """softmax(mask(softcap(q·kᵀ·scale + bias)))·v with the reference's masking rules:
     masked and -inf scores get probability 0, a row with no live key is all zeros."""
@@ -123,7 +133,11 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     sq, sk = qs[2], ks[2]
     if kind in ("causal", "sliding_window") and DYN in (sq, sk):
         return None
+    if qs[1] != ks[1] and (DYN in (*qs[:2], *ks, *shape_of(v.type)) or ks[1] == 0):
+        return None  # grouped-query attention needs static shapes to repeat k and v
     e = Expansion()
+    if qs[1] != ks[1]:  # grouped-query attention: repeat each k/v head H / Hkv times
+        k, v = (_repeat_heads(e, x, qs[1] // ks[1]) for x in (k, v))
     t = _elem(q)
     if op.scale is None and qs[3] == DYN:
         return None  # the default scale 1/sqrt(head_dim) needs a static head_dim

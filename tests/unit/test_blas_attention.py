@@ -25,6 +25,7 @@ def _blas_on(monkeypatch: pytest.MonkeyPatch) -> None:
     assert blas.register(), "scipy is installed but its BLAS was not found"
     monkeypatch.setattr(attention, "BLAS_MIN_WORK", 0)  # tiny shapes take the BLAS path too
     monkeypatch.setattr(attention, "MIN_ROWS", 1)
+    monkeypatch.setattr(attention, "FLASH", False)  # f32 takes the flash kernel by default
 
 
 def _text(q: Shape, k: Shape, v: Shape, attrs: str = "", bias: Shape | None = None,
@@ -180,6 +181,7 @@ def test_blas_off_uses_loops(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_small_problems_use_loops(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()  # the default MIN_ROWS / BLAS_MIN_WORK
+    monkeypatch.setattr(attention, "FLASH", False)
     monkeypatch.setenv("RLX_BLAS", "1")
     q, k = (2, 3, 5, 8), (2, 3, 7, 8)
     _check(_text(q, k, k, '{mask_kind = "causal"}'), _qkv(q, k, k), blas_used=False)

@@ -194,15 +194,16 @@ def test_bad_env_thread_count_is_a_clear_error() -> None:
     assert "RLX_NUM_THREADS must be a positive integer, got 'many'" in out.stderr
 
 
-def test_attention_is_not_chunked() -> None:
-    """Attention calls BLAS (slower from several threads at once): one kernel call."""
+def test_attention_runs_on_the_pool() -> None:
+    """Attention is not row-chunked by `parallel.plan`, but its flash kernel (no BLAS)
+    runs its (batch, head, query block) tasks through one `rlx_rt.parallel_call`."""
 
     def build(g: rlx.Graph) -> None:
         q, k, v = (g.input(n, (1, 12, 128, 32)) for n in ("q", "k", "v"))
         g.output(g.attention(q, k, v, mask_kind="causal", scale=0.17))
 
     inputs = {n: _rand(1, 12, 128, 32, seed=i) for i, n in enumerate("qkv")}
-    _check(build, inputs, chunked=False, atol=1e-5, rtol=1e-5)
+    _check(build, inputs, chunked=True, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

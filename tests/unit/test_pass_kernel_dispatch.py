@@ -99,6 +99,12 @@ CASES: list[tuple[str, str, list[tuple[int, ...]], Build]] = [
         [(1, 2, 3, 4)] * 3 + [(1, 1, 3, 3)],
         lambda g, x: g.attention(*x, mask_kind="bias"),
     ),
+    (
+        "attention",
+        "gqa",
+        [(2, 4, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3)],
+        lambda g, x: g.attention(*x, mask_kind="causal"),
+    ),
     ("fused_swiglu", "3op", [(3, 4), (4, 6), (4, 6)], lambda g, x: g.fused_swiglu(*x)),
     ("fused_swiglu", "packed", [(3, 8)], lambda g, x: g.fused_swiglu(x[0])),
     ("fused_swiglu", "gate_first", [(3, 8)], lambda g, x: g.fused_swiglu(x[0], gate_first=True)),

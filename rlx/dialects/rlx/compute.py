@@ -243,9 +243,14 @@ class AttentionOp(RlxOp):
                 f"{n} must have rank 4 [batch, heads, seq, head_dim], got tensor<{fmt_shape(s)}>",
             )
         require(
-            all(dims_compatible(a, b) for a, b in zip(q[:2], k[:2], strict=True))
+            dims_compatible(q[0], k[0])
             and all(dims_compatible(a, b) for a, b in zip(k[:3], v[:3], strict=True)),
             f"q, k, v batch/heads/seq do not agree: tensor<{fmt_shape(q)}>, tensor<{fmt_shape(k)}>, tensor<{fmt_shape(v)}>",
+        )
+        hq, hk = q[1], k[1]
+        require(
+            DYN in (hq, hk) or (hk > 0 and hq % hk == 0) or hq == hk,
+            f"k/v heads ({hk}) must divide q heads ({hq}) (grouped-query attention)",
         )
         require(dims_compatible(q[3], k[3]), f"q and k head_dim differ: {q[3]} vs {k[3]}")
         kind = attrs.mask_kind

@@ -26,6 +26,10 @@ def attention_f64(
 ) -> np.ndarray:
     """Scaled dot-product attention in f64 (see `attention`)."""
     q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    hq, hk = q.shape[1], k.shape[1]
+    if hk != hq and hk > 0 and hq % hk == 0 and v.shape[1] == hk:
+        # grouped-query attention: q head h reads k/v head h // (hq / hk)
+        k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
     if bias is not None:
         s = s + bias.astype(np.float64)
@@ -57,9 +61,10 @@ def attention(
 ) -> np.ndarray:
     """rlx.attention(q, k, v[, bias]) {scale, mask_kind, window, softcap}.
 
-    q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] -> [B,H,Sq,Dv]; the leading B,H dims follow
-    NumPy broadcasting.  mask_kind defaults to "bias" when a 4th operand is present, else
-    "none".  Keys masked by the mask kind, and keys whose (biased / capped) score is -inf,
+    q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> [B,H,Sq,Dv]; Hkv dividing H is
+    grouped-query attention (q head h reads k/v head h // (H / Hkv)); otherwise the
+    leading B,H dims follow NumPy broadcasting. mask_kind defaults to "bias" when a 4th
+    operand is present, else "none".  Keys masked by the mask kind, and keys whose (biased / capped) score is -inf,
     get probability exactly 0; a row with no live key is all zeros.
     """
     for t in (q, k, v) + (() if bias is None else (bias,)):

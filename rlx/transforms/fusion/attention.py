@@ -1,15 +1,26 @@
-"""`attention`: softmax(q @ kᵀ · scale [+ bias]) @ v -> rlx.attention."""
+"""`attention`: softmax(q @ kᵀ · scale [+ bias]) @ v -> rlx.attention.
+
+kᵀ is `transpose(k, [0, 1, 3, 2])` of a [B, H, S, D] k, or the standard multi-head layout
+of ONNX / torch exports after canonicalize has merged its two transposes:
+`transpose(k4, [0, 2, 3, 1])` of a [B, S, H, D] k4 (a `transpose(k4, [0, 2, 1, 3])` is
+emitted for the fused op). The scale is a scalar multiply / divide of the scores, or 1, times scalar multiplies of q
+and kᵀ (torch's SDPA export scales both by √scale).
+Grouped-query attention: a k or v repeated over heads the way HF's `repeat_kv` exports
+(`reshape [B, Hkv, S, D] -> [B, Hkv, 1, S, D]`, `broadcast_to [B, Hkv, g, S, D]`,
+`reshape [B, Hkv·g, S, D]`) is read unrepeated (the op takes Hkv dividing H).
+"""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
 
-from rlx.dialects.rlx.base import f64_attr
-from rlx.dialects.rlx.compute import MatmulOp, SoftmaxOp
+from rlx.dialects.rlx.base import f64_attr, ints_attr, shape_of
+from rlx.dialects.rlx.compute import AttentionOp, MatmulOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp
-from rlx.dialects.rlx.shape import TransposeOp
+from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp, TransposeOp
 from rlx.transforms.fusion.common import make_op, only_user, producer, rank, scalar_constant
 
 
@@ -17,9 +28,12 @@ def _single(value: SSAValue, user: Operation) -> bool:
     return only_user(value, type(user)) is user
 
 
-def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation] | None:
-    """(scores matmul, scale, scaling op) for mul(s, c), mul(c, s) or div(s, c)."""
+def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation | None] | None:
+    """(scores matmul, scale, scaling op) for mul(s, c), mul(c, s), div(s, c) or the
+    matmul itself (scale 1, no scaling op)."""
     op = v.owner
+    if isinstance(op, MatmulOp):
+        return op, 1.0, None
     if isinstance(op, MulOp):
         pairs = ((op.lhs, op.rhs), (op.rhs, op.lhs))
     elif isinstance(op, DivOp):
@@ -38,11 +52,80 @@ def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation] | None:
     return None
 
 
-class FuseAttention(RewritePattern):
-    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v."""
+def _prescaled(x: SSAValue, user: Operation) -> tuple[SSAValue, float, Operation | None]:
+    """(y, c, the mul) for `x = mul(y, c)` / `mul(c, y)` with a scalar constant c read only
+    by `user`, else (x, 1, None)."""
+    op = producer(x, MulOp)
+    if op is None or not _single(op.result, user):
+        return x, 1.0, None
+    for y, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        value = scalar_constant(c)
+        if value is not None and rank(c) <= 4 and y.type == x.type:
+            return y, value, op
+    return x, 1.0, None
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
+
+def _unrepeated(v: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """(the [B, Hkv, S, D] tensor a `repeat_kv` chain expands, the chain's ops) for the
+    value `v` of such a chain, else (v, [])."""
+    r2 = producer(v, ReshapeOp)
+    if r2 is None or rank(v) != 4:
+        return v, []
+    bc = producer(r2.x, BroadcastToOp)
+    r1 = producer(bc.x, ReshapeOp) if bc is not None else None
+    if bc is None or r1 is None or rank(r1.x) != 4:
+        return v, []
+    b, hk, s, d = shape_of(r1.x.type)
+    out = shape_of(v.type)
+    if shape_of(bc.x.type) != (b, hk, 1, s, d) or len(shape_of(bc.result.type)) != 5:
+        return v, []
+    g = shape_of(bc.result.type)[2]
+    if shape_of(bc.result.type) != (b, hk, g, s, d) or out != (b, hk * g, s, d):
+        return v, []
+    return r1.x, [r2, bc, r1]
+
+
+def _keys(
+    kt: SSAValue, scores: MatmulOp
+) -> tuple[SSAValue, TransposeOp | None, TransposeOp] | None:
+    """(k as [B, H, S, D] or its [B, S, H, D] source, the transpose to emit ([0, 2, 1, 3])
+    or None, the kᵀ transpose) for the scores' rhs `kt`."""
+    tr = producer(kt, TransposeOp)
+    if tr is None or not _single(tr.result, scores) or rank(tr.x) != 4:
+        return None
+    if tr.permutation == (0, 1, 3, 2):
+        return tr.x, None, tr
+    if tr.permutation == (0, 2, 3, 1):
+        heads = TransposeOp.create(
+            operands=[tr.x],
+            result_types=[_heads_type(tr.x)],
+            attributes={"permutation": ints_attr([0, 2, 1, 3])},
+        )
+        heads.location = tr.location
+        return heads.results[0], heads, tr
+    return None
+
+
+def _heads_type(x: SSAValue) -> TensorType:
+    """The type of `transpose(x, [0, 2, 1, 3])`."""
+    t = x.type
+    assert isinstance(t, TensorType)
+    b, s, h, d = t.get_shape()
+    return TensorType(t.element_type, [b, h, s, d])
+
+
+class FuseAttention(RewritePattern):
+    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v; and an
+    rlx.attention whose k and v are repeat_kv chains (the ONNX importer's and the Llama
+    builder's GQA) reads them unrepeated."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, MatmulOp):
+            self._fuse(op, rewriter)
+        elif isinstance(op, AttentionOp):
+            _unrepeat(op, rewriter)
+
+    def _fuse(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
         sm = producer(out.a, SoftmaxOp)
         if sm is None or not _single(sm.result, out):
             return
@@ -67,16 +150,28 @@ class FuseAttention(RewritePattern):
         if found is None:
             return
         scores, scale, scale_op = found
-        if not _single(scale_op.results[0], chain[-1]):
+        last = chain[-1]
+        if scale_op is not None and not _single(scale_op.results[0], last):
             return
-        tr = producer(scores.b, TransposeOp)
-        if tr is None or not _single(tr.result, scores) or rank(tr.x) != 4:
+        if scale_op is None and not _single(scores.result, last):
             return
-        if tr.permutation != (0, 1, 3, 2):
+        q, qscale, qmul = _prescaled(scores.a, scores)
+        kt, kscale, kmul = _prescaled(scores.b, scores)
+        keys = _keys(kt, kmul or scores)
+        if keys is None:
             return
-        q, k, v = scores.a, tr.x, out.b
+        k, heads, tr = keys
+        v = out.b
+        scale *= qscale * kscale
         if rank(q) != 4 or rank(v) != 4:
             return
+        repeats: list[Operation] = []
+        if heads is None:
+            k, rk = _unrepeated(k)
+            v, rv = _unrepeated(v)
+            if shape_of(k.type)[1] != shape_of(v.type)[1]:
+                return
+            repeats = rk + rv
         attrs = {
             "scale": f64_attr(scale),
             "mask_kind": StringAttr("none" if bias is None else "bias"),
@@ -85,6 +180,34 @@ class FuseAttention(RewritePattern):
         fused = make_op("rlx.attention", operands, attrs, like=out)
         if fused is None or fused.results[0].type != out.result.type:
             return
+        if heads is not None:
+            rewriter.insert(heads, InsertPoint.before(out))
         rewriter.replace(out, fused)
-        for op in [*chain, scale_op, scores, tr]:
+        for op in [*chain, scale_op, scores, kmul, qmul, tr]:
+            if op is None:
+                continue
             rewriter.erase(op)
+        for op in repeats:  # the repeat_kv chains, unless something else reads them
+            if all(not r.uses for r in op.results):
+                rewriter.erase(op)
+
+
+def _unrepeat(op: AttentionOp, rewriter: PatternRewriter) -> None:
+    """attention(q, repeat_kv(k), repeat_kv(v), ...) -> attention(q, k, v, ...) (same
+    attributes); the repeat ops are erased when nothing else reads them."""
+    k, rk = _unrepeated(op.k)
+    v, rv = _unrepeated(op.v)
+    if not rk or not rv or shape_of(k.type)[1] != shape_of(v.type)[1]:
+        return
+    rest = [op.bias] if op.bias is not None else []
+    fused = AttentionOp.create(
+        operands=[op.q, k, v, *rest],
+        result_types=[op.result.type],
+        attributes=dict(op.attributes),
+        properties=dict(op.properties),
+    )
+    fused.location = op.location
+    rewriter.replace(op, fused)
+    for dead in [*rk, *rv]:
+        if all(not r.uses for r in dead.results):
+            rewriter.erase(dead)

@@ -1,50 +1,39 @@
-// RUN: env RLX_BLAS=1 rlx-opt %s -p 'convert-rlx-to-linalg{parallel=false}' --split-input-file | filecheck %s
+// RUN: env RLX_BLAS=1 RLX_GEMM_ISA=avx2 rlx-opt %s -p 'convert-rlx-to-linalg{parallel=false}' --split-input-file | filecheck %s
 
 // (Chunking over heads, rlx_rt.parallel_call, is off here: tests/filecheck/lowering/parallel-call.mlir.)
 
-// f32 attention with BLAS: per (batch, head) and block of query rows, S = scale * Q K^T
-// is one sgemm (K read in place: transpose flag "T" = 84), the row softmax runs on S in
-// place, then O = P V is a second sgemm into the output, and each output row is scaled
-// by 1 / sum. MiniLM-shaped: 128 query rows make one block.
+// f32 attention: the flash kernel (attention_flash.py). The op's kernel is one
+// rlx_rt.parallel_call of the flash worker over (batch, head, query block) tasks (a table
+// of task ids, 8 bytes per task); the worker packs Q^T once (8x32x16), then per key block
+// packs K (32x32x4) and V (2x128x16), calls the GEMM microkernel for S^T = K Q^T (row
+// stride nr = 16 straight into the score tile, 8x128x16), runs the online softmax
+// (running max and sum; exp of arguments <= 0 built from the exponent bits: arith.shli)
+// writing P packed (32x128x4), and calls the microkernel again for O += P V (128x32).
+// No BLAS call, no S x S buffer.
+// MiniLM-shaped: 128 query rows make one block, 128 keys one block; the 6-row AVX2 tile
+// becomes 4 rows (4 | nr = 16).
 
 func.func @attention_bias(%q: tensor<1x12x128x32xf32>, %k: tensor<1x12x128x32xf32>, %v: tensor<1x12x128x32xf32>, %m: tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32> {
   %y = rlx.attention %q, %k, %v, %m {mask_kind = "bias"} : (tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x12x128x32xf32>, tensor<1x1x1x128xf32>) -> tensor<1x12x128x32xf32>
   func.return %y : tensor<1x12x128x32xf32>
 }
 
-// CHECK-DAG:   "memref.global"() <{sym_name = "[[N:rlx_table[0-9]+]]", type = memref<1xi8>, initial_value = dense<78> : tensor<1xi8>
-// CHECK-DAG:   "memref.global"() <{sym_name = "[[T:rlx_table[0-9]+]]", type = memref<1xi8>, initial_value = dense<84> : tensor<1xi8>
 // CHECK-LABEL: func.func @attention_bias(
-// CHECK:       func.func private @rlx_blas_sgemm(index, index, index, index, index, index, index, index, index, index, index, index, index)
-// CHECK:       func.func private @rlx_k{{[0-9]+}}({{.*}}) attributes {rlx.kernel = "rlx.attention"}
-// CHECK-DAG:     %[[NG:.*]] = memref.get_global @[[N]]
-// CHECK-DAG:     %[[NP:.*]] = "memref.extract_aligned_pointer_as_index"(%[[NG]])
-// CHECK-DAG:     %[[TG:.*]] = memref.get_global @[[T]]
-// CHECK-DAG:     %[[TP:.*]] = "memref.extract_aligned_pointer_as_index"(%[[TG]])
-// CHECK-DAG:     %{{.*}} = memref.alloc() {alignment = 64 : i64} : memref<128x128xf32>
-// CHECK-DAG:     %[[SCALE:.*]] = arith.constant 0.176776692 : f32
+// CHECK-NOT:   rlx_blas
+// CHECK:       func.func private @[[UK:rlx_k[0-9]+]](%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index) attributes {rlx.kernel = "ukernel avx2 4x16"
+// CHECK:       func.func private @[[W:rlx_k[0-9]+]]({{.*}}) attributes {rlx.kernel = "rlx.attention flash avx2 4x16 bq=128 bk=128"}
+// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<8x128x16xf32>
+// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<32x32x4xf32>
+// CHECK-DAG:     memref.alloca() {alignment = 64 : i64} : memref<2x128x16xf32>
+// CHECK-DAG:     memref.alloc() {alignment = 64 : i64} : memref<32x128x4xf32>
 // CHECK:         scf.for
-// CHECK:           scf.for
-// CHECK:             scf.for
-// CHECK:               memref.store %[[SCALE]], %{{.*}}[%{{.*}}] : memref<1xf32>
-// CHECK:               func.call @rlx_blas_sgemm(%[[TP]], %[[NP]],
-// CHECK:               scf.for
-// CHECK:                 scf.for {{.*}} iter_args
-// CHECK:                   memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<128x128xf32>
-// CHECK:                   memref.load %{{.*}} : memref<1x1x1x128xf32>
-// CHECK:                   arith.maximumf
-// CHECK:                 scf.for {{.*}} iter_args
-// CHECK:                   math.exp
-// CHECK:                   arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
-// CHECK:               func.call @rlx_blas_sgemm(%[[NP]], %[[NP]],
-// CHECK:               scf.for
-// CHECK:                 arith.divf
-// CHECK:                 scf.for
-// CHECK:                   memref.load %{{.*}} : memref<1x12x128x32xf32>
-// CHECK:                   arith.mulf
-// CHECK:                   memref.store %{{.*}} : memref<1x12x128x32xf32>
-// CHECK-NOT:   func.call @rlx_blas_sgemm(
-// CHECK:         func.return
+// CHECK:           func.call @[[UK]](
+// CHECK:           arith.shli
+// CHECK:           arith.shli
+// CHECK:           func.call @[[UK]](
+// CHECK:       func.func private @rlx_k{{[0-9]+}}({{.*}}) attributes {rlx.kernel = "rlx.attention"}
+// CHECK:         "rlx_rt.parallel_call"(%{{.*}}) <{callee = @[[W]], tasks = 12 : i64, strides = array<i64: 8, 0, 0, 0, 0, 0>, max_threads = 12 : i64}>
+// CHECK-NOT:   rlx_blas
 
 // -----
 
@@ -70,7 +59,8 @@ func.func @attention_causal(%q: tensor<1x2x160x16xf64>, %k: tensor<1x2x96x16xf64
 
 // -----
 
-// f16 (and decode steps, tiny problems, RLX_BLAS=0) keep the loop kernel: no GEMM call.
+// f16 takes the flash kernel too (f32 packing and accumulators); decode steps (fewer
+// than 4 query rows), tiny problems and RLX_BLAS=0 f64 keep the loop kernel.
 
 func.func @attention_f16(%q: tensor<1x12x128x32xf16>, %k: tensor<1x12x128x32xf16>) -> tensor<1x12x128x32xf16> {
   %y = rlx.attention %q, %k, %k : (tensor<1x12x128x32xf16>, tensor<1x12x128x32xf16>, tensor<1x12x128x32xf16>) -> tensor<1x12x128x32xf16>
@@ -79,10 +69,10 @@ func.func @attention_f16(%q: tensor<1x12x128x32xf16>, %k: tensor<1x12x128x32xf16
 
 // CHECK-LABEL: func.func @attention_f16(
 // CHECK-NOT:   rlx_blas
-// CHECK:       func.func private @rlx_k{{[0-9]+}}({{.*}}) attributes {rlx.kernel = "rlx.attention"}
-// CHECK-NOT:   rlx_blas
+// CHECK:       attributes {rlx.kernel = "rlx.attention flash avx2 4x16 bq=128 bk=128"}
 // CHECK:         arith.extf
-// CHECK:         math.exp
+// CHECK:         arith.shli
+// CHECK:         arith.truncf
 // CHECK-NOT:   rlx_blas
 
 // -----

@@ -369,6 +369,14 @@ func.func @f45(%x: tensor<2x3xf32>, %i: tensor<2xf32>) {
 
 // -----
 
+func.func @f46gqa(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{k/v heads (2) must divide q heads (3) (grouped-query attention)}}
+  %0 = rlx.attention %q, %k, %k : (tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x3x4x8xf32>
+  func.return
+}
+
+// -----
+
 func.func @f46(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x4xf32>) {
   // expected-error @+1 {{q and k head_dim differ}}
   %0 = rlx.attention %q, %k, %k : (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>

@@ -102,6 +102,11 @@ func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x6x8xf32>, %m: tenso
   func.return
 }
 
+func.func @attention_gqa(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x6x8xf32>) {
+  %0 = rlx.attention %q, %k, %k {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return
+}
+
 func.func @rope(%x: tensor<1x2x4x8xf32>, %c: tensor<4x2xf32>) {
   %0 = rlx.rope %x, %c, %c {n_rot = 4 : i64} : (tensor<1x2x4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4x8xf32>
   func.return
@@ -273,6 +278,10 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: %2 = rlx.attention %q, %k, %k, %m {mask_kind = "bias"} : (tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>, tensor<1x1x4x6xf32>) -> tensor<1x2x4x8xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
+// CHECK-LABEL: func.func @attention_gqa(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x6x8xf32>) {
+// CHECK-NEXT: %0 = rlx.attention %q, %k, %k {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x4x3x8xf32>
+// CHECK-NEXT: func.return
+// CHECK-NEXT: }
 // CHECK-LABEL: func.func @rope(%x: tensor<1x2x4x8xf32>, %c: tensor<4x2xf32>) {
 // CHECK-NEXT: %0 = rlx.rope %x, %c, %c {n_rot = 4 : i64} : (tensor<1x2x4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4x8xf32>
 // CHECK-NEXT: func.return
@@ -411,6 +420,8 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // GENERIC: %0 = "rlx.attention"(%q, %k, %k) {mask_kind = "causal"} : (tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x2x4x8xf32>
 // GENERIC: %1 = "rlx.attention"(%q, %k, %k) {mask_kind = "sliding_window", window = 2 : i64, scale = 5.000000e-01 : f64, softcap = 3.000000e+01 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x2x4x8xf32>
 // GENERIC: %2 = "rlx.attention"(%q, %k, %k, %m) {mask_kind = "bias"} : (tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>, tensor<1x1x4x6xf32>) -> tensor<1x2x4x8xf32>
+// GENERIC-LABEL: sym_name = "attention_gqa"
+// GENERIC: %0 = "rlx.attention"(%q, %k, %k) {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x4x3x8xf32>
 // GENERIC-LABEL: sym_name = "rope"
 // GENERIC: %0 = "rlx.rope"(%x, %c, %c) {n_rot = 4 : i64} : (tensor<1x2x4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4x8xf32>
 // GENERIC-LABEL: sym_name = "conv"
