@@ -2,7 +2,7 @@
 lengths (1, primes, not multiples of any vector width), special rows (-inf masks, all
 -inf, NaN, +inf, very negative scores, constant rows), f32/f16/bf16; once through the
 O1 test JIT (one module for many cases) and once through `rlx.compile` (O3, vectorized,
-row-chunked on the pool), which is where the vector code paths (the NaN-ignoring max,
+row-chunked on the pool), which is where the vector code paths (the vectorized row max,
 `fast_exp.exp_nonpositive`) actually run."""
 
 from __future__ import annotations
@@ -30,6 +30,25 @@ def _special_rows(n: int) -> np.ndarray:
     r[6, :] = np.linspace(LO - 1, 0, n)  # across the fast exp's cut-off
     r[7, :] = 80.0  # large and equal
     return r
+
+
+@pytest.mark.parametrize("n", [*range(1, 18), 23, 31, 33, 40])
+def test_softmax_max_at_every_position(n: int) -> None:
+    """Row i has its maximum at position i: a vectorized max that drops the row's tail (as
+    llvmlite 0.50's vectorizer did with `maxnumf` for lengths like 10 or 15, and which
+    aborted on an LLVM assertion at 31) gives a positive exp argument and a wrong row."""
+    for rows in (1, n):  # one row (the reduction is the only loop) and n rows
+        src = f"""func.func @main(%x: tensor<{rows}x{n}xf32>) -> tensor<{rows}x{n}xf32> {{
+  %y = rlx.softmax %x {{axis = -1 : i64}} : (tensor<{rows}x{n}xf32>) -> tensor<{rows}x{n}xf32>
+  func.return %y : tensor<{rows}x{n}xf32>
+}}"""
+        g = rlx.compile(src)
+        rng = np.random.default_rng(n)
+        for first in range(0, n, rows):
+            x = rng.standard_normal((rows, n)).astype(np.float32)
+            x[np.arange(rows), (first + np.arange(rows)) % n] = 30.0
+            (want,) = reference_run(src, [x])
+            np.testing.assert_allclose(g.run(x)[0], want, rtol=1e-5, atol=1e-7)
 
 
 def test_softmax_odd_lengths_f32() -> None:

@@ -1,10 +1,13 @@
 """Reductions: reduce, softmax (max; exp written once with the row sums; scale by 1/sum),
 cumsum (a loop nest with a carry row so the innermost loop stays unit-stride).
 
-Softmax's row max ignores NaN (`maxnumf`, which LLVM vectorizes; `maximumf`'s NaN
-propagation costs 6 instructions per vector): a NaN in the row still makes `exp(x - max)`
-and so the row sum and every output NaN, as in the reference. Its f32 exp is
-`fast_exp.exp_nonpositive` (the argument `x - max` is <= 0).
+Softmax's row max is NaN-propagating (`maximumf`). A NaN-ignoring `maxnumf` would save
+~6 instructions per vector, but llvmlite 0.50's loop vectorizer mis-compiles that
+reduction: rows whose length is not a multiple of the vector width lost their tail (the
+max of a 10-element row ignored elements 8 and 9, so exp saw a positive argument), and
+some lengths hit an LLVM assertion (`VPlan cost model and legacy cost model disagreed`)
+that aborts the process. `test_row_kernels.py` checks every position of the max for row
+lengths 1-40. Its f32 exp is `fast_exp.exp_nonpositive` (the argument `x - max` is <= 0).
 
 The iteration space is the input's dims in their order, so a last-axis reduction has the
 reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
@@ -143,7 +146,7 @@ def emit_softmax(
     idm, rmap = identity(n), amap(n, [dim(i) for i in range(n) if i != ax])
     iters = [REDUCTION if i == ax else PARALLEL for i in range(n)]
     kb.fill(m, float("-inf"))
-    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.bin(arith.MaxnumfOp, mv, v)])
+    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.maxf(mv, v)])
     kb.fill(s, 0.0)
 
     def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
