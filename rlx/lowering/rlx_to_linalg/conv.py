@@ -5,15 +5,10 @@ each (image, group) the input patches are gathered into a [C/g·KH·KW, OH·OW] 
 buffer (zero where the window reads padding) and one BLAS GEMM multiplies the group's
 weights [F/g, C/g·KH·KW] by it straight into the output planes (initialised with the
 bias); a 1×1, stride-1, unpadded convolution needs no column buffer (the input planes are
-the matrix). Other convolutions (depthwise, tiny, f16/bf16, integers, no BLAS) and pooling
-are scf loop nests:
-
-Padding is never materialized: for each kernel tap the range of output positions that read
-inside the input is computed once ([lo, hi) with unsigned divisions of non-negative
-numerators), so the innermost loop over output columns has no bounds checks and walks the
-input with stride `strides[1]` (unit stride for stride 1) and the output with unit stride.
-conv2d accumulates each (n, f) output plane in the compute type (the output itself for
-f32/f64/ints, an f32 scratch plane for f16/bf16).
+the matrix). Other convolutions (depthwise, grouped, tiny, f16/bf16, integers, no BLAS)
+take the direct kernel (`conv_direct`: row-buffer accumulation, vectorized over output
+columns, parallel on the runtime's pool). Pooling is an scf loop nest whose windows are
+clipped to the input (padding is never materialized).
 """
 
 from __future__ import annotations
@@ -25,6 +20,8 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
+from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
@@ -41,23 +38,10 @@ from rlx.lowering.rlx_to_linalg.matmul import (
     _blas_dtype,
     _ptr,
     blas_ready,
-    mac,
 )
 
 COLUMN_BUFFER_MAX_BYTES = 256 << 20
 """Largest im2col buffer `_conv_gemm` allocates; bigger convolutions keep the loop nest."""
-
-
-def tap_range(
-    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
-) -> tuple[SSAValue, SSAValue]:
-    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi)."""
-    zero = kb.idx(0)
-    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
-    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
-    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
-    return lo, hi
 
 
 def _conv_gemm(
@@ -137,41 +121,9 @@ def emit_conv2d(
     assert isinstance(op, Conv2dOp)
     if _conv_gemm(kb, op, x, w, bias, out):
         return
-    _, _, h, wd = shape(x)
-    f_, cg, kh, kw = shape(w)
-    n_, _, oh, ow = shape(out)
-    sh, sw = op.strides or (1, 1)
-    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
-    dh, dw = op.dilations or (1, 1)
-    groups = op.groups or 1
-    fg = f_ // groups
-    ct = compute_type(elem(out))
-    plane = out if ct == elem(out) else kb.scratch([oh, ow], ct)
-    zero = kb.const(0.0 if is_float_t(ct) else 0, ct)
-    with kb.nest([n_, f_]) as (n, f):
-        pre = [n, f] if plane is out else []
-        init = kb.convert(kb.load_c(bias, [f]), ct) if bias is not None else zero
-        with kb.nest([oh, ow]) as (i, j):
-            kb.store(init, plane, [*pre, i, j])
-        cbase = kb.muli(kb.idiv(f, fg), kb.idx(cg))
-        with kb.loop(cg) as c, kb.loop(kh) as ki:
-            ci = kb.addi(cbase, c)
-            oh_lo, oh_hi = tap_range(kb, kb.imul(ki, dh), pt, h, sh, oh)
-            with kb.loop(kw) as kj:
-                wv = kb.convert(kb.load_c(w, [f, c, ki, kj]), ct)
-                ow_lo, ow_hi = tap_range(kb, kb.imul(kj, dw), pl, wd, sw, ow)
-                with kb.loop(oh_hi, lb=oh_lo) as i:
-                    ih = kb.subi(kb.addi(kb.imul(i, sh), kb.imul(ki, dh)), kb.idx(pt))
-                    with kb.loop(ow_hi, lb=ow_lo) as j:
-                        iw = kb.subi(kb.addi(kb.imul(j, sw), kb.imul(kj, dw)), kb.idx(pl))
-                        xv = kb.convert(kb.load_c(x, [n, ci, ih, iw]), ct)
-                        cur = kb.load(plane, [*pre, i, j])
-                        kb.store(mac(kb, cur, xv, wv), plane, [*pre, i, j])
-        act = op.activation
-        if plane is not out or act != "none":
-            with kb.nest([oh, ow]) as (i, j):
-                v = kb.load(plane, [*pre, i, j])
-                kb.store_c(v if act == "none" else activation(kb, act, v), out, [n, f, i, j])
+    act = op.activation
+    post = None if act == "none" else (lambda kb2, v, _idx, _ex: activation(kb2, act, v))
+    emit_direct(kb, ConvGeom.of(op, x, w, out), x, w, bias, out, post, key=act)
 
 
 def emit_pool2d(
