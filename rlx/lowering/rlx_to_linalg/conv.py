@@ -13,6 +13,7 @@ clipped to the input (padding is never materialized).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
@@ -20,6 +21,8 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.lowering.blas_abi import available, gemm_mode
+from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
 from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
 from rlx.lowering.rlx_to_linalg.elementwise import activation
@@ -36,12 +39,60 @@ from rlx.lowering.rlx_to_linalg.matmul import (
     BLAS_MIN_MNK,
     Gemm,
     _blas_dtype,
+    _blas_dtype_t,
     _ptr,
     blas_ready,
 )
 
 COLUMN_BUFFER_MAX_BYTES = 256 << 20
 """Largest im2col buffer `_conv_gemm` allocates; bigger convolutions keep the loop nest."""
+
+
+def blas_fits(g: ConvGeom, dtype: str) -> bool:
+    """The im2col + BLAS path applies: >= 4 filters and taps per group, at least
+    `BLAS_MIN_MNK` multiply-adds per GEMM, 32-bit sizes, a column buffer of at most
+    `COLUMN_BUFFER_MAX_BYTES`."""
+    k, p = g.cg * g.kh * g.kw, g.oh * g.ow
+    return (
+        g.fg >= 4
+        and k >= 4
+        and g.fg * k * p >= BLAS_MIN_MNK
+        and max(g.n * g.c * g.h * g.w, g.f * k, g.n * g.f * p) < 2**31
+        and k * p * (4 if dtype == "f32" else 8) <= COLUMN_BUFFER_MAX_BYTES
+    )
+
+
+def conv_path(op: Conv2dOp) -> str:
+    """The kernel `emit_conv2d` gives `op` (for the dispatch report; tensor-typed op)."""
+    from rlx.lowering.gemm.conv import eligible
+    from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
+
+    types = [memref_of(v.type) for v in (op.x, op.w, op.result)]  # type: ignore[arg-type]
+    g = ConvGeom.of(op, op.x, op.w, op.result)
+    dtype = _blas_dtype_t(*types)
+    blas_ok = dtype is not None and blas_fits(g, dtype) and available(dtype)
+    if gemm_mode() == "blas" and blas_ok:
+        return "openblas (im2col)"
+    if eligible(g, *types):
+        from rlx.lowering.gemm.conv import conv_tile
+
+        return f"generated implicit GEMM {conv_tile(g).name}" + (
+            "" if g.pointwise else " (im2col gathered per k-slice)"
+        )
+    if blas_ok:
+        return "openblas (im2col)"
+    return "direct"
+
+
+def conv_lines(module: Operation) -> str:
+    """`  conv:` and one `    - conv2d ×<n>: <path>` line per path ("" without convs): the
+    kernel each convolution takes (dispatch report)."""
+    counts = Counter(conv_path(op) for op in module.walk() if isinstance(op, Conv2dOp))
+    if not counts:
+        return ""
+    lines = [f"  conv (mode {gemm_mode()}: RLX_BLAS=1 openblas where it applies):"]
+    lines += [f"    - conv2d ×{n}: {path}" for path, n in sorted(counts.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _conv_gemm(
@@ -55,21 +106,16 @@ def _conv_gemm(
     """conv2d as im2col + one BLAS GEMM per (image, group); False (nothing emitted) when
     the convolution does not qualify (see the module docstring)."""
     dtype = _blas_dtype(x, w, out, *([bias] if bias is not None else []))
-    n_, c_, h, wd = shape(x)
-    f_, cg, kh, kw = shape(w)
-    _, _, oh, ow = shape(out)
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()
-    groups = op.groups
-    fg, k, p = f_ // groups, cg * kh * kw, oh * ow
-    if dtype is None or fg < 4 or k < 4 or fg * k * p < BLAS_MIN_MNK:
+    g = ConvGeom.of(op, x, w, out)
+    if dtype is None or not blas_fits(g, dtype):
         return False
+    n_, c_, h, wd = g.n, g.c, g.h, g.w
+    f_, cg, kh, kw = g.f, g.cg, g.kh, g.kw
+    oh, ow = g.oh, g.ow
+    sh, sw, pt, pl, dh, dw = g.sh, g.sw, g.pt, g.pl, g.dh, g.dw
+    groups, fg, k, p = g.groups, g.fg, cg * kh * kw, oh * ow
     esize = 4 if dtype == "f32" else 8
-    direct = (kh, kw, sh, sw, dh, dw, pt, pl, pb, pr) == (1, 1, 1, 1, 1, 1, 0, 0, 0, 0)
-    if (
-        max(n_ * c_ * h * wd, f_ * k, n_ * f_ * p) >= 2**31
-        or k * p * esize > COLUMN_BUFFER_MAX_BYTES
-    ):
-        return False
+    direct = g.pointwise
     if not blas_ready(kb, dtype):
         return False
     gemm = Gemm(kb, dtype)
@@ -79,7 +125,7 @@ def _conv_gemm(
     if bias is not None:
         with kb.nest([n_, f_, oh, ow]) as (n, f, i, j):
             kb.store(kb.load(bias, [f]), out, [n, f, i, j])
-    padded = max(pt, pl, pb, pr) > 0
+    padded = g.padded
     zero = kb.const(0.0, et)
     with kb.nest([n_, groups]) as (n, g):
         if col is None:
@@ -119,11 +165,16 @@ def emit_conv2d(
     bias = ins[2] if len(ins) > 2 else None
     out = outs[0]
     assert isinstance(op, Conv2dOp)
-    if _conv_gemm(kb, op, x, w, bias, out):
-        return
+    g = ConvGeom.of(op, x, w, out)
     act = op.activation
     post = None if act == "none" else (lambda kb2, v, _idx, _ex: activation(kb2, act, v))
-    emit_direct(kb, ConvGeom.of(op, x, w, out), x, w, bias, out, post, key=act)
+    if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out):
+        return
+    if emit_conv_gemm(kb, g, x, w, bias, out, post, key=act):
+        return
+    if _conv_gemm(kb, op, x, w, bias, out):  # f64
+        return
+    emit_direct(kb, g, x, w, bias, out, post, key=act)
 
 
 def emit_pool2d(
