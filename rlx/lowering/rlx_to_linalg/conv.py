@@ -21,10 +21,11 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
-from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
+from rlx.lowering.rlx_to_linalg.conv_direct import PostFn, emit_direct
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
@@ -44,6 +45,8 @@ from rlx.lowering.rlx_to_linalg.matmul import (
     blas_ready,
 )
 
+AnyConv = Conv2dOp | FusedConv2dResidualOp
+
 COLUMN_BUFFER_MAX_BYTES = 256 << 20
 """Largest im2col buffer `_conv_gemm` allocates; bigger convolutions keep the loop nest."""
 
@@ -62,7 +65,7 @@ def blas_fits(g: ConvGeom, dtype: str) -> bool:
     )
 
 
-def conv_path(op: Conv2dOp) -> str:
+def conv_path(op: AnyConv) -> str:
     """The kernel `emit_conv2d` gives `op` (for the dispatch report; tensor-typed op)."""
     from rlx.lowering.gemm.conv import eligible
     from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
@@ -87,35 +90,41 @@ def conv_path(op: Conv2dOp) -> str:
 def conv_lines(module: Operation) -> str:
     """`  conv:` and one `    - conv2d ×<n>: <path>` line per path ("" without convs): the
     kernel each convolution takes (dispatch report)."""
-    counts = Counter(conv_path(op) for op in module.walk() if isinstance(op, Conv2dOp))
+    counts = Counter(
+        (op.name.removeprefix("rlx."), conv_path(op))
+        for op in module.walk()
+        if isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    )
     if not counts:
         return ""
     lines = [f"  conv (mode {gemm_mode()}: RLX_BLAS=1 openblas where it applies):"]
-    lines += [f"    - conv2d ×{n}: {path}" for path, n in sorted(counts.items())]
+    lines += [f"    - {kind} ×{n}: {path}" for (kind, path), n in sorted(counts.items())]
     return "\n".join(lines) + "\n"
 
 
 def _conv_gemm(
     kb: KernelBuilder,
-    op: Conv2dOp,
+    op: AnyConv,
     x: SSAValue,
     w: SSAValue,
     bias: SSAValue | None,
     out: SSAValue,
+    post: PostFn | None,
+    extras: Sequence[SSAValue],
 ) -> bool:
     """conv2d as im2col + one BLAS GEMM per (image, group); False (nothing emitted) when
     the convolution does not qualify (see the module docstring)."""
     dtype = _blas_dtype(x, w, out, *([bias] if bias is not None else []))
-    g = ConvGeom.of(op, x, w, out)
-    if dtype is None or not blas_fits(g, dtype):
+    geo = ConvGeom.of(op, x, w, out)
+    if dtype is None or not blas_fits(geo, dtype):
         return False
-    n_, c_, h, wd = g.n, g.c, g.h, g.w
-    f_, cg, kh, kw = g.f, g.cg, g.kh, g.kw
-    oh, ow = g.oh, g.ow
-    sh, sw, pt, pl, dh, dw = g.sh, g.sw, g.pt, g.pl, g.dh, g.dw
-    groups, fg, k, p = g.groups, g.fg, cg * kh * kw, oh * ow
+    n_, c_, h, wd = geo.n, geo.c, geo.h, geo.w
+    f_, cg, kh, kw = geo.f, geo.cg, geo.kh, geo.kw
+    oh, ow = geo.oh, geo.ow
+    sh, sw, pt, pl, dh, dw = geo.sh, geo.sw, geo.pt, geo.pl, geo.dh, geo.dw
+    groups, fg, k, p = geo.groups, geo.fg, cg * kh * kw, oh * ow
     esize = 4 if dtype == "f32" else 8
-    direct = g.pointwise
+    direct = geo.pointwise
     if not blas_ready(kb, dtype):
         return False
     gemm = Gemm(kb, dtype)
@@ -125,7 +134,7 @@ def _conv_gemm(
     if bias is not None:
         with kb.nest([n_, f_, oh, ow]) as (n, f, i, j):
             kb.store(kb.load(bias, [f]), out, [n, f, i, j])
-    padded = g.padded
+    padded = geo.padded
     zero = kb.const(0.0, et)
     with kb.nest([n_, groups]) as (n, g):
         if col is None:
@@ -151,30 +160,55 @@ def _conv_gemm(
         a_ptr = kb.iadd(pw, kb.imul(g, fg * k * esize))
         c_ptr = kb.iadd(po, kb.imul(kb.iadd(kb.imul(n, f_), kb.imul(g, fg)), p * esize))
         gemm(fg, p, k, a_ptr, k, b_ptr, p, c_ptr, p, beta=1.0 if bias is not None else 0.0)
-        if op.activation != "none":  # the epilogue on the block this GEMM just wrote
+        if post is not None:  # the epilogue on the block this GEMM just wrote
             with kb.loop(fg) as fl, kb.nest([oh, ow]) as (i, j):
                 idx = [n, kb.iadd(kb.imul(g, fg), fl), i, j]
-                kb.store(activation(kb, op.activation, kb.load(out, idx)), out, idx)
+                kb.store(post(kb, kb.load(out, idx), idx, list(extras)), out, idx)
     return True
+
+
+def epilogue(op: AnyConv) -> tuple[PostFn | None, str]:
+    """The fused epilogue of a convolution after its bias, and its identity (kernel key):
+    `+ residual` (fused_conv2d_residual: `extras[0]`, indexed like the output buffer
+    the kernel writes), then the activation (`clip` as min(max(v, lo), hi))."""
+    act, clip = op.activation, op.clip
+    residual = isinstance(op, FusedConv2dResidualOp)
+    if act == "none" and not residual:
+        return None, ""
+
+    def post(kb: KernelBuilder, v: SSAValue, idx: list[SSAValue], ex: list[SSAValue]) -> SSAValue:
+        if residual:
+            v = kb.addf(v, kb.convert(kb.load(ex[0], idx), v.type))
+        if act == "clip":
+            assert clip is not None
+            lo, hi = kb.const(clip[0], v.type), kb.const(clip[1], v.type)
+            return kb.minf(kb.maxf(v, lo), hi)
+        return v if act == "none" else activation(kb, act, v)
+
+    return post, f"{act}{list(clip or ())}{'+residual' if residual else ''}"
 
 
 def emit_conv2d(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
+    """conv2d / fused_conv2d_residual: the generated implicit GEMM, im2col + OpenBLAS
+    (`RLX_BLAS=1`, f64) or the direct kernel (module docstring)."""
+    assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    residual = isinstance(op, FusedConv2dResidualOp)
     x, w = ins[:2]
-    bias = ins[2] if len(ins) > 2 else None
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    bias = rest[0] if rest else None
     out = outs[0]
-    assert isinstance(op, Conv2dOp)
     g = ConvGeom.of(op, x, w, out)
-    act = op.activation
-    post = None if act == "none" else (lambda kb2, v, _idx, _ex: activation(kb2, act, v))
-    if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out):
+    post, key = epilogue(op)
+    if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out, post, extras):
         return
-    if emit_conv_gemm(kb, g, x, w, bias, out, post, key=act):
+    if emit_conv_gemm(kb, g, x, w, bias, out, post, extras, key):
         return
-    if _conv_gemm(kb, op, x, w, bias, out):  # f64
+    if _conv_gemm(kb, op, x, w, bias, out, post, extras):  # f64
         return
-    emit_direct(kb, g, x, w, bias, out, post, key=act)
+    emit_direct(kb, g, x, w, bias, out, post, extras, key)
 
 
 def emit_pool2d(
@@ -231,5 +265,6 @@ def emit_pool2d(
 
 LOWERINGS: dict[type[Operation], Emitter] = {
     Conv2dOp: emit_conv2d,
+    FusedConv2dResidualOp: emit_conv2d,
     Pool2dOp: emit_pool2d,
 }
