@@ -22,11 +22,9 @@ from dataclasses import replace
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     BFloat16Type,
     Float16Type,
     Float32Type,
-    IntegerAttr,
     MemRefType,
     NoneAttr,
     f32,
@@ -37,9 +35,9 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
 from rlx.lowering.gemm.microkernel import microkernel
-from rlx.lowering.gemm.packing import pack, panels
+from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 
 PostFn = Callable[[KernelBuilder, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
@@ -98,18 +96,50 @@ def _if(kb: KernelBuilder, cond: SSAValue, then: Callable[[], object],
     kb.add(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1]) if other else None))
 
 
-def _flat_w(kb: KernelBuilder, w: SSAValue) -> SSAValue:
-    """w [F, Cg, KH, KW] viewed as [F, Cg·KH·KW]."""
-    f, cg, kh, kw = (int(d) for d in w.type.get_shape())  # type: ignore[attr-defined]
-    groups = ArrayAttr(
-        [ArrayAttr([IntegerAttr(0, i64)]), ArrayAttr([IntegerAttr(i, i64) for i in (1, 2, 3)])]
-    )
-    t = MemRefType(elem(w), [f, cg * kh * kw])
-    return kb.hoist(
-        memref.CollapseShapeOp.build(
-            operands=[w], result_types=[t], properties={"reassociation": groups}
-        )
-    )
+GEOMETRY = (
+    "n", "c", "h", "w", "f", "cg", "kh", "kw", "oh", "ow", "sh", "pt", "pl", "dh", "dw",
+    "groups", "fg", "k", "p", "pm", "pn", "mb", "nb", "kc", "nk", "blocks_m", "blocks_n",
+    "taps", "per", "chunks",
+)  # fmt: skip
+"""The run-time geometry table of the shape-generic kernels (`_Geo` reads it)."""
+
+FLAT = 2**31 - 1
+"""Extent of the flat views the shape-generic kernels take (every buffer is smaller:
+`eligible` bounds the sizes), so one kernel serves every shape."""
+
+
+def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
+    """`mem` (contiguous) as a flat `memref<FLAT x T>` view (free: the same pointer)."""
+    t = MemRefType(elem(mem), [FLAT])
+    return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
+
+
+class _Geo:
+    """Index values of the geometry table, loaded once at the kernel's entry."""
+
+    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
+        index = kb.idx(0).type
+        for i, name in enumerate(GEOMETRY):
+            setattr(self, name, kb.convert(kb.load(table, [i]), index))
+
+    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
+        raise AttributeError(name)
+
+
+def _layout(g: ConvGeom, tile: Tile) -> dict[str, int]:
+    k, p = g.cg * g.kh * g.kw, g.oh * g.ow
+    pm, pn = panels(g.fg, tile.mr), panels(p, tile.nr)
+    mb = _balanced(pm, max(1, tile.mc // tile.mr))
+    nb = _balanced(pn, max(1, tile.nc // tile.nr))
+    nk = panels(k, tile.kc)
+    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * k)))
+    vals = dict(n=g.n, c=g.c, h=g.h, w=g.w, f=g.f, cg=g.cg, kh=g.kh, kw=g.kw, oh=g.oh,
+                ow=g.ow, sh=g.sh, pt=g.pt, pl=g.pl, dh=g.dh, dw=g.dw, groups=g.groups,
+                fg=g.fg, k=k, p=p, pm=pm, pn=pn, mb=mb, nb=nb, kc=panels(k, nk), nk=nk,
+                blocks_m=panels(pm, mb), blocks_n=panels(pn, nb), taps=g.kh * g.kw,
+                per=per, chunks=panels(pm, per))  # fmt: skip
+    assert tuple(vals) == GEOMETRY
+    return vals
 
 
 def emit_conv_gemm(
@@ -124,37 +154,36 @@ def emit_conv_gemm(
     key: object = "",
 ) -> bool:
     """Emit the implicit GEMM (module docstring); False (nothing emitted) when the conv
-    does not qualify (`eligible`) or the kernel has no module registry."""
+    does not qualify (`eligible`) or the kernel has no module registry. The packing and
+    GEMM workers are shape-generic (the geometry is a run-time table): one pair per
+    element types, tile, column stride, padding and epilogue serves every conv shape.
+    `post` gets flat output indices and flat views of `extras`."""
     kernels = _owner(kb)
     types = [v.type for v in (x, w, out, *([bias] if bias is not None else []))]
     if kernels is None or not eligible(g, *types):
         return False
     tile = conv_tile(g)
-    k, p = g.cg * g.kh * g.kw, g.oh * g.ow
-    pm, pn = panels(g.fg, tile.mr), panels(p, tile.nr)
-    mb = _balanced(pm, max(1, tile.mc // tile.mr))
-    nb = _balanced(pn, max(1, tile.nc // tile.nr))
-    nk = panels(k, tile.kc)
-    kc = panels(k, nk)
-    blocks_m, blocks_n = panels(pm, mb), panels(pn, nb)
-    tasks = g.n * g.groups * blocks_m * blocks_n
+    lay = _layout(g, tile)
+    geo = kb.table(list(lay.values()), i64)
+    tasks = g.n * g.groups * lay["blocks_m"] * lay["blocks_n"]
 
-    ap = kb.scratch([g.groups, pm, k, tile.mr], f32)
-    _pack_w(kb, kernels, _flat_w(kb, w), ap, g, tile)
+    ap = kb.scratch([g.groups, lay["pm"], lay["k"], tile.mr], f32)
+    _pack_w(kb, kernels, geo, _flat(kb, w), _flat(kb, ap), tile, lay, g.f * lay["k"])
     acc = out if isinstance(elem(out), Float32Type) else kb.scratch(out.type.get_shape(), f32)  # type: ignore[attr-defined]
-    args = [x, ap, acc, *([out] if acc is not out else []), *([bias] if bias else []), *extras]
+    bufs = [x, ap, acc, *([out] if acc is not out else []), *([bias] if bias else []), *extras]
+    args = [geo, *(_flat(kb, v) for v in bufs)]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
-    wkey = ("conv-gemm", g, tile, mb, nb, kc, bias is not None, acc is not out, key,
-            tuple(attr_text(t) for t in wtypes))  # fmt: skip
+    static = (tile, g.sw, g.padded, bias is not None, acc is not out, len(extras), key)
+    wkey = ("conv-gemm", static, tuple(attr_text(t) for t in wtypes))
     ukernel = microkernel(kernels, tile)
-    layout = _Layout(g, tile, k, p, pm, pn, mb, nb, kc, nk, blocks_m, blocks_n)
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
-        wx, wap, wacc = wargs[1:4]
-        rest = wargs[4:]
+        wgeo, wx, wap, wacc = wargs[1:5]
+        rest = wargs[5:]
         wout = rest.pop(0) if acc is not out else wacc
         wbias = rest.pop(0) if bias is not None else None
-        _worker(wb, layout, ukernel, wargs[0], wx, wap, wacc, wout, wbias, post, rest)
+        _worker(wb, _Geo(wb, wgeo), tile, g.sw, g.padded, ukernel, wargs[0], wx, wap, wacc,
+                wout, wbias, post, rest)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv gemm {tile.name}", noalias=True)
     threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
@@ -163,88 +192,79 @@ def emit_conv_gemm(
     return True
 
 
-def _pack_w(
-    kb: KernelBuilder, kernels: object, w2: SSAValue, ap: SSAValue, g: ConvGeom, tile: Tile
-) -> None:
-    """ap[grp, p, k, r] = w2[grp·Fg + p·mr + r, k] (zero past Fg), on the pool."""
-    k = int(w2.type.get_shape()[1])  # type: ignore[attr-defined]
-    pm = panels(g.fg, tile.mr)
-    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * k)))
-    chunks = panels(pm, per)
-    tasks = chunks * g.groups
-    types: list[Attribute] = [MemRefType(i64, [1]), w2.type, ap.type]
+def _pack_w(kb: KernelBuilder, kernels: object, geo: SSAValue, w: SSAValue, ap: SSAValue,
+            tile: Tile, lay: dict[str, int], size: int) -> None:  # fmt: skip
+    """ap[grp, p, k, r] = w[grp·Fg + p·mr + r, k] (zero past Fg), on the pool: task t
+    packs `per` panels of one group."""
+    tasks = lay["chunks"] * lay["groups"]
+    types: list[Attribute] = [MemRefType(i64, [1]), geo.type, w.type, ap.type]
 
     def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
-        tid, src, dst = args
+        tid, gt, src, dst = args
+        gm = _Geo(wb, gt)
         t = wb.convert(wb.load(tid, [0]), wb.idx(0).type)
-        c = _rem(wb, t, chunks)
-        grp = wb.idiv(t, chunks)
-        p0 = wb.imul(c, per)
-        p1 = wb.imin(wb.iadd(p0, per), wb.idx(pm))
-        row0 = wb.imul(grp, g.fg)
+        c = wb.v(arith.RemUIOp(t, gm.chunks))
+        grp = wb.v(arith.DivUIOp(t, gm.chunks))
+        p0 = wb.muli(c, gm.per)
+        p1 = wb.imin(wb.addi(p0, gm.per), gm.pm)
+        last = wb.subi(gm.fg, wb.idx(1))
+        with wb.loop(p1, p0) as p, wb.loop(gm.k) as kk:
+            dst0 = wb.muli(wb.addi(wb.muli(wb.addi(wb.muli(grp, gm.pm), p), gm.k), kk),
+                           wb.idx(tile.mr))  # fmt: skip
+            for r in range(tile.mr):
+                row = wb.iadd(wb.imul(p, tile.mr), r)
+                inside = wb.cmpi("ult", row, gm.fg)
+                src_row = wb.addi(wb.muli(grp, gm.fg), wb.imin(row, last))
+                v = wb.convert(wb.load(src, [wb.addi(wb.muli(src_row, gm.k), kk)]), f32)
+                v = wb.select(inside, v, wb.const(0.0, f32))
+                wb.store(v, dst, [wb.iadd(dst0, r)])
 
-        def load(b: KernelBuilder, row: SSAValue, col: SSAValue) -> SSAValue:
-            return b.convert(b.load(src, [b.iadd(row0, row), col]), f32)
-
-        pack(wb, dst, [grp], g.fg, k, tile.mr, load, p0, p1)
-
-    wkey = ("conv-pack-w", g.fg, g.groups, k, tile.mr, per, tuple(attr_text(t) for t in types))
+    wkey = ("conv-pack-w", tile, tuple(attr_text(t) for t in types))
     worker = kernels.kernel(wkey, types, build, f"conv pack W {tile.name}", noalias=True)  # type: ignore[attr-defined]
-    threads = 1 if tasks == 1 or g.f * k < 2 * PACK_TASK_ELEMENTS else min(tasks, 64)
+    threads = 1 if tasks == 1 or size < 2 * PACK_TASK_ELEMENTS else min(tasks, 64)
     table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, w2, ap], tasks, [8, 0, 0], threads))
+    kb.add(ParallelCallOp(worker, [table, geo, w, ap], tasks, [8, 0, 0, 0], threads))
 
 
-class _Layout:
-    """The blocking of one implicit GEMM (sizes in panels / elements)."""
-
-    def __init__(self, g: ConvGeom, tile: Tile, k: int, p: int, pm: int, pn: int, mb: int,
-                 nb: int, kc: int, nk: int, blocks_m: int, blocks_n: int) -> None:  # fmt: skip
-        self.g, self.tile, self.k, self.p, self.pm, self.pn = g, tile, k, p, pm, pn
-        self.mb, self.nb, self.kc, self.nk = mb, nb, kc, nk
-        self.blocks_m, self.blocks_n = blocks_m, blocks_n
-
-
-def _worker(kb: KernelBuilder, lay: _Layout, ukernel: str, tid: SSAValue, x: SSAValue,
-            ap: SSAValue, acc: SSAValue, out: SSAValue, bias: SSAValue | None,
-            post: PostFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
-    g, tile = lay.g, lay.tile
+def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool, ukernel: str,
+            tid: SSAValue, x: SSAValue, ap: SSAValue, acc: SSAValue, out: SSAValue,
+            bias: SSAValue | None, post: PostFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
+    """One task: (image, group, filter block, pixel block); all sizes from `g`."""
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
-    jb = _rem(kb, t, lay.blocks_n)
-    t2 = kb.idiv(t, lay.blocks_n)
-    ib = _rem(kb, t2, lay.blocks_m)
-    t3 = kb.idiv(t2, lay.blocks_m)
-    grp = _rem(kb, t3, g.groups)
-    n = kb.idiv(t3, g.groups)
-    ip0 = kb.imul(ib, lay.mb)
-    ip1 = kb.imin(kb.iadd(ip0, lay.mb), kb.idx(lay.pm))
-    jp0 = kb.imul(jb, lay.nb)
-    jp1 = kb.imin(kb.iadd(jp0, lay.nb), kb.idx(lay.pn))
+    jb = kb.v(arith.RemUIOp(t, g.blocks_n))
+    t2 = kb.v(arith.DivUIOp(t, g.blocks_n))
+    ib = kb.v(arith.RemUIOp(t2, g.blocks_m))
+    t3 = kb.v(arith.DivUIOp(t2, g.blocks_m))
+    grp = kb.v(arith.RemUIOp(t3, g.groups))
+    n = kb.v(arith.DivUIOp(t3, g.groups))
+    ip0 = kb.muli(ib, g.mb)
+    ip1 = kb.imin(kb.addi(ip0, g.mb), g.pm)
+    jp0 = kb.muli(jb, g.nb)
+    jp1 = kb.imin(kb.addi(jp0, g.nb), g.pn)
     q0 = kb.imul(jp0, tile.nr)
-    q1 = kb.imin(kb.imul(jp1, tile.nr), kb.idx(lay.p))
+    q1 = kb.imin(kb.imul(jp1, tile.nr), g.p)
 
-    bp = kb.scratch([lay.nb, lay.kc, tile.nr], f32)
-    stage = kb.scratch([lay.nb * tile.nr], f32)
+    nb_max, kc_max = max(1, tile.nc // tile.nr), tile.kc
+    bp = kb.scratch([nb_max, kc_max, tile.nr], f32)
+    stage = kb.scratch([nb_max * tile.nr], f32)
     buf = kb.scratch([tile.mr, tile.nr], f32)
     bp_addr, buf_addr = _addr(kb, bp), _addr(kb, buf)
-    a_base = kb.iadd(_addr(kb, ap), kb.imul(grp, lay.pm * lay.k * tile.mr * 4))
-    f0 = kb.imul(grp, g.fg)  # first filter of the group
-    plane0 = kb.iadd(kb.imul(n, g.f), f0)  # first row of C (out as [N·F, P])
+    a_group = kb.muli(grp, kb.muli(g.pm, kb.imul(g.k, tile.mr)))
+    a_base = _bytes(kb, _addr(kb, ap), a_group)
+    f0 = kb.muli(grp, g.fg)  # first filter of the group
+    plane0 = kb.addi(kb.muli(n, g.f), f0)  # first row of C (out as [N·F, P])
     c_base = _addr(kb, acc)
-    acc2 = _view(kb, acc, [g.n * g.f, lay.p])
-    out2 = acc2 if out is acc else _view(kb, out, [g.n * g.f, lay.p])
-    views = [_view(kb, e, [g.n * g.f, lay.p]) for e in extras]
-    cbase = kb.imul(grp, g.cg)
+    cbase = kb.muli(grp, g.cg)
     with kb.loop(kb.imul(kb.subi(jp1, jp0), tile.nr), kb.subi(q1, q0)) as q:
         kb.store(kb.const(0.0, f32), stage, [q])  # the tail panel's columns past the last pixel
 
-    with kb.loop(lay.nk) as s:
-        k0 = kb.imul(s, lay.kc)
-        kcur = kb.imin(kb.idx(lay.kc), kb.subi(kb.idx(lay.k), k0))
+    with kb.loop(g.nk) as s:
+        k0 = kb.muli(s, g.kc)
+        kcur = kb.imin(g.kc, kb.subi(g.k, k0))
         accumulate = kb.convert(kb.cmpi("ne", s, kb.idx(0)), kb.idx(0).type, signed=False)
-        last = kb.cmpi("eq", s, kb.idx(lay.nk - 1))
+        last = kb.cmpi("eq", s, kb.subi(g.nk, kb.idx(1)))
         with kb.loop(kcur) as kk:
-            _gather(kb, g, x, stage, n, cbase, kb.iadd(k0, kk), q0, q1)
+            _gather(kb, g, sw, padded, x, stage, n, cbase, kb.addi(k0, kk), q0, q1)
             with kb.loop(jp1, jp0) as jp:
                 jl = kb.subi(jp, jp0)
                 with kb.loop(tile.nr) as c:
@@ -253,101 +273,115 @@ def _worker(kb: KernelBuilder, lay: _Layout, ukernel: str, tid: SSAValue, x: SSA
         with kb.loop(jp1, jp0) as jp, kb.loop(ip1, ip0) as ip:
             jl = kb.subi(jp, jp0)
             i0, j0 = kb.imul(ip, tile.mr), kb.imul(jp, tile.nr)
-            rows = kb.imin(kb.idx(tile.mr), kb.subi(kb.idx(g.fg), i0))
-            cols = kb.imin(kb.idx(tile.nr), kb.subi(kb.idx(lay.p), j0))
-            a_addr = _bytes(kb, a_base, kb.iadd(kb.imul(ip, lay.k * tile.mr),
-                                                kb.imul(k0, tile.mr)))  # fmt: skip
-            b_addr = _bytes(kb, bp_addr, kb.imul(jl, lay.kc * tile.nr))
-            r0 = kb.iadd(plane0, i0)
-            c_addr = _bytes(kb, c_base, kb.iadd(kb.imul(r0, lay.p), j0))
+            rows = kb.imin(kb.idx(tile.mr), kb.subi(g.fg, i0))
+            cols = kb.imin(kb.idx(tile.nr), kb.subi(g.p, j0))
+            a_off = kb.imul(kb.addi(kb.muli(ip, g.k), k0), tile.mr)
+            a_addr = _bytes(kb, a_base, a_off)
+            b_addr = _bytes(kb, bp_addr, kb.imul(jl, kc_max * tile.nr))
+            r0 = kb.addi(plane0, i0)
+            c_addr = _bytes(kb, c_base, kb.addi(kb.muli(r0, g.p), j0))
             full = kb.v(
                 arith.AndIOp(
                     kb.cmpi("eq", rows, kb.idx(tile.mr)), kb.cmpi("eq", cols, kb.idx(tile.nr))
                 )
             )
 
-            def call(c_at: SSAValue, ldc: int) -> None:
-                kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, c_at, kb.idx(ldc), accumulate], []))  # fmt: skip
+            def call(c_at: SSAValue, ldc: SSAValue) -> None:
+                kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, c_at, ldc, accumulate], []))
 
             def edge() -> None:
                 with kb.loop(rows) as r, kb.loop(cols) as c:
-                    kb.store(kb.load(acc2, [kb.iadd(r0, r), kb.iadd(j0, c)]), buf, [r, c])
-                call(buf_addr, tile.nr)
+                    at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
+                    kb.store(kb.load(acc, [at]), buf, [r, c])
+                call(buf_addr, kb.idx(tile.nr))
                 with kb.loop(rows) as r, kb.loop(cols) as c:
-                    kb.store(kb.load(buf, [r, c]), acc2, [kb.iadd(r0, r), kb.iadd(j0, c)])
+                    at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
+                    kb.store(kb.load(buf, [r, c]), acc, [at])
 
-            _if(kb, full, lambda: call(c_addr, lay.p), edge)
-            if bias is not None or post is not None or out2 is not acc2:
-                _if(kb, last, lambda: _epilogue(kb, acc2, out2, bias, post, views,
-                                                kb.iadd(f0, i0), r0, j0, rows, cols))  # fmt: skip
-
-
-def _view(kb: KernelBuilder, mem: SSAValue, shp: list[int]) -> SSAValue:
-    """mem [N, F, OH, OW] viewed as [N·F, OH·OW]."""
-    groups = ArrayAttr(
-        [ArrayAttr([IntegerAttr(0, i64), IntegerAttr(1, i64)]),
-         ArrayAttr([IntegerAttr(2, i64), IntegerAttr(3, i64)])]
-    )  # fmt: skip
-    t = MemRefType(elem(mem), shp)
-    return kb.hoist(
-        memref.CollapseShapeOp.build(
-            operands=[mem], result_types=[t], properties={"reassociation": groups}
-        )
-    )
+            _if(kb, full, lambda: call(c_addr, g.p), edge)
+            if bias is not None or post is not None or out is not acc:
+                _if(kb, last, lambda: _epilogue(kb, g, acc, out, bias, post, extras,
+                                                kb.addi(f0, i0), r0, j0, rows, cols))  # fmt: skip
 
 
-def _gather(kb: KernelBuilder, g: ConvGeom, x: SSAValue, stage: SSAValue, n: SSAValue,
-            cbase: SSAValue, kidx: SSAValue, q0: SSAValue, q1: SSAValue) -> None:  # fmt: skip
+def _gather(kb: KernelBuilder, g: _Geo, sw: int, padded: bool, x: SSAValue, stage: SSAValue,
+            n: SSAValue, cbase: SSAValue, kidx: SSAValue, q0: SSAValue,
+            q1: SSAValue) -> None:  # fmt: skip
     """stage[q - q0] = col[kidx, q] for the pixels q in [q0, q1) (zeros where the tap
-    reads padding; zeros past q1 up to the block's panels)."""
-    taps = g.kh * g.kw
-    c = kb.iadd(cbase, kb.idiv(kidx, taps))
-    kr = _rem(kb, kidx, taps) if g.cg > 1 else kidx
-    ki = kb.idiv(kr, g.kw)
-    kj = _rem(kb, kr, g.kw)
-    lo, hi = tap_range(kb, kb.imul(kj, g.dw), g.pl, g.w, g.sw, g.ow)
-    r_lo, r_hi = tap_range(kb, kb.imul(ki, g.dh), g.pt, g.h, g.sh, g.oh)
+    reads padding): one output-row segment at a time, unit stride in `stage`, stride
+    `sw` in x."""
+    c = kb.addi(cbase, kb.v(arith.DivUIOp(kidx, g.taps)))
+    kr = kb.v(arith.RemUIOp(kidx, g.taps))
+    ki = kb.v(arith.DivUIOp(kr, g.kw))
+    kj = kb.v(arith.RemUIOp(kr, g.kw))
+    lo, hi = _tap_range(kb, kb.muli(kj, g.dw), g.pl, g.w, sw, g.ow)
+    r_lo, r_hi = _tap_range(kb, kb.muli(ki, g.dh), g.pt, g.h, None, g.oh, g.sh)
     zero = kb.const(0.0, f32)
-    i_first = kb.idiv(q0, g.ow)
-    i_last = kb.idiv(kb.iadd(q1, g.ow - 1), g.ow)
-    off = kb.subi(kb.imul(kj, g.dw), kb.idx(g.pl))
+    i_first = kb.v(arith.DivUIOp(q0, g.ow))
+    i_last = kb.v(arith.DivUIOp(kb.addi(q1, kb.subi(g.ow, kb.idx(1))), g.ow))
+    off = kb.subi(kb.muli(kj, g.dw), g.pl)
+    plane = kb.muli(kb.addi(kb.muli(n, g.c), c), g.h)  # (n, c) plane in rows of x
     with kb.loop(i_last, i_first) as i:
-        row_q = kb.imul(i, g.ow)
+        row_q = kb.muli(i, g.ow)
         js = kb.subi(kb.imax(q0, row_q), row_q)
-        je = kb.subi(kb.imin(q1, kb.iadd(row_q, g.ow)), row_q)
+        je = kb.subi(kb.imin(q1, kb.addi(row_q, g.ow)), row_q)
         dst0 = kb.subi(row_q, q0)
-        ok = kb.v(arith.AndIOp(kb.cmpi("sge", i, r_lo), kb.cmpi("slt", i, r_hi)))
-        if g.padded:
+        if padded:
             with kb.loop(je, js) as j:
-                kb.store(zero, stage, [kb.iadd(dst0, j)])
+                kb.store(zero, stage, [kb.addi(dst0, j)])
 
         def copy() -> None:
-            ih = kb.subi(kb.iadd(kb.imul(i, g.sh), kb.imul(ki, g.dh)), kb.idx(g.pt))
+            ih = kb.subi(kb.addi(kb.muli(i, g.sh), kb.muli(ki, g.dh)), g.pt)
+            src0 = kb.addi(kb.muli(kb.addi(plane, ih), g.w), off)
             a = kb.imax(js, lo)
             b = kb.imax(kb.imin(je, hi), a)
             with kb.loop(b, a) as j:
-                iw = kb.iadd(kb.imul(j, g.sw), off)
-                kb.store(kb.convert(kb.load(x, [n, c, ih, iw]), f32), stage,
-                         [kb.iadd(dst0, j)])  # fmt: skip
+                v = kb.convert(kb.load(x, [kb.addi(src0, kb.imul(j, sw))]), f32)
+                kb.store(v, stage, [kb.addi(dst0, j)])
 
-        if g.padded:
+        if padded:
+            ok = kb.v(arith.AndIOp(kb.cmpi("sge", i, r_lo), kb.cmpi("slt", i, r_hi)))
             _if(kb, ok, copy)
         else:
             copy()
 
 
-def _epilogue(kb: KernelBuilder, acc2: SSAValue, out2: SSAValue, bias: SSAValue | None,
-              post: PostFn | None, extras: list[SSAValue], f_first: SSAValue, r0: SSAValue,
-              j0: SSAValue, rows: SSAValue, cols: SSAValue) -> None:  # fmt: skip
-    """out2[tile] = narrow(post(acc2[tile] + bias[f])) (`post` indexes [N·F, P] views)."""
+def _tap_range(kb: KernelBuilder, tap_off: SSAValue, pad: SSAValue, size: SSAValue,
+               stride: int | None, out: SSAValue, stride_v: SSAValue | None = None,
+               ) -> tuple[SSAValue, SSAValue]:  # fmt: skip
+    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi) (the
+    stride a constant, or the run-time `stride_v`)."""
+
+    def div(a: SSAValue) -> SSAValue:
+        if stride is not None:
+            return kb.idiv(a, stride)
+        assert stride_v is not None
+        return kb.v(arith.DivUIOp(a, stride_v))
+
+    st = kb.idx(stride) if stride is not None else stride_v
+    assert st is not None
+    zero = kb.idx(0)
+    a = kb.subi(pad, tap_off)
+    lo = div(kb.addi(kb.imax(a, zero), kb.subi(st, kb.idx(1))))
+    b = kb.addi(kb.subi(kb.addi(size, pad), kb.addi(tap_off, kb.idx(1))), st)
+    hi = kb.imin(out, div(kb.imax(b, zero)))
+    return lo, hi
+
+
+def _epilogue(kb: KernelBuilder, g: _Geo, acc: SSAValue, out: SSAValue,
+              bias: SSAValue | None, post: PostFn | None, extras: list[SSAValue],
+              f_first: SSAValue, r0: SSAValue, j0: SSAValue, rows: SSAValue,
+              cols: SSAValue) -> None:  # fmt: skip
+    """out[tile] = narrow(post(acc[tile] + bias[f])) (`post` gets flat indices)."""
     with kb.loop(rows) as r:
-        row = kb.iadd(r0, r)
-        b = kb.convert(kb.load(bias, [kb.iadd(f_first, r)]), f32) if bias is not None else None
+        row = kb.addi(r0, r)
+        b = kb.convert(kb.load(bias, [kb.addi(f_first, r)]), f32) if bias is not None else None
+        base = kb.muli(row, g.p)
         with kb.loop(cols) as c:
-            q = kb.iadd(j0, c)
-            v = kb.load(acc2, [row, q])
+            at = kb.addi(base, kb.addi(j0, c))
+            v = kb.load(acc, [at])
             if b is not None:
                 v = kb.addf(v, b)
             if post is not None:
-                v = post(kb, v, [row, q], extras)
-            kb.store_c(v, out2, [row, q])
+                v = post(kb, v, [at], extras)
+            kb.store_c(v, out, [at])
