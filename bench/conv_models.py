@@ -9,7 +9,7 @@ at batch 1 and a fixed size (static shapes), imported with
 that `rlx.compile` (weights stay params, set afterwards with `set_params`; binding them
 as constants with `param_bindings` costs seconds of printing and hashing them). The script prints the number of convolution ops, the distinct conv
 kernels (`rlx.kernel` labels of the module), the dispatch report's conv lines, the max
-error vs onnxruntime and, with `--reps > 0`, the median run times of both (threads:
+error vs onnxruntime and, with `--reps > 0`, the best-of-N run times of both (threads:
 `BENCH_THREADS`, default 2; the machine load is printed). torch, torchvision and
 onnxruntime are bench-only dependencies.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -44,14 +43,15 @@ def export(name: str, size: int, path: Path) -> np.ndarray:
     return x
 
 
-def _median(fn: object, reps: int) -> float:
+def _best(fn: object, reps: int) -> float:
+    """Fastest of `reps` runs after a warm-up (the least disturbed on a shared machine)."""
     fn()  # type: ignore[operator]
-    ts = []
+    best = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()  # type: ignore[operator]
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def main() -> None:
@@ -89,9 +89,11 @@ def main() -> None:
         line = (f"{name:14s} import {t1 - t0:5.2f} s  cold compile {t2 - t1:5.2f} s  convs {convs}"
                 f"  conv kernels {kernels}  max|diff| {err:.1e}")  # fmt: skip
         if args.reps:
-            t_rlx = _median(lambda c=cg: c.run(x), args.reps)
-            t_ort = _median(lambda s=sess: s.run(None, {"x": x}), args.reps)
-            line += f"  rlx {t_rlx * 1e3:7.1f} ms  ort {t_ort * 1e3:7.1f} ms  ratio {t_rlx / t_ort:.2f}"
+            t_rlx = _best(lambda c=cg, a=x: c.run(a), args.reps)
+            t_ort = _best(lambda s=sess, a=x: s.run(None, {"x": a}), args.reps)
+            line += (
+                f"  rlx {t_rlx * 1e3:7.1f} ms  ort {t_ort * 1e3:7.1f} ms  ratio {t_rlx / t_ort:.2f}"
+            )
         print(line, flush=True)
         for ln in cg.dispatch_report().splitlines():
             if "conv" in ln and "×" in ln:
