@@ -42,24 +42,25 @@ CASES = {
 }
 
 
-def _rlx(xs, ws, groups, pad):  # type: ignore[no-untyped-def]
+def _rlx(xs, ws, groups, pad, stride=1):  # type: ignore[no-untyped-def]
     g = rlx.Graph()
     x = g.input("x", xs)
     w = g.param("w", ws)
     b = g.param("b", (ws[0], 1, 1))
-    c = g.conv2d(x, w, padding=pad, groups=groups)
+    c = g.conv2d(x, w, padding=pad, groups=groups, strides=[stride, stride])
     g.output(g.relu(g.add(c, b)))
     t0 = time.perf_counter()
     compiled = rlx.compile(g)
     return compiled, time.perf_counter() - t0
 
 
-def _ort(xs, ws, groups, pad, w, b):  # type: ignore[no-untyped-def]
+def _ort(xs, ws, groups, pad, w, b, stride=1):  # type: ignore[no-untyped-def]
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     f = ws[0]
-    node = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=groups, pads=pad[:2] + pad[2:])
+    node = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=groups, pads=pad,
+                            strides=[stride, stride])
     relu = helper.make_node("Relu", ["c"], ["y"])
     graph = helper.make_graph(
         [node, relu], "conv",
@@ -84,13 +85,14 @@ def main() -> None:
         os.environ["RLX_BLAS"] = "1"
     print(f"threads={THREADS or 'default'} load={os.getloadavg()[0]:.2f}")
     rng = np.random.default_rng(0)
-    for name, (xs, ws, groups, pad) in CASES.items():
+    for name, (xs, ws, groups, pad, *st) in CASES.items():
+        stride = st[0] if st else 1
         x = rng.standard_normal(xs).astype(np.float32)
         w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
         b = rng.standard_normal((ws[0], 1, 1)).astype(np.float32)
-        compiled, ct = _rlx(xs, ws, groups, pad)
+        compiled, ct = _rlx(xs, ws, groups, pad, stride)
         compiled.set_params({"w": w, "b": b})
-        sess = _ort(xs, ws, groups, pad, w, b)
+        sess = _ort(xs, ws, groups, pad, w, b, stride)
         want = sess.run(None, {"x": x})[0]
         got = compiled.run(x)[0]
         err = float(np.max(np.abs(got - want)))

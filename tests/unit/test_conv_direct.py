@@ -1,5 +1,5 @@
-"""The direct conv kernel (depthwise, grouped, small and low-precision convs) against the
-reference interpreter: strides 1/2, padding (asymmetric), dilation 2, groups (2,
+"""The direct conv kernel (depthwise, grouped, small and low-precision convs; row loops
+and the flat padded-plane loop of small planes) against the reference interpreter: strides 1/2, padding (asymmetric), dilation 2, groups (2,
 depthwise, depthwise multiplier 2), odd sizes and kernels (7×7, 5×3), batch > 1,
 f32 / f16 / bf16 / i32, with and without bias and activation, serial and on the pool."""
 
@@ -44,6 +44,8 @@ CASES = [
     ((3, 4, 7, 5), (6, 2, 3, 3), {"groups": 2, "padding": [1, 2, 0, 1]}),
     ((1, 2, 5, 3), (2, 1, 7, 7), {"groups": 2, "padding": [3, 3, 3, 3]}),  # kernel > input
     ((1, 32, 40, 40), (32, 1, 3, 3), {"groups": 32, "padding": [1, 1, 1, 1]}),  # on the pool
+    ((2, 16, 9, 37), (16, 1, 3, 3), {"groups": 16, "strides": [2, 2], "padding": [0, 1, 2, 1]}),
+    ((1, 6, 8, 8), (6, 1, 3, 3), {"groups": 6, "dilations": [2, 2], "padding": [2, 2, 2, 2]}),
 ]
 
 TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}
@@ -78,6 +80,15 @@ def test_direct_low_precision_and_int(case: int, dtype: str) -> None:
 def test_direct_activation(act: str, dtype: str) -> None:
     x, w, attrs = CASES[1]
     _check(*_case(x, w, attrs, dtype, act=act), dtype)
+
+
+def test_small_planes_and_rows_both_taken() -> None:
+    """Planes of <= 32 output columns take the flat padded-plane loop, wider ones rows."""
+    small, _ = _case((1, 8, 7, 7), (8, 1, 3, 3), {"groups": 8, "padding": [1, 1, 1, 1]}, "f32")
+    wide, _ = _case((1, 4, 9, 40), (4, 1, 3, 3), {"groups": 4, "padding": [1, 1, 1, 1]}, "f32")
+    assert "conv direct small planes" in rlx.compile(small).ir("linalg")
+    ir = rlx.compile(wide).ir("linalg")
+    assert "conv direct" in ir and "small planes" not in ir
 
 
 def test_small_regular_f16_conv_takes_direct_path() -> None:

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
+from rlx.lowering.rlx_to_linalg.conv_small import body_small, plane_sizes, small_plane
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     KernelBuilder,
     compute_type,
@@ -59,7 +60,9 @@ MAX_TASKS = 256
 ACC_ELEMENTS = 4096
 """Row buffer length of the shape-generic kernel (wider outputs get a kernel of their own)."""
 
-RUNTIME = ("n", "c", "h", "w", "f", "cg", "fg", "oh", "ow", "rb", "rows", "units", "per")
+RUNTIME = (
+    "n", "c", "h", "w", "f", "cg", "fg", "oh", "ow", "rb", "rows", "units", "per", "wp", "need",
+)  # fmt: skip
 """The sizes the shape-generic kernel reads from its geometry table; the kernel's taps
 (kh, kw), strides, dilations and top/left padding stay compile-time constants."""
 
@@ -108,21 +111,26 @@ def emit_direct(
     (`key` its identity for kernel deduplication), `extras` the buffers it reads. The
     worker is shape-generic: one per (taps, strides, dilations, top/left padding, types,
     epilogue) serves every image, channel and spatial size."""
-    rb, rows = _units(g)
+    small = small_plane(g)
+    rb, rows = (1, g.oh) if small else _units(g)
     units = g.n * g.f * rb
     tasks = min(units, MAX_TASKS)
     per = -(-units // tasks)
     tasks = -(-units // per)
+    wp, need = plane_sizes(g) if small else (0, 0)
     values = dict(n=g.n, c=g.c, h=g.h, w=g.w, f=g.f, cg=g.cg, fg=g.fg, oh=g.oh, ow=g.ow,
-                  rb=rb, rows=rows, units=units, per=per)  # fmt: skip
+                  rb=rb, rows=rows, units=units, per=per, wp=wp, need=need)  # fmt: skip
     acc_len = max(ACC_ELEMENTS, g.ow)
-    static = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, acc_len)
+    static = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, acc_len, small)
+    body = _body if not small else (
+        lambda kb2, g2, d2, _acc, *rest: body_small(kb2, g2, d2, *rest)
+    )  # fmt: skip
     operands = [_flat(kb, v) for v in (x, w, *([bias] if bias is not None else []), out, *extras)]
     kernels = _owner(kb)
     if kernels is None:  # no module registry: the whole range inline, sizes as constants
         dims = _Dims(kb, values, None)
-        _body(kb, g, dims, acc_len, operands, bias is not None, len(extras), post, kb.idx(0),
-              dims.units)  # fmt: skip
+        body(kb, g, dims, acc_len, operands, bias is not None, len(extras), post, kb.idx(0),
+             dims.units)  # fmt: skip
         return
     geo = kb.table([values[k] for k in RUNTIME], i64)
     types: list[Attribute] = [MemRefType(i64, [1]), geo.type, *(v.type for v in operands)]
@@ -133,9 +141,10 @@ def emit_direct(
         t = wb.convert(wb.load(args[0], [0]), wb.idx(0).type)
         u0 = wb.muli(t, dims.per)
         u1 = wb.imin(wb.addi(u0, dims.per), dims.units)
-        _body(wb, g, dims, acc_len, args[2:], bias is not None, len(extras), post, u0, u1)
+        body(wb, g, dims, acc_len, args[2:], bias is not None, len(extras), post, u0, u1)
 
-    worker = kernels.kernel(wkey, types, build, "conv direct", noalias=True)
+    label = "conv direct" + (" small planes" if small else "")
+    worker = kernels.kernel(wkey, types, build, label, noalias=True)
     threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
     table = kb.table(list(range(tasks)), i64)
     args = [table, geo, *operands]
