@@ -45,6 +45,9 @@ CASES = [
     ((2, 16, 9, 9), (32, 16, 1, 1), True, {}),  # 1x1: the planes are the GEMM operand
     ((1, 16, 10, 10), (24, 16, 1, 1), False, {"strides": [2, 2]}),  # 1x1 strided: im2col
     ((1, 5, 31, 29), (7, 5, 5, 5), True, {"strides": [3, 2], "padding": [2, 2, 2, 2]}),
+    # filters not a multiple of the tile's rows: the last panel's own microkernel
+    ((2, 8, 9, 11), (20, 8, 3, 3), True, {"padding": [1, 1, 1, 1]}),
+    ((1, 12, 7, 13), (52, 12, 1, 1), False, {}),
 ]
 
 

@@ -1,16 +1,19 @@
-"""conv2d as an implicit GEMM on the generated microkernel.
+"""conv2d as an implicit GEMM on a generated microkernel.
 
 Per image `n` and group `g` the convolution is `C[f, q] = Σ_k W[f, k] · col[k, q]` with
 `f < F/groups` filters, `k = (c, ki, kj) < Cg·KH·KW` and `q = (i, j) < OH·OW` output
 pixels, so C is the group's output planes (row stride OH·OW: NCHW as is).
 
-1. W is packed into A panels `[groups, ceil(Fg / mr), K, mr]` on the pool (`_pack_w`).
+1. A is W itself, read in place by the conv microkernel (`conv_ukernel.py`: row-strided
+   A, `lda = K`): f32 weights are never packed or copied; f16/bf16 weights are widened
+   into an f32 copy once per call. The last panel of filters (Fg mod mr rows) gets a
+   microkernel of that height, so no row is wasted and nothing is read past W.
 2. Tasks of `rlx_rt.parallel_call` are (image, group, filter block, pixel block). A task
    walks k-slices of `kc`; per slice it gathers its pixel block of the implicit im2col
    matrix straight from x into B panels `[nb, kc, nr]` (the loader: one output row
    segment at a time, zero where the tap reads padding, f16/bf16 widened) and calls the
-   microkernel per `mr x nr` tile, A block in L2, B panel in L1. Partial tiles go
-   through a tile buffer.
+   microkernel per `mr x nr` tile, B panel in L1. Partial column tiles go through a tile
+   buffer.
 3. After the last k-slice each tile gets the epilogue while it is in L1: `+ bias[f]`,
    then `post` (activation, residual), narrowed into the output.
 """
@@ -33,8 +36,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.gemm.conv_ukernel import conv_microkernel
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
-from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
@@ -43,9 +46,6 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 PostFn = Callable[[KernelBuilder, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
-
-PACK_TASK_ELEMENTS = 1 << 15
-"""Weight elements one packing task copies."""
 
 
 def eligible(g: ConvGeom, *types: Attribute) -> bool:
@@ -105,7 +105,7 @@ def _if(kb: KernelBuilder, cond: SSAValue, then: Callable[[], object],
 GEOMETRY = (
     "n", "c", "h", "w", "f", "cg", "kh", "kw", "oh", "ow", "sh", "pt", "pl", "dh", "dw",
     "groups", "fg", "k", "p", "pm", "pn", "mb", "nb", "kc", "nk", "blocks_m", "blocks_n",
-    "taps", "per", "chunks",
+    "taps",
 )  # fmt: skip
 """The run-time geometry table of the shape-generic kernels (`_Geo` reads it)."""
 
@@ -138,12 +138,10 @@ def _layout(g: ConvGeom, tile: Tile) -> dict[str, int]:
     mb = _balanced(pm, max(1, tile.mc // tile.mr))
     nb = _balanced(pn, max(1, tile.nc // tile.nr))
     nk = panels(k, tile.kc)
-    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * k)))
     vals = dict(n=g.n, c=g.c, h=g.h, w=g.w, f=g.f, cg=g.cg, kh=g.kh, kw=g.kw, oh=g.oh,
                 ow=g.ow, sh=g.sh, pt=g.pt, pl=g.pl, dh=g.dh, dw=g.dw, groups=g.groups,
                 fg=g.fg, k=k, p=p, pm=pm, pn=pn, mb=mb, nb=nb, kc=panels(k, nk), nk=nk,
-                blocks_m=panels(pm, mb), blocks_n=panels(pn, nb), taps=g.kh * g.kw,
-                per=per, chunks=panels(pm, per))  # fmt: skip
+                blocks_m=panels(pm, mb), blocks_n=panels(pn, nb), taps=g.kh * g.kw)  # fmt: skip
     assert tuple(vals) == GEOMETRY
     return vals
 
@@ -160,10 +158,10 @@ def emit_conv_gemm(
     key: object = "",
 ) -> bool:
     """Emit the implicit GEMM (module docstring); False (nothing emitted) when the conv
-    does not qualify (`eligible`) or the kernel has no module registry. The packing and
-    GEMM workers are shape-generic (the geometry is a run-time table): one pair per
-    element types, tile, column stride, padding and epilogue serves every conv shape.
-    `post` gets flat output indices and flat views of `extras`."""
+    does not qualify (`eligible`) or the kernel has no module registry. The GEMM worker
+    is shape-generic (the geometry is a run-time table): one per element types, tile,
+    tail height, column stride, padding and epilogue serves every conv shape. `post`
+    gets flat output indices and flat views of `extras`."""
     kernels = _owner(kb)
     types = [v.type for v in (x, w, out, *([bias] if bias is not None else []))]
     if kernels is None or not eligible(g, *types):
@@ -172,23 +170,30 @@ def emit_conv_gemm(
     lay = _layout(g, tile)
     geo = kb.table(list(lay.values()), i64)
     tasks = g.n * g.groups * lay["blocks_m"] * lay["blocks_n"]
-
-    ap = kb.scratch([g.groups, lay["pm"], lay["k"], tile.mr], f32)
-    _pack_w(kb, kernels, geo, _flat(kb, w), _flat(kb, ap), tile, lay, g.f * lay["k"])
+    wf = _flat(kb, w)
+    if not isinstance(elem(w), Float32Type):  # f16/bf16 weights: widened once per call
+        w32 = kb.scratch([g.f * lay["k"]], f32)
+        with kb.loop(g.f * lay["k"]) as i:
+            kb.store(kb.convert(kb.load(wf, [i]), f32), w32, [i])
+        wf = _flat(kb, w32)
     acc = out if isinstance(elem(out), Float32Type) else kb.scratch(out.type.get_shape(), f32)  # type: ignore[attr-defined]
-    bufs = [x, ap, acc, *([out] if acc is not out else []), *([bias] if bias else []), *extras]
-    args = [geo, *(_flat(kb, v) for v in bufs)]
+    bufs = [x, acc, *([out] if acc is not out else []), *([bias] if bias else []), *extras]
+    args = [geo, _flat(kb, x), wf, *(_flat(kb, v) for v in bufs[1:])]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
-    static = (tile, g.sw, g.padded, bias is not None, acc is not out, len(extras), key)
+    tail = g.fg % tile.mr
+    static = (tile, tail, g.sw, g.padded, bias is not None, acc is not out, len(extras), key)
     wkey = ("conv-gemm", static, tuple(attr_text(t) for t in wtypes))
-    ukernel = microkernel(kernels, tile)
+    ukernels = (
+        conv_microkernel(kernels, tile),
+        conv_microkernel(kernels, replace(tile, mr=tail)) if tail else None,
+    )
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
-        wgeo, wx, wap, wacc = wargs[1:5]
+        wgeo, wx, ww, wacc = wargs[1:5]
         rest = wargs[5:]
         wout = rest.pop(0) if acc is not out else wacc
         wbias = rest.pop(0) if bias is not None else None
-        _worker(wb, _Geo(wb, wgeo), tile, g.sw, g.padded, ukernel, wargs[0], wx, wap, wacc,
+        _worker(wb, _Geo(wb, wgeo), tile, g.sw, g.padded, ukernels, wargs[0], wx, ww, wacc,
                 wout, wbias, post, rest)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv gemm {tile.name}", noalias=True)
@@ -198,42 +203,9 @@ def emit_conv_gemm(
     return True
 
 
-def _pack_w(kb: KernelBuilder, kernels: object, geo: SSAValue, w: SSAValue, ap: SSAValue,
-            tile: Tile, lay: dict[str, int], size: int) -> None:  # fmt: skip
-    """ap[grp, p, k, r] = w[grp·Fg + p·mr + r, k] (zero past Fg), on the pool: task t
-    packs `per` panels of one group."""
-    tasks = lay["chunks"] * lay["groups"]
-    types: list[Attribute] = [MemRefType(i64, [1]), geo.type, w.type, ap.type]
-
-    def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
-        tid, gt, src, dst = args
-        gm = _Geo(wb, gt)
-        t = wb.convert(wb.load(tid, [0]), wb.idx(0).type)
-        c = wb.v(arith.RemUIOp(t, gm.chunks))
-        grp = wb.v(arith.DivUIOp(t, gm.chunks))
-        p0 = wb.muli(c, gm.per)
-        p1 = wb.imin(wb.addi(p0, gm.per), gm.pm)
-        last = wb.subi(gm.fg, wb.idx(1))
-        with wb.loop(p1, p0) as p, wb.loop(gm.k) as kk:
-            dst0 = wb.muli(wb.addi(wb.muli(wb.addi(wb.muli(grp, gm.pm), p), gm.k), kk),
-                           wb.idx(tile.mr))  # fmt: skip
-            for r in range(tile.mr):
-                row = wb.iadd(wb.imul(p, tile.mr), r)
-                inside = wb.cmpi("ult", row, gm.fg)
-                src_row = wb.addi(wb.muli(grp, gm.fg), wb.imin(row, last))
-                v = wb.convert(wb.load(src, [wb.addi(wb.muli(src_row, gm.k), kk)]), f32)
-                v = wb.select(inside, v, wb.const(0.0, f32))
-                wb.store(v, dst, [wb.iadd(dst0, r)])
-
-    wkey = ("conv-pack-w", tile, tuple(attr_text(t) for t in types))
-    worker = kernels.kernel(wkey, types, build, f"conv pack W {tile.name}", noalias=True)  # type: ignore[attr-defined]
-    threads = 1 if tasks == 1 or size < 2 * PACK_TASK_ELEMENTS else min(tasks, 64)
-    table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, geo, w, ap], tasks, [8, 0, 0, 0], threads))
-
-
-def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool, ukernel: str,
-            tid: SSAValue, x: SSAValue, ap: SSAValue, acc: SSAValue, out: SSAValue,
+def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool,
+            ukernels: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
+            acc: SSAValue, out: SSAValue,
             bias: SSAValue | None, post: PostFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
     """One task: (image, group, filter block, pixel block); all sizes from `g`."""
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
@@ -255,8 +227,7 @@ def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool, ukern
     stage = kb.scratch([nb_max * tile.nr], f32)
     buf = kb.scratch([tile.mr, tile.nr], f32)
     bp_addr, buf_addr = _addr(kb, bp), _addr(kb, buf)
-    a_group = kb.muli(grp, kb.muli(g.pm, kb.imul(g.k, tile.mr)))
-    a_base = _bytes(kb, _addr(kb, ap), a_group)
+    a_base = _bytes(kb, _addr(kb, w), kb.muli(kb.muli(grp, g.fg), g.k))  # the group's W rows
     f0 = kb.muli(grp, g.fg)  # first filter of the group
     plane0 = kb.addi(kb.muli(n, g.f), f0)  # first row of C (out as [N·F, P])
     c_base = _addr(kb, acc)
@@ -281,30 +252,33 @@ def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool, ukern
             i0, j0 = kb.imul(ip, tile.mr), kb.imul(jp, tile.nr)
             rows = kb.imin(kb.idx(tile.mr), kb.subi(g.fg, i0))
             cols = kb.imin(kb.idx(tile.nr), kb.subi(g.p, j0))
-            a_off = kb.imul(kb.addi(kb.muli(ip, g.k), k0), tile.mr)
-            a_addr = _bytes(kb, a_base, a_off)
+            a_addr = _bytes(kb, a_base, kb.addi(kb.muli(i0, g.k), k0))
             b_addr = _bytes(kb, bp_addr, kb.imul(jl, kc_max * tile.nr))
             r0 = kb.addi(plane0, i0)
             c_addr = _bytes(kb, c_base, kb.addi(kb.muli(r0, g.p), j0))
-            full = kb.v(
-                arith.AndIOp(
-                    kb.cmpi("eq", rows, kb.idx(tile.mr)), kb.cmpi("eq", cols, kb.idx(tile.nr))
-                )
-            )
+            full_cols = kb.cmpi("eq", cols, kb.idx(tile.nr))
 
-            def call(c_at: SSAValue, ldc: SSAValue) -> None:
-                kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, c_at, ldc, accumulate], []))
+            def run(kern: str) -> None:
+                def call(c_at: SSAValue, ldc: SSAValue) -> None:
+                    kb.add(func.CallOp(kern, [kcur, a_addr, g.k, b_addr, c_at, ldc, accumulate], []))  # fmt: skip
 
-            def edge() -> None:
-                with kb.loop(rows) as r, kb.loop(cols) as c:
-                    at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
-                    kb.store(kb.load(acc, [at]), buf, [r, c])
-                call(buf_addr, kb.idx(tile.nr))
-                with kb.loop(rows) as r, kb.loop(cols) as c:
-                    at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
-                    kb.store(kb.load(buf, [r, c]), acc, [at])
+                def edge() -> None:  # partial columns: through the tile buffer
+                    with kb.loop(rows) as r, kb.loop(cols) as c:
+                        at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
+                        kb.store(kb.load(acc, [at]), buf, [r, c])
+                    call(buf_addr, kb.idx(tile.nr))
+                    with kb.loop(rows) as r, kb.loop(cols) as c:
+                        at = kb.addi(kb.muli(kb.addi(r0, r), g.p), kb.addi(j0, c))
+                        kb.store(kb.load(buf, [r, c]), acc, [at])
 
-            _if(kb, full, lambda: call(c_addr, g.p), edge)
+                _if(kb, full_cols, lambda: call(c_addr, g.p), edge)
+
+            full_k, tail_k = ukernels
+            if tail_k is None:
+                run(full_k)
+            else:  # the last panel of filters: a microkernel of the tail's height
+                _if(kb, kb.cmpi("eq", rows, kb.idx(tile.mr)), lambda: run(full_k),
+                    lambda: run(tail_k))  # fmt: skip
             if bias is not None or post is not None or out is not acc:
                 _if(kb, last, lambda: _epilogue(kb, g, acc, out, bias, post, extras,
                                                 kb.addi(f0, i0), r0, j0, rows, cols))  # fmt: skip
