@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -38,12 +39,15 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.conv_ukernel import conv_microkernel
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
+from rlx.lowering.gemm.ir import elem
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 
-PostFn = Callable[[KernelBuilder, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
+if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
+    from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+
+PostFn = Callable[["KernelBuilder", SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
