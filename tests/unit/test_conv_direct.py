@@ -46,6 +46,8 @@ CASES = [
     ((1, 32, 40, 40), (32, 1, 3, 3), {"groups": 32, "padding": [1, 1, 1, 1]}),  # on the pool
     ((2, 16, 9, 37), (16, 1, 3, 3), {"groups": 16, "strides": [2, 2], "padding": [0, 1, 2, 1]}),
     ((1, 6, 8, 8), (6, 1, 3, 3), {"groups": 6, "dilations": [2, 2], "padding": [2, 2, 2, 2]}),
+    ((2, 24, 1, 1), (8, 24, 1, 1), {}),  # squeeze-excitation 1×1 on a 1×1 map: pointwise
+    ((1, 12, 2, 3), (6, 4, 1, 1), {"groups": 3}),
 ]
 
 TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}
@@ -69,7 +71,7 @@ def test_direct_f32(case: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
-@pytest.mark.parametrize("case", [0, 3, 5])
+@pytest.mark.parametrize("case", [0, 3, 5, 10])
 def test_direct_low_precision_and_int(case: int, dtype: str) -> None:
     x, w, attrs = CASES[case]
     _check(*_case(x, w, attrs, dtype), dtype)
@@ -87,6 +89,8 @@ def test_small_planes_and_rows_both_taken() -> None:
     small, _ = _case((1, 8, 7, 7), (8, 1, 3, 3), {"groups": 8, "padding": [1, 1, 1, 1]}, "f32")
     wide, _ = _case((1, 4, 9, 40), (4, 1, 3, 3), {"groups": 4, "padding": [1, 1, 1, 1]}, "f32")
     assert "conv direct small planes" in rlx.compile(small).ir("linalg")
+    se, _ = _case((1, 32, 1, 1), (8, 32, 1, 1), {}, "f32")
+    assert "conv direct pointwise" in rlx.compile(se).ir("linalg")
     ir = rlx.compile(wide).ir("linalg")
     assert "conv direct" in ir and "small planes" not in ir
 

@@ -98,3 +98,29 @@ def test_fused_residual_on_blas_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "rlx_blas_sgemm" in compiled.ir("linalg")
     for got, ref in zip(compiled.run(*vals), want, strict=True):
         np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+
+
+SWISH = """
+func.func @main(%x: tensor<2x8x11x9xf32>, %w: tensor<16x8x3x3xf32>, %b: tensor<16xf32>,
+                %dw: tensor<8x1x3x3xf32>) -> (tensor<2x16x11x9xf32>, tensor<2x8x11x9xf32>) {
+  %c = rlx.conv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>} : (tensor<2x8x11x9xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x11x9xf32>
+  %s = rlx.sigmoid %c : (tensor<2x16x11x9xf32>) -> tensor<2x16x11x9xf32>
+  %y = rlx.mul %c, %s : (tensor<2x16x11x9xf32>, tensor<2x16x11x9xf32>) -> tensor<2x16x11x9xf32>
+  %d = rlx.conv2d %x, %dw {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<2x8x11x9xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x11x9xf32>
+  %t = rlx.sigmoid %d : (tensor<2x8x11x9xf32>) -> tensor<2x8x11x9xf32>
+  %z = rlx.mul %t, %d : (tensor<2x8x11x9xf32>, tensor<2x8x11x9xf32>) -> tensor<2x8x11x9xf32>
+  func.return %y, %z : tensor<2x16x11x9xf32>, tensor<2x8x11x9xf32>
+}
+"""
+
+
+def test_onnx_style_swish_fuses_as_silu() -> None:
+    """x * sigmoid(x) after a conv (how ONNX exports SiLU) becomes activation silu."""
+    rng = np.random.default_rng(5)
+    vals = [rng.standard_normal(s).astype(np.float32)
+            for s in ((2, 8, 11, 9), (16, 8, 3, 3), (16,), (8, 1, 3, 3))]  # fmt: skip
+    want = run(parse_module(SWISH), vals)
+    compiled = rlx.compile(SWISH)
+    assert compiled.ir("rlx").count('activation = "silu"') == 2
+    for got, ref in zip(compiled.run(*vals), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())

@@ -33,7 +33,13 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
-from rlx.lowering.rlx_to_linalg.conv_small import body_small, plane_sizes, small_plane
+from rlx.lowering.rlx_to_linalg.conv_small import (
+    body_pointwise,
+    body_small,
+    plane_sizes,
+    small_plane,
+    small_pointwise,
+)
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     KernelBuilder,
     compute_type,
@@ -111,8 +117,9 @@ def emit_direct(
     (`key` its identity for kernel deduplication), `extras` the buffers it reads. The
     worker is shape-generic: one per (taps, strides, dilations, top/left padding, types,
     epilogue) serves every image, channel and spatial size."""
-    small = small_plane(g)
-    rb, rows = (1, g.oh) if small else _units(g)
+    pointwise = small_pointwise(g)
+    small = not pointwise and small_plane(g)
+    rb, rows = (1, g.oh) if small or pointwise else _units(g)
     units = g.n * g.f * rb
     tasks = min(units, MAX_TASKS)
     per = -(-units // tasks)
@@ -121,10 +128,11 @@ def emit_direct(
     values = dict(n=g.n, c=g.c, h=g.h, w=g.w, f=g.f, cg=g.cg, fg=g.fg, oh=g.oh, ow=g.ow,
                   rb=rb, rows=rows, units=units, per=per, wp=wp, need=need)  # fmt: skip
     acc_len = max(ACC_ELEMENTS, g.ow)
-    static = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, acc_len, small)
-    body = _body if not small else (
-        lambda kb2, g2, d2, _acc, *rest: body_small(kb2, g2, d2, *rest)
-    )  # fmt: skip
+    static = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, acc_len, small, pointwise)
+    body = _body
+    if small or pointwise:
+        alt = body_small if small else body_pointwise
+        body = lambda kb2, g2, d2, _acc, *rest: alt(kb2, g2, d2, *rest)  # noqa: E731
     operands = [_flat(kb, v) for v in (x, w, *([bias] if bias is not None else []), out, *extras)]
     kernels = _owner(kb)
     if kernels is None:  # no module registry: the whole range inline, sizes as constants
@@ -143,7 +151,7 @@ def emit_direct(
         u1 = wb.imin(wb.addi(u0, dims.per), dims.units)
         body(wb, g, dims, acc_len, args[2:], bias is not None, len(extras), post, u0, u1)
 
-    label = "conv direct" + (" small planes" if small else "")
+    label = "conv direct" + (" small planes" if small else " pointwise" if pointwise else "")
     worker = kernels.kernel(wkey, types, build, label, noalias=True)
     threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
     table = kb.table(list(range(tasks)), i64)

@@ -114,3 +114,55 @@ def body_small(
                 if post is not None:
                     v = post(kb, v, [at], extras)
                 kb.store_c(v, out, [at])
+
+
+POINTWISE_PIXELS = 16
+"""1×1 convs of at most this many pixels per plane (squeeze-excitation convs on a 1×1
+map) are dot products over the input channels: `body_pointwise`."""
+
+
+def small_pointwise(g: ConvGeom) -> bool:
+    """A 1×1, stride-1, unpadded conv on a tiny plane."""
+    return g.pointwise and g.oh * g.ow <= POINTWISE_PIXELS
+
+
+def body_pointwise(
+    kb: KernelBuilder,
+    g: ConvGeom,
+    d: _Dims,
+    args: Sequence[SSAValue],
+    has_bias: bool,
+    n_extras: int,
+    post: PostFn | None,
+    u0: SSAValue,
+    u1: SSAValue,
+) -> None:
+    """Units [u0, u1) = output planes (image, filter): per pixel one reduction over the
+    filter's input channels (innermost, so LLVM vectorizes it), not one pass per channel."""
+    x, w = args[0], args[1]
+    bias = args[2] if has_bias else None
+    out = args[3 if has_bias else 2]
+    extras = list(args[len(args) - n_extras :]) if n_extras else []
+    ct = compute_type(elem(out))
+    zero = kb.const(0.0 if is_float_t(ct) else 0, ct)
+    pixels = kb.muli(d.oh, d.ow)
+    with kb.loop(u1, u0) as u:
+        f = kb.v(arith.RemUIOp(u, d.f))
+        n = kb.v(arith.DivUIOp(u, d.f))
+        init = kb.convert(kb.load(bias, [f]), ct) if bias is not None else zero
+        x0 = kb.muli(kb.addi(kb.muli(n, d.c), kb.muli(kb.v(arith.DivUIOp(f, d.fg)), d.cg)), pixels)
+        w0 = kb.muli(f, d.cg)
+        o0 = kb.muli(kb.addi(kb.muli(n, d.f), f), pixels)
+        with kb.loop(pixels) as q:
+            xq = kb.addi(x0, q)
+
+            def step(c: SSAValue, acc: list[SSAValue], xq: SSAValue = xq) -> list[SSAValue]:
+                xv = kb.convert(kb.load(x, [kb.addi(xq, kb.muli(c, pixels))]), ct)
+                wv = kb.convert(kb.load(w, [kb.addi(w0, c)]), ct)
+                return [mac(kb, acc[0], xv, wv)]
+
+            v = kb.loop_carry(d.cg, [init], step)[0]
+            at = kb.addi(o0, q)
+            if post is not None:
+                v = post(kb, v, [at], extras)
+            kb.store_c(v, out, [at])

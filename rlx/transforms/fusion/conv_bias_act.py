@@ -10,9 +10,10 @@ optional:
 3. an activation: a unary op in `CONV_EPILOGUES` (relu, gelu, gelu_tanh, silu, sigmoid,
    hard_swish), or `rlx.max` by a scalar constant followed by `rlx.min` by a scalar
    constant (ONNX Clip, relu6), or `rlx.relu` followed by `rlx.min` by a constant: the
-   `clip` activation with `clip = [min, max]`.
+   `clip` activation with `clip = [min, max]`; or `x * sigmoid(x)` (silu as ONNX
+   exports it: the value's only users are the sigmoid and the mul).
 
-Each absorbed op must be the only user of the value before it. The lowering applies the
+Each absorbed op must be the only user of the value before it (the silu pair: both). The lowering applies the
 whole epilogue to each output block while it is hot.
 """
 
@@ -25,7 +26,7 @@ from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import shape_of, tensor
 from rlx.dialects.rlx.compute import CONV_ACTIVATIONS, Conv2dOp
-from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, ReluOp, UnaryOp
+from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, MulOp, ReluOp, SigmoidOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.transforms.fusion.common import float_tensor, only_user, scalar_constant
@@ -74,6 +75,21 @@ def clip_chain(value: SSAValue) -> tuple[list[Operation], tuple[float, float]] |
     return [first, second], (lo, hi)
 
 
+def silu_pair(value: SSAValue) -> tuple[Operation, Operation] | None:
+    """(sigmoid, mul) when `value`'s only users are sigmoid(value) and
+    mul(value, sigmoid(value)) (either order): silu as ONNX exports it (Sigmoid + Mul)."""
+    uses = [u.operation for u in value.uses]
+    if len(uses) != 2:
+        return None
+    sig = next((u for u in uses if isinstance(u, SigmoidOp)), None)
+    mul = next((u for u in uses if isinstance(u, MulOp)), None)
+    if sig is None or mul is None or only_user(sig.results[0], MulOp) is not mul:
+        return None
+    if {id(o) for o in mul.operands} != {id(value), id(sig.results[0])}:
+        return None
+    return sig, mul
+
+
 def _rebuild(
     conv: Conv2dOp,
     bias: SSAValue | None,
@@ -118,10 +134,15 @@ class FuseConvBiasAct(RewritePattern):
         act, clip = "none", None
         act_op = only_user(last.results[0], UnaryOp)
         chain = clip_chain(last.results[0])
+        swish = silu_pair(last.results[0])
         if chain is not None:
             act, clip = "clip", chain[1]
             erased += [last, chain[0][0]]
             last = chain[0][1]
+        elif swish is not None:
+            act = "silu"
+            erased += [last, swish[0]]
+            last = swish[1]
         elif act_op is not None and act_op.name in CONV_EPILOGUES:
             act = CONV_EPILOGUES[act_op.name]
             erased.append(last)

@@ -137,3 +137,22 @@ func.func @clip_misses(%x: tensor<1x8x10x10xf32>, %w: tensor<16x8x3x3xf32>, %b: 
   %q = rlx.min %p, %six : (tensor<1x16x8x8xf32>, tensor<f32>) -> tensor<1x16x8x8xf32>
   func.return %y, %a, %z, %q : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>
 }
+
+// -----
+
+// silu as ONNX exports it, x * sigmoid(x), is the `silu` activation; a mul by the
+// sigmoid of another value is not.
+// CHECK-LABEL: func.func @swish
+// CHECK-NEXT:    %[[Y:.*]] = rlx.conv2d %x, %w, %b {activation = "silu"}
+// CHECK-NEXT:    %[[D:.*]] = rlx.conv2d %x, %w, %b :
+// CHECK-NOT:     activation =
+// CHECK:         func.return %[[Y]]
+func.func @swish(%x: tensor<1x8x10x10xf32>, %w: tensor<16x8x3x3xf32>, %b: tensor<16xf32>, %o: tensor<1x16x8x8xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) {
+  %c = rlx.conv2d %x, %w, %b : (tensor<1x8x10x10xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+  %s = rlx.sigmoid %c : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %y = rlx.mul %s, %c : (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %d = rlx.conv2d %x, %w, %b : (tensor<1x8x10x10xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+  %t = rlx.sigmoid %o : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %z = rlx.mul %d, %t : (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  func.return %y, %z : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>
+}
