@@ -1,4 +1,4 @@
-"""conv2d and pool2d (NCHW).
+"""conv2d and fused_conv2d_residual (NCHW): dispatch, epilogues, im2col + OpenBLAS.
 
 f32/f64 convolutions with enough work per group are an im2col + GEMM (`_conv_gemm`): for
 each (image, group) the input patches are gathered into a [C/g·KH·KW, OH·OW] column
@@ -7,8 +7,7 @@ weights [F/g, C/g·KH·KW] by it straight into the output planes (initialised wi
 bias); a 1×1, stride-1, unpadded convolution needs no column buffer (the input planes are
 the matrix). Other convolutions (depthwise, grouped, tiny, f16/bf16, integers, no BLAS)
 take the direct kernel (`conv_direct`: row-buffer accumulation, vectorized over output
-columns, parallel on the runtime's pool). Pooling is an scf loop nest whose windows are
-clipped to the input (padding is never materialized).
+columns, parallel on the runtime's pool). Pooling is `pool.py`'s.
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import is_unsigned
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
@@ -30,11 +27,7 @@ from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
-    compute_type,
     elem,
-    int_limits,
-    is_float_t,
-    shape,
 )
 from rlx.lowering.rlx_to_linalg.matmul import (
     BLAS_MIN_MNK,
@@ -211,60 +204,7 @@ def emit_conv2d(
     emit_direct(kb, g, x, w, bias, out, post, extras, key)
 
 
-def emit_pool2d(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
-    x, out = ins[0], outs[0]
-    kind = op.kind
-    kh, kw = op.kernel or (1, 1)
-    sh, sw = op.strides or (kh, kw)
-    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
-    n_, c_, h, wd = shape(x)
-    oh, ow = shape(out)[2:]
-    e = elem(op.operands[0])
-    unsigned = is_unsigned(e)
-    ct = compute_type(elem(x))
-    floaty = is_float_t(ct)
-    if kind == "max":
-        init = kb.const(float("-inf") if floaty else int_limits(ct, unsigned)[0], ct)
-    else:
-        init = kb.const(0.0, ct)
-
-    def window(o: SSAValue, stride: int, pad: int, k: int, size: int) -> tuple[SSAValue, SSAValue]:
-        start = kb.subi(kb.imul(o, stride), kb.idx(pad))
-        return kb.imax(start, kb.idx(0)), kb.imin(kb.iadd(start, k), kb.idx(size))
-
-    def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
-        if kind == "avg":
-            return kb.addf(acc, v)
-        if floaty:
-            return kb.maxf(acc, v)
-        return kb.v(arith.MaxUIOp(acc, v) if unsigned else arith.MaxSIOp(acc, v))
-
-    with kb.nest([n_, c_, oh]) as (n, c, i):
-        ih_lo, ih_hi = window(i, sh, pt, kh, h)
-        with kb.loop(ow) as j:
-            iw_lo, iw_hi = window(j, sw, pl, kw, wd)
-
-            def row(ih: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                def col(iw: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
-                    return [combine(acc2[0], kb.load_c(x, [n, c, ih, iw]))]
-
-                return kb.loop_carry(iw_hi, acc, col, lb=iw_lo)
-
-            r = kb.loop_carry(ih_hi, [init], row, lb=ih_lo)[0]
-            if kind == "avg":
-                cnt = kb.muli(
-                    kb.imax(kb.subi(ih_hi, ih_lo), kb.idx(0)),
-                    kb.imax(kb.subi(iw_hi, iw_lo), kb.idx(0)),
-                )
-                r = kb.divf(r, kb.convert(cnt, ct))
-            kb.store_c(r, out, [n, c, i, j])
-
-
 LOWERINGS: dict[type[Operation], Emitter] = {
     Conv2dOp: emit_conv2d,
     FusedConv2dResidualOp: emit_conv2d,
-    Pool2dOp: emit_pool2d,
 }
