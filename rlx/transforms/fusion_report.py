@@ -26,11 +26,16 @@ from rlx.diagnostics import OpError, loc_from_attr
 from rlx.dialects.rlx.base import shape_of
 from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
-from rlx.dialects.rlx.elementwise import AddOp, MulOp, UnaryOp
+from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, MulOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.shape import ConcatOp, SliceOp
 from rlx.transforms.fusion.common import float_tensor
-from rlx.transforms.fusion.conv_bias_act import CONV_EPILOGUES, channel_bias
+from rlx.transforms.fusion.conv_bias_act import (
+    CONV_EPILOGUES,
+    channel_bias,
+    clip_chain,
+    residual_operand,
+)
 from rlx.transforms.fusion.matmul_bias_act import FUSABLE_ACTIVATIONS
 from rlx.transforms.fusion.shared_input_matmul import shared_group
 from rlx.transforms.fusion.swiglu import dual_matmuls
@@ -72,12 +77,17 @@ REASONS = {
         "give the convolution a single consumer so its bias and activation can fuse",
     ),
     "conv_bias_shape": (
-        "bias is not per channel",
-        "add a [F, 1, 1] (or [1, F, 1, 1]) bias to get rlx.conv2d with a bias operand",
+        "add is neither a per-channel bias nor a residual",
+        "add a [F, 1, 1] (or [1, F, 1, 1]) bias, or a tensor of the convolution's type "
+        "(a residual), to fuse it into the convolution",
     ),
     "conv_activation": (
         "activation not fusable into conv2d",
-        "only relu, gelu, gelu_tanh, silu, sigmoid and hard_swish epilogues fuse",
+        "only relu, gelu, gelu_tanh, silu, sigmoid, hard_swish and clip epilogues fuse",
+    ),
+    "conv_clip": (
+        "clip not fusable into conv2d",
+        "a clip fuses as max by a scalar constant, then min by a scalar constant >= it",
     ),
 }
 """Miss kind -> (reason, hint)."""
@@ -270,17 +280,24 @@ class _Scanner:
     def conv(self, conv: Conv2dOp) -> None:
         """Why a float convolution kept a following add or activation."""
         uses = [u.operation for u in conv.result.uses]
-        followers = [u for u in uses if isinstance(u, AddOp | UnaryOp)]
+        followers = [u for u in uses if isinstance(u, AddOp | UnaryOp | MaxOp | MinOp)]
         if not followers:
             return
         if len(uses) > 1:
             self.miss("conv_bias_act", conv, "conv_users")
-        elif isinstance(uses[0], AddOp) and conv.bias is None:
-            if channel_bias(conv, uses[0]) is None:
+        elif isinstance(uses[0], AddOp) and conv.activation == "none":
+            fits = residual_operand(conv.result, uses[0]) is not None or (
+                conv.bias is None and channel_bias(conv, uses[0]) is not None
+            )
+            if not fits:
                 self.miss("conv_bias_act", conv, "conv_bias_shape")
+        elif conv.activation != "none":
+            return
+        elif isinstance(uses[0], MaxOp | MinOp):
+            if clip_chain(conv.result) is None:
+                self.miss("conv_bias_act", uses[0], "conv_clip", f" ({uses[0].name})")
         elif isinstance(uses[0], UnaryOp) and uses[0].name not in CONV_EPILOGUES:
-            if conv.activation == "none":
-                self.miss("conv_bias_act", uses[0], "conv_activation", f" ({uses[0].name})")
+            self.miss("conv_bias_act", uses[0], "conv_activation", f" ({uses[0].name})")
 
     def epilogue(self, fused: FusedMatmulBiasActOp) -> None:
         if fused.activation != "none":

@@ -211,6 +211,26 @@ def test_conv2d_defaults_and_int() -> None:
     np.testing.assert_array_equal(got, conv_loops(x, w, None, (1, 1), (0,) * 4, (1, 1), 1))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16], ids=str)
+def test_conv2d_clip_and_fused_conv2d_residual(dt) -> None:
+    """activation clip (relu6) and rlx.fused_conv2d_residual: conv + bias + residual, then
+    the activation, against the loops."""
+    x = RNG.standard_normal((2, 4, 6, 7)).astype(dt)
+    w = RNG.standard_normal((6, 2, 3, 3)).astype(dt)
+    bias = RNG.standard_normal(6).astype(dt)
+    base = conv_loops(x, w, bias, (1, 2), (1, 1, 1, 1), (1, 1), 2)
+    res = RNG.standard_normal(base.shape).astype(dt)
+    geo = f"strides = {ints(1, 2)}, padding = {ints(1, 1, 1, 1)}, groups = 2 : i64"
+    clip = f'{{{geo}, activation = "clip", clip = array<f64: -0.5, 0.75>}}'
+    got = run1("rlx.conv2d", [x, w, bias], (base.shape, dt), clip)
+    want = np.minimum(np.maximum(base, -0.5), 0.75)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol(dt), atol=tol(dt))
+    relu = f'{{{geo}, activation = "relu"}}'
+    got = run1("rlx.fused_conv2d_residual", [x, w, res, bias], (base.shape, dt), relu)
+    want = np.maximum(base + res.astype(np.float64), 0.0)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol(dt), atol=tol(dt))
+
+
 # ----------------------------------------------------------------------------- pool
 
 

@@ -86,6 +86,7 @@ OP_CLASSES: dict[str, str] = {
     "rlx.fused_swiglu": "fused:FusedSwigluOp",
     "rlx.fused_residual_layer_norm": "fused:FusedResidualLayerNormOp",
     "rlx.fused_residual_rms_norm": "fused:FusedResidualRmsNormOp",
+    "rlx.fused_conv2d_residual": "fused:FusedConv2dResidualOp",
     "rlx.pack_rhs": "gemm:PackRhsOp",
     "rlx.packed_matmul": "gemm:PackedMatmulOp",
 }

@@ -24,7 +24,15 @@ from rlx.dialects.rlx.base import (
     shape_of,
     tensor,
 )
-from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def, float_def, int_def, ints_def
+from rlx.dialects.rlx.fields import (
+    AttrValues,
+    bool_def,
+    enum_def,
+    float_def,
+    floats_def,
+    int_def,
+    ints_def,
+)
 from rlx.dialects.rlx.traits import Compute, DataMovement, Reduction
 
 Types = Sequence[TensorType]
@@ -345,8 +353,55 @@ def _spatial_attrs(
     return strides, padding, dil
 
 
-CONV_ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "hard_swish")
-"""Activations a convolution can apply to its result: each is the unary op of that name."""
+CONV_ACTIVATIONS = (
+    "none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "hard_swish", "clip",
+)  # fmt: skip
+"""Activations a convolution can apply to its result: each is the unary op of that name,
+except `clip`: min(max(v, clip[0]), clip[1]) (relu6 is clip [0, 6])."""
+
+
+def check_conv_epilogue(attrs: Attrs, e: Attribute) -> None:
+    """The activation needs a float element type; `clip` needs its `[min, max]`."""
+    act = attrs.activation
+    require(
+        act == "none" or is_float(e), f"activation '{act}' needs floating-point operands, got {e}"
+    )
+    clip = attrs.clip
+    if act == "clip":
+        require(clip is not None, "activation 'clip' needs the clip attribute [min, max]")
+        require(
+            len(clip) == 2 and not clip[0] > clip[1],
+            f"clip must be [min, max] with min <= max, got {list(clip)}",
+        )
+    else:
+        require(clip is None, f"clip applies only to activation 'clip', got activation '{act}'")
+
+
+def conv2d_type(operand_types: Types, attrs: Attrs) -> TensorType:
+    """The result type of conv2d(x, w[, bias]) (the operand and attribute checks)."""
+    e = same_elem(operand_types)
+    xs, ws = shape_of(operand_types[0]), shape_of(operand_types[1])
+    require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
+    require(len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>")
+    groups = attrs.groups
+    require(groups >= 1, f"groups must be >= 1, got {groups}")
+    require(
+        xs[1] == DYN or xs[1] % groups == 0,
+        f"channels ({xs[1]}) not divisible by groups ({groups})",
+    )
+    require(ws[0] % groups == 0, f"filters ({ws[0]}) not divisible by groups ({groups})")
+    require(
+        xs[1] == DYN or ws[1] * groups == xs[1],
+        f"w has {ws[1]} input channels per group, x has {xs[1]} channels in {groups} groups",
+    )
+    if len(operand_types) == 3:
+        bs = shape_of(operand_types[2])
+        require(bs == (ws[0],), f"bias must have shape [{ws[0]}], got tensor<{fmt_shape(bs)}>")
+    check_conv_epilogue(attrs, e)
+    strides, pad, dil = _spatial_attrs(attrs)
+    oh = _window_out(xs[2], ws[2], strides[0], pad[0] + pad[2], dil[0])
+    ow = _window_out(xs[3], ws[3], strides[1], pad[1] + pad[3], dil[1])
+    return tensor((xs[0], ws[0], oh, ow), e)
 
 
 @irdl_op_definition
@@ -366,6 +421,7 @@ class Conv2dOp(RlxOp):
     activation = enum_def(
         CONV_ACTIVATIONS, "none", doc="Applied to the result (after the bias); float only."
     )
+    clip = floats_def(None, doc="[min, max] of activation 'clip' (relu6: [0, 6]).")
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""
@@ -373,34 +429,7 @@ class Conv2dOp(RlxOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
-        e = same_elem(operand_types)
-        xs, ws = shape_of(operand_types[0]), shape_of(operand_types[1])
-        require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
-        require(
-            len(ws) == 4, f"w must be [F, C/groups, KH, KW] (rank 4), got tensor<{fmt_shape(ws)}>"
-        )
-        groups = attrs.groups
-        require(groups >= 1, f"groups must be >= 1, got {groups}")
-        require(
-            xs[1] == DYN or xs[1] % groups == 0,
-            f"channels ({xs[1]}) not divisible by groups ({groups})",
-        )
-        require(ws[0] % groups == 0, f"filters ({ws[0]}) not divisible by groups ({groups})")
-        require(
-            xs[1] == DYN or ws[1] * groups == xs[1],
-            f"w has {ws[1]} input channels per group, x has {xs[1]} channels in {groups} groups",
-        )
-        if len(operand_types) == 3:
-            bs = shape_of(operand_types[2])
-            require(bs == (ws[0],), f"bias must have shape [{ws[0]}], got tensor<{fmt_shape(bs)}>")
-        require(
-            attrs.activation == "none" or is_float(e),
-            f"activation '{attrs.activation}' needs floating-point operands, got {e}",
-        )
-        strides, pad, dil = _spatial_attrs(attrs)
-        oh = _window_out(xs[2], ws[2], strides[0], pad[0] + pad[2], dil[0])
-        ow = _window_out(xs[3], ws[3], strides[1], pad[1] + pad[3], dil[1])
-        return [tensor((xs[0], ws[0], oh, ow), e)]
+        return [conv2d_type(operand_types, attrs)]
 
 
 POOL_KINDS = ("max", "avg")

@@ -27,7 +27,14 @@ from rlx.dialects.rlx.base import (
     tensor,
     types_compatible,
 )
-from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, epsilon_def, matmul_shape
+from rlx.dialects.rlx.compute import (
+    Conv2dOp,
+    LayerNormOp,
+    RmsNormOp,
+    conv2d_type,
+    epsilon_def,
+    matmul_shape,
+)
 from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def
 from rlx.dialects.rlx.traits import Compute, Reduction
 
@@ -144,3 +151,44 @@ class FusedResidualRmsNormOp(RlxOp):
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         _residual(operand_types)
         return RmsNormOp.infer([operand_types[0], *operand_types[2:]], attrs)
+
+
+_CONV_FIELDS = Conv2dOp.fields()
+
+
+@irdl_op_definition
+class FusedConv2dResidualOp(RlxOp):
+    """activation(conv2d(x, w) + bias + residual): a convolution whose epilogue adds a
+    tensor of the result's type (a residual shortcut) before the activation."""
+
+    name = "rlx.fused_conv2d_residual"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Compute)
+    strides = _CONV_FIELDS["strides"]
+    padding = _CONV_FIELDS["padding"]
+    dilations = _CONV_FIELDS["dilations"]
+    groups = _CONV_FIELDS["groups"]
+    activation = _CONV_FIELDS["activation"]
+    clip = _CONV_FIELDS["clip"]
+
+    def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(strides, padding, dilations) with their defaults."""
+        return self.strides or (1, 1), self.padding, self.dilations  # type: ignore[return-value]
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
+        require(
+            len(operand_types) in (3, 4),
+            "fused_conv2d_residual takes x, w, residual and an optional bias",
+        )
+        x, w, r = operand_types[:3]
+        out = conv2d_type([x, w, *operand_types[3:]], attrs)
+        require(
+            types_compatible(out, r),
+            f"residual must have the convolution's result type {out}, got {r}",
+        )
+        return [out]

@@ -1,4 +1,4 @@
-"""Neural-network rlx ops: attention, rope, conv2d, pool2d.
+"""Neural-network rlx ops: attention, rope, conv2d (and fused_conv2d_residual), pool2d.
 
 attention, conv2d and avg-pool accumulate in f64 (integer conv2d in int64); rope is
 elementwise and computes in f32 (f64 for f64 operands); max-pool is exact.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 from rlx.interpreter.ops.elementwise import FLOAT_UNARY
 
@@ -145,12 +146,10 @@ def _out_size(ctx: OpContext, size: int, k_eff: int, stride: int) -> int:
     return (size - k_eff) // stride + 1
 
 
-@register(Conv2dOp, nargs=(2, 3))
-def conv2d(
+def _conv2d(
     ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
 ) -> np.ndarray:
-    """rlx.conv2d(x [N,C,H,W], w [F,C/g,KH,KW][, bias [F]]) {strides, padding, dilations,
-    groups}: NCHW cross-correlation with zero padding [top, left, bottom, right]."""
+    """The cross-correlation (+ bias) of conv2d and fused_conv2d_residual, in f64 (int64)."""
     if x.ndim != 4 or w.ndim != 4:
         raise ctx.error(f"x and w must have rank 4, got {x.shape}, {w.shape}")
     if x.dtype != w.dtype or x.dtype == np.bool_:
@@ -182,9 +181,41 @@ def conv2d(
         if bias.shape != (f,):
             raise ctx.error(f"bias must have shape ({f},), got {bias.shape}")
         out = out + wide(bias)[None, :, None, None]
-    if ctx.op.activation != "none":
-        out = FLOAT_UNARY[ctx.op.activation](out)
     return out
+
+
+def _conv_activation(ctx: OpContext, out: np.ndarray) -> np.ndarray:
+    """The convolution's activation (`clip`: min(max(v, lo), hi), NaN propagates)."""
+    act = ctx.op.activation
+    if act == "clip":
+        lo, hi = ctx.op.clip
+        return np.minimum(np.maximum(out, lo), hi)
+    return out if act == "none" else FLOAT_UNARY[act](out)
+
+
+@register(Conv2dOp, nargs=(2, 3))
+def conv2d(
+    ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
+) -> np.ndarray:
+    """rlx.conv2d(x [N,C,H,W], w [F,C/g,KH,KW][, bias [F]]) {strides, padding, dilations,
+    groups, activation, clip}: NCHW cross-correlation with zero padding [top, left,
+    bottom, right], then the activation."""
+    return _conv_activation(ctx, _conv2d(ctx, x, w, bias))
+
+
+@register(FusedConv2dResidualOp, nargs=(3, 4))
+def fused_conv2d_residual(
+    ctx: OpContext,
+    x: np.ndarray,
+    w: np.ndarray,
+    residual: np.ndarray,
+    bias: np.ndarray | None = None,
+) -> np.ndarray:
+    """activation(conv2d(x, w) + bias + residual), in f64 until the final rounding."""
+    out = _conv2d(ctx, x, w, bias)
+    if residual.shape != out.shape:
+        raise ctx.error(f"residual must have shape {out.shape}, got {residual.shape}")
+    return _conv_activation(ctx, out + wide(residual))
 
 
 @register(Pool2dOp)

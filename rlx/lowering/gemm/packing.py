@@ -7,8 +7,8 @@ so the microkernel reads both with unit stride, `mr` (`nr`) values per k, and a 
 [k0, k0 + kc) of a panel is contiguous (`k0 * mr` elements in). The source is read through
 a loader callback `load(kb, row, col) -> f32 value` (row/col as index values of the
 logical matrix), so the same packing serves plain and transposed operands, batches,
-narrower element types (the loader widens); a convolution could pack an implicit im2col
-through it (not done yet: conv2d's GEMM path calls BLAS on an explicit column buffer).
+narrower element types (the loader widens). conv2d's implicit GEMM (`gemm/conv.py`)
+gathers its im2col panels in this B layout with shape-generic loops of its own.
 """
 
 from __future__ import annotations

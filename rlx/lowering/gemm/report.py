@@ -47,11 +47,13 @@ def gemm_lines(module: Operation) -> str:
         for op in module.walk()
         if (path := predicted_path(op)) is not None
     )
+    from rlx.lowering.rlx_to_linalg.conv import conv_lines  # conv-gemm's hook
+
     if not counts:
-        return ""
+        return conv_lines(module)
     from rlx.lowering.blas_abi import gemm_mode
 
     lines = [f"  gemm (mode {gemm_mode()}: RLX_BLAS=1 openblas, 0 generated, unset auto):"]
     for (kind, path), n in sorted(counts.items()):
         lines.append(f"    - {kind} ×{n}: {path}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + conv_lines(module)

@@ -1,91 +1,123 @@
-"""conv2d and pool2d (NCHW).
+"""conv2d and fused_conv2d_residual (NCHW): dispatch, epilogues, im2col + OpenBLAS.
 
 f32/f64 convolutions with enough work per group are an im2col + GEMM (`_conv_gemm`): for
 each (image, group) the input patches are gathered into a [C/g·KH·KW, OH·OW] column
 buffer (zero where the window reads padding) and one BLAS GEMM multiplies the group's
 weights [F/g, C/g·KH·KW] by it straight into the output planes (initialised with the
 bias); a 1×1, stride-1, unpadded convolution needs no column buffer (the input planes are
-the matrix). Other convolutions (depthwise, tiny, f16/bf16, integers, no BLAS) and pooling
-are scf loop nests:
-
-Padding is never materialized: for each kernel tap the range of output positions that read
-inside the input is computed once ([lo, hi) with unsigned divisions of non-negative
-numerators), so the innermost loop over output columns has no bounds checks and walks the
-input with stride `strides[1]` (unit stride for stride 1) and the output with unit stride.
-conv2d accumulates each (n, f) output plane in the compute type (the output itself for
-f32/f64/ints, an f32 scratch plane for f16/bf16).
+the matrix). Other convolutions (depthwise, grouped, tiny, f16/bf16, integers, no BLAS)
+take the direct kernel (`conv_direct`: row-buffer accumulation, vectorized over output
+columns, parallel on the runtime's pool). Pooling is `pool.py`'s.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.base import is_unsigned
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
+from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.lowering.blas_abi import available, gemm_mode
+from rlx.lowering.gemm.conv import emit_conv_gemm
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
+from rlx.lowering.rlx_to_linalg.conv_direct import PostFn, emit_direct
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
-    compute_type,
     elem,
-    int_limits,
-    is_float_t,
-    shape,
 )
 from rlx.lowering.rlx_to_linalg.matmul import (
     BLAS_MIN_MNK,
     Gemm,
     _blas_dtype,
+    _blas_dtype_t,
     _ptr,
     blas_ready,
-    mac,
 )
+
+AnyConv = Conv2dOp | FusedConv2dResidualOp
 
 COLUMN_BUFFER_MAX_BYTES = 256 << 20
 """Largest im2col buffer `_conv_gemm` allocates; bigger convolutions keep the loop nest."""
 
 
-def tap_range(
-    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
-) -> tuple[SSAValue, SSAValue]:
-    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi)."""
-    zero = kb.idx(0)
-    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
-    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
-    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
-    return lo, hi
+def blas_fits(g: ConvGeom, dtype: str) -> bool:
+    """The im2col + BLAS path applies: >= 4 filters and taps per group, at least
+    `BLAS_MIN_MNK` multiply-adds per GEMM, 32-bit sizes, a column buffer of at most
+    `COLUMN_BUFFER_MAX_BYTES`."""
+    k, p = g.cg * g.kh * g.kw, g.oh * g.ow
+    return (
+        g.fg >= 4
+        and k >= 4
+        and g.fg * k * p >= BLAS_MIN_MNK
+        and max(g.n * g.c * g.h * g.w, g.f * k, g.n * g.f * p) < 2**31
+        and k * p * (4 if dtype == "f32" else 8) <= COLUMN_BUFFER_MAX_BYTES
+    )
+
+
+def conv_path(op: AnyConv) -> str:
+    """The kernel `emit_conv2d` gives `op` (for the dispatch report; tensor-typed op)."""
+    from rlx.lowering.gemm.conv import eligible
+    from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
+
+    types = [memref_of(v.type) for v in (op.x, op.w, op.result)]  # type: ignore[arg-type]
+    g = ConvGeom.of(op, op.x, op.w, op.result)
+    dtype = _blas_dtype_t(*types)
+    blas_ok = dtype is not None and blas_fits(g, dtype) and available(dtype)
+    if gemm_mode() == "blas" and blas_ok:
+        return "openblas (im2col)"
+    if eligible(g, *types):
+        from rlx.lowering.gemm.conv import conv_tile
+
+        return f"generated implicit GEMM {conv_tile(g).name}" + (
+            "" if g.pointwise else " (im2col gathered per k-slice)"
+        )
+    if blas_ok:
+        return "openblas (im2col)"
+    return "direct"
+
+
+def conv_lines(module: Operation) -> str:
+    """`  conv:` and one `    - conv2d ×<n>: <path>` line per path ("" without convs): the
+    kernel each convolution takes (dispatch report)."""
+    counts = Counter(
+        (op.name.removeprefix("rlx."), conv_path(op))
+        for op in module.walk()
+        if isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    )
+    if not counts:
+        return ""
+    lines = [f"  conv (mode {gemm_mode()}: RLX_BLAS=1 openblas where it applies):"]
+    lines += [f"    - {kind} ×{n}: {path}" for (kind, path), n in sorted(counts.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _conv_gemm(
     kb: KernelBuilder,
-    op: Conv2dOp,
+    op: AnyConv,
     x: SSAValue,
     w: SSAValue,
     bias: SSAValue | None,
     out: SSAValue,
+    post: PostFn | None,
+    extras: Sequence[SSAValue],
 ) -> bool:
     """conv2d as im2col + one BLAS GEMM per (image, group); False (nothing emitted) when
     the convolution does not qualify (see the module docstring)."""
     dtype = _blas_dtype(x, w, out, *([bias] if bias is not None else []))
-    n_, c_, h, wd = shape(x)
-    f_, cg, kh, kw = shape(w)
-    _, _, oh, ow = shape(out)
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()
-    groups = op.groups
-    fg, k, p = f_ // groups, cg * kh * kw, oh * ow
-    if dtype is None or fg < 4 or k < 4 or fg * k * p < BLAS_MIN_MNK:
+    geo = ConvGeom.of(op, x, w, out)
+    if dtype is None or not blas_fits(geo, dtype):
         return False
+    n_, c_, h, wd = geo.n, geo.c, geo.h, geo.w
+    f_, cg, kh, kw = geo.f, geo.cg, geo.kh, geo.kw
+    oh, ow = geo.oh, geo.ow
+    sh, sw, pt, pl, dh, dw = geo.sh, geo.sw, geo.pt, geo.pl, geo.dh, geo.dw
+    groups, fg, k, p = geo.groups, geo.fg, cg * kh * kw, oh * ow
     esize = 4 if dtype == "f32" else 8
-    direct = (kh, kw, sh, sw, dh, dw, pt, pl, pb, pr) == (1, 1, 1, 1, 1, 1, 0, 0, 0, 0)
-    if (
-        max(n_ * c_ * h * wd, f_ * k, n_ * f_ * p) >= 2**31
-        or k * p * esize > COLUMN_BUFFER_MAX_BYTES
-    ):
-        return False
+    direct = geo.pointwise
     if not blas_ready(kb, dtype):
         return False
     gemm = Gemm(kb, dtype)
@@ -95,7 +127,7 @@ def _conv_gemm(
     if bias is not None:
         with kb.nest([n_, f_, oh, ow]) as (n, f, i, j):
             kb.store(kb.load(bias, [f]), out, [n, f, i, j])
-    padded = max(pt, pl, pb, pr) > 0
+    padded = geo.padded
     zero = kb.const(0.0, et)
     with kb.nest([n_, groups]) as (n, g):
         if col is None:
@@ -121,112 +153,58 @@ def _conv_gemm(
         a_ptr = kb.iadd(pw, kb.imul(g, fg * k * esize))
         c_ptr = kb.iadd(po, kb.imul(kb.iadd(kb.imul(n, f_), kb.imul(g, fg)), p * esize))
         gemm(fg, p, k, a_ptr, k, b_ptr, p, c_ptr, p, beta=1.0 if bias is not None else 0.0)
-        if op.activation != "none":  # the epilogue on the block this GEMM just wrote
+        if post is not None:  # the epilogue on the block this GEMM just wrote
             with kb.loop(fg) as fl, kb.nest([oh, ow]) as (i, j):
                 idx = [n, kb.iadd(kb.imul(g, fg), fl), i, j]
-                kb.store(activation(kb, op.activation, kb.load(out, idx)), out, idx)
+                kb.store(post(kb, kb.load(out, idx), idx, list(extras)), out, idx)
     return True
+
+
+def epilogue(op: AnyConv) -> tuple[PostFn | None, str]:
+    """The fused epilogue of a convolution after its bias, and its identity (kernel key):
+    `+ residual` (fused_conv2d_residual: `extras[0]`, indexed like the output buffer
+    the kernel writes), then the activation (`clip` as min(max(v, lo), hi))."""
+    act, clip = op.activation, op.clip
+    residual = isinstance(op, FusedConv2dResidualOp)
+    if act == "none" and not residual:
+        return None, ""
+
+    def post(kb: KernelBuilder, v: SSAValue, idx: list[SSAValue], ex: list[SSAValue]) -> SSAValue:
+        if residual:
+            v = kb.addf(v, kb.convert(kb.load(ex[0], idx), v.type))
+        if act == "clip":
+            assert clip is not None
+            lo, hi = kb.const(clip[0], v.type), kb.const(clip[1], v.type)
+            return kb.minf(kb.maxf(v, lo), hi)
+        return v if act == "none" else activation(kb, act, v)
+
+    return post, f"{act}{list(clip or ())}{'+residual' if residual else ''}"
 
 
 def emit_conv2d(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
+    """conv2d / fused_conv2d_residual: the generated implicit GEMM, im2col + OpenBLAS
+    (`RLX_BLAS=1`, f64) or the direct kernel (module docstring)."""
+    assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    residual = isinstance(op, FusedConv2dResidualOp)
     x, w = ins[:2]
-    bias = ins[2] if len(ins) > 2 else None
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    bias = rest[0] if rest else None
     out = outs[0]
-    assert isinstance(op, Conv2dOp)
-    if _conv_gemm(kb, op, x, w, bias, out):
+    g = ConvGeom.of(op, x, w, out)
+    post, key = epilogue(op)
+    if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out, post, extras):
         return
-    _, _, h, wd = shape(x)
-    f_, cg, kh, kw = shape(w)
-    n_, _, oh, ow = shape(out)
-    sh, sw = op.strides or (1, 1)
-    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
-    dh, dw = op.dilations or (1, 1)
-    groups = op.groups or 1
-    fg = f_ // groups
-    ct = compute_type(elem(out))
-    plane = out if ct == elem(out) else kb.scratch([oh, ow], ct)
-    zero = kb.const(0.0 if is_float_t(ct) else 0, ct)
-    with kb.nest([n_, f_]) as (n, f):
-        pre = [n, f] if plane is out else []
-        init = kb.convert(kb.load_c(bias, [f]), ct) if bias is not None else zero
-        with kb.nest([oh, ow]) as (i, j):
-            kb.store(init, plane, [*pre, i, j])
-        cbase = kb.muli(kb.idiv(f, fg), kb.idx(cg))
-        with kb.loop(cg) as c, kb.loop(kh) as ki:
-            ci = kb.addi(cbase, c)
-            oh_lo, oh_hi = tap_range(kb, kb.imul(ki, dh), pt, h, sh, oh)
-            with kb.loop(kw) as kj:
-                wv = kb.convert(kb.load_c(w, [f, c, ki, kj]), ct)
-                ow_lo, ow_hi = tap_range(kb, kb.imul(kj, dw), pl, wd, sw, ow)
-                with kb.loop(oh_hi, lb=oh_lo) as i:
-                    ih = kb.subi(kb.addi(kb.imul(i, sh), kb.imul(ki, dh)), kb.idx(pt))
-                    with kb.loop(ow_hi, lb=ow_lo) as j:
-                        iw = kb.subi(kb.addi(kb.imul(j, sw), kb.imul(kj, dw)), kb.idx(pl))
-                        xv = kb.convert(kb.load_c(x, [n, ci, ih, iw]), ct)
-                        cur = kb.load(plane, [*pre, i, j])
-                        kb.store(mac(kb, cur, xv, wv), plane, [*pre, i, j])
-        act = op.activation
-        if plane is not out or act != "none":
-            with kb.nest([oh, ow]) as (i, j):
-                v = kb.load(plane, [*pre, i, j])
-                kb.store_c(v if act == "none" else activation(kb, act, v), out, [n, f, i, j])
-
-
-def emit_pool2d(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
-    x, out = ins[0], outs[0]
-    kind = op.kind
-    kh, kw = op.kernel or (1, 1)
-    sh, sw = op.strides or (kh, kw)
-    pt, pl, _, _ = op.padding or (0, 0, 0, 0)
-    n_, c_, h, wd = shape(x)
-    oh, ow = shape(out)[2:]
-    e = elem(op.operands[0])
-    unsigned = is_unsigned(e)
-    ct = compute_type(elem(x))
-    floaty = is_float_t(ct)
-    if kind == "max":
-        init = kb.const(float("-inf") if floaty else int_limits(ct, unsigned)[0], ct)
-    else:
-        init = kb.const(0.0, ct)
-
-    def window(o: SSAValue, stride: int, pad: int, k: int, size: int) -> tuple[SSAValue, SSAValue]:
-        start = kb.subi(kb.imul(o, stride), kb.idx(pad))
-        return kb.imax(start, kb.idx(0)), kb.imin(kb.iadd(start, k), kb.idx(size))
-
-    def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
-        if kind == "avg":
-            return kb.addf(acc, v)
-        if floaty:
-            return kb.maxf(acc, v)
-        return kb.v(arith.MaxUIOp(acc, v) if unsigned else arith.MaxSIOp(acc, v))
-
-    with kb.nest([n_, c_, oh]) as (n, c, i):
-        ih_lo, ih_hi = window(i, sh, pt, kh, h)
-        with kb.loop(ow) as j:
-            iw_lo, iw_hi = window(j, sw, pl, kw, wd)
-
-            def row(ih: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                def col(iw: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
-                    return [combine(acc2[0], kb.load_c(x, [n, c, ih, iw]))]
-
-                return kb.loop_carry(iw_hi, acc, col, lb=iw_lo)
-
-            r = kb.loop_carry(ih_hi, [init], row, lb=ih_lo)[0]
-            if kind == "avg":
-                cnt = kb.muli(
-                    kb.imax(kb.subi(ih_hi, ih_lo), kb.idx(0)),
-                    kb.imax(kb.subi(iw_hi, iw_lo), kb.idx(0)),
-                )
-                r = kb.divf(r, kb.convert(cnt, ct))
-            kb.store_c(r, out, [n, c, i, j])
+    if emit_conv_gemm(kb, g, x, w, bias, out, post, extras, key):
+        return
+    if _conv_gemm(kb, op, x, w, bias, out, post, extras):  # f64
+        return
+    emit_direct(kb, g, x, w, bias, out, post, extras, key)
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {
     Conv2dOp: emit_conv2d,
-    Pool2dOp: emit_pool2d,
+    FusedConv2dResidualOp: emit_conv2d,
 }

@@ -26,6 +26,7 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Pool2dOp
+from rlx.lowering.rlx_to_linalg.conv_common import tap_range
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
     KernelBuilder,
@@ -35,19 +36,6 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     is_float_t,
     shape,
 )
-
-
-def tap_range(
-    kb: KernelBuilder, tap_off: SSAValue, pad: int, size: int, stride: int, out: int
-) -> tuple[SSAValue, SSAValue]:
-    """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi) (unsigned
-    divisions of non-negative numerators; the direct convolution uses the same range)."""
-    zero = kb.idx(0)
-    a = kb.subi(kb.idx(pad), tap_off)  # o*stride >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), stride - 1), stride)
-    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), tap_off), stride)  # o*stride <= b - stride
-    hi = kb.imin(kb.idx(out), kb.idiv(kb.imax(b, zero), stride))
-    return lo, hi
 
 
 def emit_pool2d(

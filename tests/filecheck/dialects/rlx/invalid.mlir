@@ -682,8 +682,48 @@ func.func @conv_activation_int(%x: tensor<1x2x4x4xi32>, %w: tensor<2x2x3x3xi32>)
 // -----
 
 func.func @conv_activation_unknown(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
-  // expected-error @+1 {{attribute 'activation' must be one of none, relu, gelu, gelu_tanh, silu, sigmoid, hard_swish; got "tanh"}}
+  // expected-error @+1 {{attribute 'activation' must be one of none, relu, gelu, gelu_tanh, silu, sigmoid, hard_swish, clip; got "tanh"}}
   %0 = rlx.conv2d %x, %w {activation = "tanh"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_clip_missing(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{activation 'clip' needs the clip attribute [min, max]}}
+  %0 = rlx.conv2d %x, %w {activation = "clip"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_clip_order(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{clip must be [min, max] with min <= max, got [6.0, 0.0]}}
+  %0 = rlx.conv2d %x, %w {activation = "clip", clip = array<f64: 6.0, 0.0>} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_clip_without_clip(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{clip applies only to activation 'clip', got activation 'relu'}}
+  %0 = rlx.conv2d %x, %w {activation = "relu", clip = array<f64: 0.0, 6.0>} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_residual_type(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>, %r: tensor<1x2x3x3xf32>) {
+  // expected-error @+1 {{residual must have the convolution's result type tensor<1x2x2x2xf32>, got tensor<1x2x3x3xf32>}}
+  %0 = rlx.fused_conv2d_residual %x, %w, %r : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_residual_arity(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{Expected 3 or 4 operands, but got 2}}
+  %0 = rlx.fused_conv2d_residual %x, %w : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
   func.return
 }
 

@@ -112,10 +112,12 @@ func.func @rope(%x: tensor<1x2x4x8xf32>, %c: tensor<4x2xf32>) {
   func.return
 }
 
-func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) {
+func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>, %r: tensor<1x6x4x4xf32>) {
   %0 = rlx.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
   %1 = rlx.pool2d %x {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
   %2 = rlx.pool2d %x {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %3 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "clip", clip = array<f64: 0.0, 6.0>} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
+  %4 = rlx.fused_conv2d_residual %x, %w, %r, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
   func.return
 }
 
@@ -286,10 +288,12 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: %0 = rlx.rope %x, %c, %c {n_rot = 4 : i64} : (tensor<1x2x4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4x8xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
-// CHECK-LABEL: func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) {
+// CHECK-LABEL: func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>, %r: tensor<1x6x4x4xf32>) {
 // CHECK-NEXT: %0 = rlx.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
 // CHECK-NEXT: %1 = rlx.pool2d %x {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
 // CHECK-NEXT: %2 = rlx.pool2d %x {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+// CHECK-NEXT: %3 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "clip", clip = array<f64: 0.000000e+00, 6.000000e+00>} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
+// CHECK-NEXT: %4 = rlx.fused_conv2d_residual %x, %w, %r, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @quant(%x: tensor<2x8xf32>, %q: tensor<2x8xi8>) {
@@ -428,6 +432,7 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // GENERIC: %0 = "rlx.conv2d"(%x, %w, %b) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
 // GENERIC: %1 = "rlx.pool2d"(%x) {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
 // GENERIC: %2 = "rlx.pool2d"(%x) {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+// GENERIC: %4 = "rlx.fused_conv2d_residual"(%x, %w, %r, %b) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
 // GENERIC-LABEL: sym_name = "quant"
 // GENERIC: %0 = "rlx.quantize"(%x) {scale = 1.000000e-01 : f64, zero_point = 3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xi8>
 // GENERIC: %1 = "rlx.dequantize"(%q) {scale = array<f64: 1.000000e-01, 2.000000e-01>, zero_point = array<i64: 0, 1>, axis = 0 : i64} : (tensor<2x8xi8>) -> tensor<2x8xf32>

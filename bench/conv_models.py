@@ -1,0 +1,104 @@
+"""CNN compile time (cold) and run time vs onnxruntime on torchvision models.
+
+    PYTHONPATH=. /work/main/.venv/bin/python bench/conv_models.py \
+        [--models resnet18,mobilenet_v2,densenet121,convnext_tiny] [--size 224] [--reps 5]
+
+Each model (random init, no download) is exported with torch's TorchScript ONNX exporter
+at batch 1 and a fixed size (static shapes), imported with
+`rlx.frontends.onnx.import_model` and compiled with an empty cache directory: `cold` is
+that `rlx.compile` (weights stay params, set afterwards with `set_params`; binding them
+as constants with `param_bindings` costs seconds of printing and hashing them). The script prints the number of convolution ops, the distinct conv
+kernels (`rlx.kernel` labels of the module), the dispatch report's conv lines, the max
+error vs onnxruntime and, with `--reps > 0`, the best-of-N run times of both (threads:
+`BENCH_THREADS`, default 2; the machine load is printed). torch, torchvision and
+onnxruntime are bench-only dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "RLX_NUM_THREADS"):
+    os.environ[_v] = str(THREADS)
+os.environ["RLX_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlx-conv-models-")
+
+import numpy as np  # noqa: E402
+
+
+def export(name: str, size: int, path: Path) -> np.ndarray:
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    x = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
+    torch.onnx.export(model, (torch.from_numpy(x),), str(path), input_names=["x"],
+                      output_names=["y"], dynamo=False, opset_version=17)  # fmt: skip
+    return x
+
+
+def _best(fn: object, reps: int) -> float:
+    """Fastest of `reps` runs after a warm-up (the least disturbed on a shared machine)."""
+    fn()  # type: ignore[operator]
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()  # type: ignore[operator]
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="resnet18,mobilenet_v2,densenet121,convnext_tiny")
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+
+    import onnxruntime as ort
+
+    import rlx
+    from rlx.frontends.onnx import import_model
+
+    print(f"threads={THREADS} load={os.getloadavg()[0]:.2f}")
+    tmp = Path(tempfile.mkdtemp(prefix="rlx-conv-onnx-"))
+    for name in args.models.split(","):
+        path = tmp / f"{name}.onnx"
+        x = export(name, args.size, path)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = THREADS, 1
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        want = sess.run(None, {"x": x})[0]
+        t0 = time.perf_counter()
+        module, params = import_model(str(path))
+        t1 = time.perf_counter()
+        cg = rlx.compile(module)
+        t2 = time.perf_counter()
+        cg.set_params(params)
+        got = cg.run(x)[0]
+        ir = cg.ir("rlx")
+        convs = len(re.findall(r"rlx\.(?:conv2d|fused_conv2d_residual) ", ir))
+        kernels = len(re.findall(r'rlx.kernel = "conv ', cg.ir("linalg")))
+        err = float(np.max(np.abs(got - want)))
+        line = (f"{name:14s} import {t1 - t0:5.2f} s  cold compile {t2 - t1:5.2f} s  convs {convs}"
+                f"  conv kernels {kernels}  max|diff| {err:.1e}")  # fmt: skip
+        if args.reps:
+            t_rlx = _best(lambda c=cg, a=x: c.run(a), args.reps)
+            t_ort = _best(lambda s=sess, a=x: s.run(None, {"x": a}), args.reps)
+            line += (
+                f"  rlx {t_rlx * 1e3:7.1f} ms  ort {t_ort * 1e3:7.1f} ms  ratio {t_rlx / t_ort:.2f}"
+            )
+        print(line, flush=True)
+        for ln in cg.dispatch_report().splitlines():
+            if "conv" in ln and "×" in ln:
+                print("   ", ln.strip())
+
+
+if __name__ == "__main__":
+    main()
