@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import rlx
-from rlx.frontends.onnx import import_model
+from rlx.frontends.onnx import OnnxImportError, import_model
 from rlx.interpreter import run
 
 F, I32 = TensorProto.FLOAT, TensorProto.INT32
@@ -122,3 +122,10 @@ def test_gru_linear_before_reset(seq: int) -> None:
 def test_reverse_rnn_clip_sequence_lens() -> None:
     m, feeds = _model("RNN", 6, 3, 2, 4, lens=True, direction="reverse", clip=0.7)
     _check(m, feeds, _ort(m, feeds))
+
+
+def test_empty_sequence_is_a_clear_error() -> None:
+    """The references disagree on Y_h of zero steps, so the import refuses (located)."""
+    m, _ = _model("LSTM", 0, 2, 3, 4)
+    with pytest.raises(OnnxImportError, match=r"LSTM.*empty sequence"):
+        import_model(m)

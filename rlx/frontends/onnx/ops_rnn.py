@@ -210,6 +210,8 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     if not is_static(shape(x)):
         raise n.error(f"{n.op_type} needs static shapes (its scan has a static length)")
     seq, batch, inp = shape(x)
+    if seq == 0:  # onnx.reference fails; onnxruntime's Y_h is zeros, not initial_h
+        raise n.error(f"{n.op_type} of an empty sequence (seq_length 0) is not supported")
     g = _GATES[n.op_type]
     hid = n.attr("hidden_size") or shape(r)[-1]
     direction = n.attr("direction", "forward")
