@@ -20,9 +20,10 @@ OUTS = {"RNN": 2, "GRU": 2, "LSTM": 3}
 
 
 def _model(op: str, seq: int, batch: int, inp: int, hid: int, *, lens: bool = False,
-           seed: int = 0, **attrs: object):  # noqa: ANN003,ANN202  # fmt: skip
+           seed: int = 0, layout: int = 0, **attrs: object):  # noqa: ANN003,ANN202  # fmt: skip
     """A one-node model: X, sequence_lens (optional) and initial states are inputs; W, R, B
-    (and LSTM peepholes) initializers."""
+    (and LSTM peepholes) initializers. The same seed gives the same numbers in either
+    layout (layout 1: X, the states and the outputs batch-major)."""
     rng = np.random.default_rng(seed)
     dirs = 2 if attrs.get("direction") == "bidirectional" else 1
     g = GATES[op]
@@ -32,14 +33,17 @@ def _model(op: str, seq: int, batch: int, inp: int, hid: int, *, lens: bool = Fa
         "B": rng.uniform(-0.5, 0.5, (dirs, 2 * g * hid)).astype(np.float32),
     }
     ins = ["X", "W", "R", "B", "L" if lens else "", "H0"]
-    vis = [("X", F, [seq, batch, inp]), ("H0", F, [dirs, batch, hid])]
+    sw = (lambda s: [s[1], s[0], *s[2:]]) if layout else list
+    vis = [("X", F, sw([seq, batch, inp])), ("H0", F, sw([dirs, batch, hid]))]
     if lens:
         vis.append(("L", I32, [batch]))
     if op == "LSTM":
         ins += ["C0", "P"]
-        vis.append(("C0", F, [dirs, batch, hid]))
+        vis.append(("C0", F, sw([dirs, batch, hid])))
         inits["P"] = rng.uniform(-0.5, 0.5, (dirs, 3 * hid)).astype(np.float32)
     outs = ["Y", "Y_h", "Y_c"][: OUTS[op]]
+    if layout:
+        attrs["layout"] = layout
     node = helper.make_node(op, ins, outs, hidden_size=hid, **attrs)
     graph = helper.make_graph(
         [node], "g",
@@ -54,6 +58,8 @@ def _model(op: str, seq: int, batch: int, inp: int, hid: int, *, lens: bool = Fa
     }
     if op == "LSTM":
         feeds["C0"] = rng.standard_normal((dirs, batch, hid)).astype(np.float32)
+    if layout:
+        feeds = {k: np.ascontiguousarray(np.swapaxes(v, 0, 1)) for k, v in feeds.items()}
     if lens:
         feeds["L"] = rng.integers(1, seq + 1, batch).astype(np.int32)
     return m, feeds
@@ -129,3 +135,15 @@ def test_empty_sequence_is_a_clear_error() -> None:
     m, _ = _model("LSTM", 0, 2, 3, 4)
     with pytest.raises(OnnxImportError, match=r"LSTM.*empty sequence"):
         import_model(m)
+
+
+def test_lstm_layout1_custom_activations_input_forget() -> None:
+    """Layout 1 against onnxruntime's layout-0 run of the same numbers (its CPU LSTM has no
+    layout 1; onnx.reference ignores custom activations)."""
+    kw = dict(direction="bidirectional", input_forget=1, activation_alpha=[0.3],
+              activations=["HardSigmoid", "Softsign", "Relu"] * 2)  # fmt: skip
+    m0, feeds0 = _model("LSTM", 5, 2, 3, 4, **kw)
+    m1, feeds1 = _model("LSTM", 5, 2, 3, 4, layout=1, **kw)
+    y, yh, yc = _ort(m0, feeds0)
+    perm = lambda v: np.ascontiguousarray(np.swapaxes(v, 0, 1))  # noqa: E731
+    _check(m1, feeds1, [np.transpose(y, (2, 0, 1, 3)), perm(yh), perm(yc)])
