@@ -55,7 +55,7 @@ def _value(n: Node, v: Val) -> SSAValue:
     return v if isinstance(v, SSAValue) else n.ctx.materialize(np.asarray(v))
 
 
-def _reverse0(n: Node, x: SSAValue) -> SSAValue:
+def reverse0(n: Node, x: SSAValue) -> SSAValue:
     return slice_axis(n, x, 0, -1, -(2**63), -1)
 
 
@@ -66,7 +66,7 @@ def _move_axis(n: Node, x: SSAValue, src: int, dst: int) -> SSAValue:
     return x if perm == sorted(perm) else n.emit("transpose", x, permutation=perm)
 
 
-def _scan_op(
+def scan_op(
     n: Node, inits: list[SSAValue], xs: list[SSAValue], block: Block, ys: list[SSAValue],
     length: int,
 ) -> ScanOp:  # fmt: skip
@@ -102,7 +102,7 @@ def _scan_body(n: Node, inits: list[SSAValue], xs: list[SSAValue]) -> list[SSAVa
     outs = n.ctx.run_region(n.attr("body"), list(block.args), block)
     ys = n.ctx.yield_values(block, outs)
     try:
-        return list(_scan_op(n, inits, xs, block, ys, steps).results)
+        return list(scan_op(n, inits, xs, block, ys, steps).results)
     except VerifyException as e:
         raise n.error(f"the body does not keep its state types: {e}") from None
 
@@ -129,11 +129,11 @@ def scan(n: Node) -> list[Val]:
     for i in range(k):
         x = n.input(n_state + i)
         x = _move_axis(n, x, in_axes[i] % len(shape(x)), 0)
-        xs.append(_reverse0(n, x) if in_dirs[i] else x)
+        xs.append(reverse0(n, x) if in_dirs[i] else x)
     res = _scan_body(n, inits, xs)
     ys = res[n_state:]
     for o, (ax, d) in enumerate(zip(out_axes, out_dirs, strict=True)):
-        y = _reverse0(n, ys[o]) if d else ys[o]
+        y = reverse0(n, ys[o]) if d else ys[o]
         ys[o] = _move_axis(n, y, 0, ax % len(shape(y)))
     return [*res[:n_state], *ys]
 
@@ -157,10 +157,10 @@ def _scan8(n: Node) -> list[Val]:
     block = Block(arg_types=[tensor(shape(v)[1:], elem(v)) for v in vals])
     with n.ctx.g.building(block):
         args = list(block.args)
-        xs = [_reverse0(n, x) if d else x for x, d in zip(args[n_state:], dirs, strict=True)]
+        xs = [reverse0(n, x) if d else x for x, d in zip(args[n_state:], dirs, strict=True)]
         res = _scan_body(n, args[:n_state], xs)
     block.add_op(YieldOp(*res))
-    return list(_scan_op(n, [], vals, block, res, next(iter(batch))).results)
+    return list(scan_op(n, [], vals, block, res, next(iter(batch))).results)
 
 
 # ----------------------------------------------------------------------------- Loop
@@ -197,7 +197,7 @@ def _fixed(n: Node, m: int, carried: list[SSAValue]) -> list[Val] | None:
     ys = n.ctx.yield_values(block, [nxt, *outs[1:]])
     init = n.constant(np.array(0, np.int64))
     try:
-        op = _scan_op(n, [init, *carried], [], block, ys, m)
+        op = scan_op(n, [init, *carried], [], block, ys, m)
     except VerifyException:
         _discard(block)
         return None
@@ -234,7 +234,7 @@ def _guarded(n: Node, m: int, cond: SSAValue, carried: list[SSAValue]) -> list[V
         nxt = _count(n, it)
     block.add_op(YieldOp(nxt, *guard.results))
     init = n.constant(np.array(0, np.int64))
-    op = _scan_op(n, [init, cond, *carried], [], block, [nxt, *guard.results], m)
+    op = scan_op(n, [init, cond, *carried], [], block, [nxt, *guard.results], m)
     return list(op.results[2:])
 
 

@@ -1,19 +1,29 @@
 """RNN, GRU and LSTM (opsets 7-25; forward, reverse, bidirectional; layouts 0 and 1;
 sequence_lens; clip; custom activations; peepholes; linear_before_reset).
 
-Unrolled over the static sequence length: the input projections of every step are one
-`rlx.matmul` per direction, each step adds `H @ R^T` and applies the gate math with
-elementwise ops. With `sequence_lens`, steps past a batch row's length keep its state
-(`rlx.where`) and write zeros to `Y`, as the ONNX reference does.
+Each direction is one `rlx.scan` over the static sequence length (the import is O(1) in
+it): the input projections of every step are one `rlx.matmul` before the scan (its `xs`,
+reversed along the sequence for the reverse direction); the carries are `H` (and `C` for
+LSTM); the body adds `H @ R^T` and applies the gate math of one step (`_step`) with
+elementwise ops, yielding the next carries and the step's `Y` row. The stacked `Y` is
+reversed back for the reverse direction; `Y_h` / `Y_c` are the final carries. With
+`sequence_lens`, a per-step `[batch, 1]` mask is scanned too: steps past a batch row's
+length keep its state (`rlx.where`, so the final carry is the state at the row's last
+valid step) and write zeros to `Y`, as the ONNX reference does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+import numpy as np
+from xdsl.ir import Block, SSAValue
 
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.dialects.rlx.base import tensor
+from rlx.dialects.rlx.control import YieldOp
+from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.loops import reverse0, scan_op
 from rlx.frontends.onnx.registry import converter
 
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -90,6 +100,103 @@ def _cols(n: Node, v: SSAValue, k: int, size: int) -> SSAValue:
     )
 
 
+@dataclass
+class _Dir:
+    """What one direction's step reads from outside the scan body (regions see outer values)."""
+
+    rt: SSAValue  # R^T, [hid, g*hid]
+    rb: SSAValue | None  # the recurrence bias, kept apart only for GRU linear_before_reset
+    peep: SSAValue | None  # LSTM peepholes [3*hid]
+    acts: list[Act]
+    zeros: SSAValue  # [batch, hid]
+
+
+def _clip(n: Node, v: SSAValue) -> SSAValue:
+    clip = n.attr("clip")
+    if clip is None:
+        return v
+    return n.emit("min", n.emit("max", v, n.constant(-clip, v)), n.constant(clip, v))
+
+
+def _step(
+    n: Node, dr: _Dir, pre: SSAValue, h: SSAValue, c: SSAValue | None, live: SSAValue | None
+) -> tuple[SSAValue, SSAValue | None, SSAValue]:
+    """One step's gate math: (next H, next C or None, the step's Y row) from the step's
+    input projection `pre` [batch, g*hid] and the carries; `live` [batch, 1] (with
+    `sequence_lens`) keeps the state and zeroes Y of rows past their length."""
+    hid = shape(h)[-1]
+    hr = n.emit("matmul", h, dr.rt)
+
+    def gate(k: int, extra: SSAValue | None = None) -> SSAValue:
+        v = n.emit("add", _cols(n, pre, k, hid), _cols(n, hr, k, hid))
+        return _clip(n, v if extra is None else n.emit("add", v, extra))
+
+    f = dr.acts[0]
+    c_new = None
+    if n.op_type == "RNN":
+        h_new = f(gate(0))
+    elif n.op_type == "GRU":
+        rb = dr.rb
+        z = f(gate(0, None if rb is None else _cols(n, rb, 0, hid)))
+        rr = f(gate(1, None if rb is None else _cols(n, rb, 1, hid)))
+        xh, rh = _cols(n, pre, 2, hid), _cols(n, dr.rt, 2, hid)
+        if n.attr("linear_before_reset", 0):
+            hh = n.emit("matmul", h, rh)
+            if rb is not None:
+                hh = n.emit("add", hh, _cols(n, rb, 2, hid))
+            v = n.emit("add", xh, n.emit("mul", rr, hh))
+        else:
+            v = n.emit("add", xh, n.emit("matmul", n.emit("mul", rr, h), rh))
+        hc = dr.acts[1](_clip(n, v))
+        one = n.constant(1, z)
+        h_new = n.emit("add", n.emit("mul", n.emit("sub", one, z), hc), n.emit("mul", z, h))
+    else:
+        assert c is not None
+        pi, po, pf = (
+            (None,) * 3 if dr.peep is None else (_cols(n, dr.peep, k, hid) for k in range(3))
+        )
+        i_ = f(gate(0, None if pi is None else n.emit("mul", pi, c)))
+        f_ = f(gate(2, None if pf is None else n.emit("mul", pf, c)))
+        if n.attr("input_forget", 0):
+            f_ = n.emit("sub", n.constant(1, i_), i_)
+        cc = dr.acts[1](gate(3))
+        c_new = n.emit("add", n.emit("mul", f_, c), n.emit("mul", i_, cc))
+        o_ = f(gate(1, None if po is None else n.emit("mul", po, c_new)))
+        h_new = n.emit("mul", o_, dr.acts[2](c_new))
+    y = h_new
+    if live is not None:
+        h_new = n.emit("where", live, h_new, h)
+        if c_new is not None:
+            c_new = n.emit("where", live, c_new, c)
+        y = n.emit("where", live, y, dr.zeros)
+    return h_new, c_new, y
+
+
+def _scan(
+    n: Node, dr: _Dir, xs: list[SSAValue], h: SSAValue, c: SSAValue | None, reverse: bool
+) -> tuple[SSAValue, SSAValue | None, SSAValue]:
+    """One direction as an `rlx.scan` over `xs` (the projections, then the mask if any):
+    (final H, final C or None, Y [seq, batch, hid] in sequence order)."""
+    if reverse:
+        xs = [reverse0(n, x) for x in xs]
+    inits = [h] if c is None else [h, c]
+    block = Block(
+        arg_types=[*(v.type for v in inits), *(tensor(shape(x)[1:], elem(x)) for x in xs)]
+    )
+    args = list(block.args)
+    with n.ctx.g.building(block):
+        carries = args[: len(inits)]
+        steps = args[len(inits) :]
+        h_new, c_new, y = _step(n, dr, steps[0], carries[0], carries[1] if c is not None else None,
+                                steps[1] if len(steps) > 1 else None)  # fmt: skip
+    ys = [h_new] if c_new is None else [h_new, c_new]
+    ys.append(y)
+    block.add_op(YieldOp(*ys))
+    res = list(scan_op(n, inits, xs, block, ys, shape(xs[0])[0]).results)
+    y_all = reverse0(n, res[-1]) if reverse else res[-1]
+    return res[0], res[1] if c is not None else None, y_all
+
+
 @converter(
     "RNN", "GRU", "LSTM",
     attrs=("activation_alpha", "activation_beta", "activations", "clip", "direction",
@@ -101,14 +208,15 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     if layout:
         x = n.emit("transpose", x, permutation=[1, 0, 2])
     if not is_static(shape(x)):
-        raise n.error(f"{n.op_type} needs static shapes (it is unrolled over the sequence)")
+        raise n.error(f"{n.op_type} needs static shapes (its scan has a static length)")
     seq, batch, inp = shape(x)
+    if seq == 0:  # onnx.reference fails; onnxruntime's Y_h is zeros, not initial_h
+        raise n.error(f"{n.op_type} of an empty sequence (seq_length 0) is not supported")
     g = _GATES[n.op_type]
     hid = n.attr("hidden_size") or shape(r)[-1]
     direction = n.attr("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     acts = _acts(n, dirs)
-    clip = n.attr("clip")
     lstm, gru = n.op_type == "LSTM", n.op_type == "GRU"
     lens = n.opt(4)
     h0 = n.opt(5)
@@ -119,92 +227,42 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     if layout and c0 is not None:
         c0 = n.emit("transpose", c0, permutation=[1, 0, 2])
     zeros = n.typed("broadcast_to", n.constant(0, x), [batch, hid])
+    mask = None
+    if lens is not None:  # [seq, batch, 1]: step t of row b is within its length
+        steps = n.constant(np.arange(seq, dtype=np.int64).reshape(seq, 1, 1))
+        mask = n.emit(
+            "compare", n.reshape(n.cast(lens, "i64"), [1, batch, 1]), steps, predicate="gt"
+        )
     x2 = n.reshape(x, [seq * batch, inp])
     ys, hs, cs = [], [], []
     for d in range(dirs):
-        reverse = direction == "reverse" or d == 1
         wd, rd = _slice0(n, w, d), _slice0(n, r, d)
         xw = n.reshape(
             n.emit("matmul", x2, n.emit("transpose", wd, permutation=[1, 0])), [seq, batch, g * hid]
         )
-        rt = n.emit("transpose", rd, permutation=[1, 0])  # [hid, g*hid]
-        wb = rb = None
+        rb = None
         if n.has(3):
             bd = _slice0(n, n.input(3), d)
             wb, rb = _cols(n, bd, 0, g * hid), _cols(n, bd, 1, g * hid)
             if not gru or not n.attr("linear_before_reset", 0):
                 xw = n.emit("add", xw, n.emit("add", wb, rb))
-                wb = rb = None
+                rb = None
             else:
                 xw = n.emit("add", xw, wb)
+        dr = _Dir(
+            rt=n.emit("transpose", rd, permutation=[1, 0]),
+            rb=rb,
+            peep=_slice0(n, peep, d) if peep is not None else None,
+            acts=acts[d],
+            zeros=zeros,
+        )
         h = _slice0(n, h0, d) if h0 is not None else zeros
-        c = _slice0(n, c0, d) if c0 is not None else zeros
-        pd = _slice0(n, peep, d) if peep is not None else None
-        outs: list[SSAValue | None] = [None] * seq
-        for step in range(seq):
-            t = seq - 1 - step if reverse else step
-            pre = _slice0(n, xw, t)
-            hr = n.emit("matmul", h, rt)
-
-            def gate(k: int, extra: SSAValue | None = None, pre=pre, hr=hr) -> SSAValue:  # noqa: ANN001
-                v = n.emit("add", _cols(n, pre, k, hid), _cols(n, hr, k, hid))
-                if extra is not None:
-                    v = n.emit("add", v, extra)
-                if clip is not None:
-                    v = n.emit("min", n.emit("max", v, n.constant(-clip, v)), n.constant(clip, v))
-                return v
-
-            f, gact = acts[d][0], acts[d][1] if g > 1 else None
-            if n.op_type == "RNN":
-                h_new, c_new = f(gate(0)), None
-            elif gru:
-                rbz = None if rb is None else _cols(n, rb, 0, hid)
-                rbr = None if rb is None else _cols(n, rb, 1, hid)
-                z, rr = f(gate(0, rbz)), f(gate(1, rbr))
-                xh = _cols(n, pre, 2, hid)
-                rh = _cols(n, rt, 2, hid)
-                if n.attr("linear_before_reset", 0):
-                    hh = n.emit("matmul", h, rh)
-                    if rb is not None:
-                        hh = n.emit("add", hh, _cols(n, rb, 2, hid))
-                    v = n.emit("add", xh, n.emit("mul", rr, hh))
-                else:
-                    v = n.emit("add", xh, n.emit("matmul", n.emit("mul", rr, h), rh))
-                if clip is not None:
-                    v = n.emit("min", n.emit("max", v, n.constant(-clip, v)), n.constant(clip, v))
-                hc = gact(v)
-                one = n.constant(1, z)
-                h_new, c_new = (
-                    n.emit("add", n.emit("mul", n.emit("sub", one, z), hc), n.emit("mul", z, h)),
-                    None,
-                )
-            else:
-                pi = _cols(n, pd, 0, hid) if pd is not None else None
-                po = _cols(n, pd, 1, hid) if pd is not None else None
-                pf = _cols(n, pd, 2, hid) if pd is not None else None
-                i_ = f(gate(0, None if pi is None else n.emit("mul", pi, c)))
-                f_ = f(gate(2, None if pf is None else n.emit("mul", pf, c)))
-                if n.attr("input_forget", 0):
-                    f_ = n.emit("sub", n.constant(1, i_), i_)
-                cc = gact(gate(3))
-                c_new = n.emit("add", n.emit("mul", f_, c), n.emit("mul", i_, cc))
-                o_ = f(gate(1, None if po is None else n.emit("mul", po, c_new)))
-                h_new = n.emit("mul", o_, acts[d][2](c_new))
-            y = h_new
-            if lens is not None:
-                live = n.emit("compare", n.reshape(n.cast(lens, "i64"), [batch, 1]),
-                              n.constant(t, "i64"), predicate="gt")  # fmt: skip
-                h_new = n.emit("where", live, h_new, h)
-                if c_new is not None:
-                    c_new = n.emit("where", live, c_new, c)
-                y = n.emit("where", live, y, zeros)
-            h = h_new
-            if c_new is not None:
-                c = c_new
-            outs[t] = n.reshape(y, [1, 1, batch, hid])
-        ys.append(outs[0] if seq == 1 else n.emit("concat", *outs, axis=0))
+        c = (_slice0(n, c0, d) if c0 is not None else zeros) if lstm else None
+        xs = [xw] if mask is None else [xw, mask]
+        h, c, y = _scan(n, dr, xs, h, c, direction == "reverse" or d == 1)
+        ys.append(n.reshape(y, [seq, 1, batch, hid]))
         hs.append(n.reshape(h, [1, batch, hid]))
-        cs.append(n.reshape(c, [1, batch, hid]))
+        cs.append(n.reshape(c if c is not None else zeros, [1, batch, hid]))
 
     def cat(vs: list[SSAValue], axis: int) -> SSAValue:
         return vs[0] if len(vs) == 1 else n.emit("concat", *vs, axis=axis)
