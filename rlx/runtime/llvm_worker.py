@@ -19,6 +19,7 @@ at module level it imports only the standard library and llvmlite.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -154,6 +155,15 @@ def _forget_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """End the helper with this process (EOF on its stdin; it exits on its own)."""
+    global _worker
+    if _worker is not None:
+        _worker.close()
+        _worker = None
 
 
 def optimise(mod: Any, tm: Any, opt_level: int, cpu: str, features: str, unroll: bool) -> Any:
