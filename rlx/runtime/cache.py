@@ -285,7 +285,7 @@ def load_artifact(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
         engine = JitModule(ir)
     prep_address = 0 if prep is None else engine.address(prep.entry)
     return Artifact(sig, engine, engine.address(sig.entry), list(meta["report"]),
-                    {"rlx": str(meta["rlx"])} if meta.get("rlx") else {}, ir,
+                    {k: str(meta[k]) for k in ("rlx", "input") if meta.get(k)}, ir,
                     prep, prep_address, dict(meta.get("reports", {})))  # fmt: skip
 
 
