@@ -81,7 +81,21 @@ class _Writer:
         self.parts: list[str] = []
         self.ids: dict[int, int] = {}
         self.blocks: dict[int, int] = {}
+        self.attrs: dict[int, str] = {}
         self.keep: list[Any] = []  # keeps numbered objects alive: ids stay unique
+
+    def attr(self, a: Attribute) -> str:
+        """`attribute_text`, once per attribute object (element types are shared)."""
+        text = self.attrs.get(id(a))
+        if text is None:
+            if type(a) is TensorType:
+                shape = ",".join(str(d.data) for d in a.shape.data)
+                text = f"T[{shape}]{self.attr(a.element_type)}{self.attr(a.encoding)}"
+            else:
+                text = attribute_text(a)
+            self.attrs[id(a)] = text
+            self.keep.append(a)
+        return text
 
     def value(self, v: SSAValue, define: bool) -> str:
         n = self.ids.get(id(v))
@@ -104,18 +118,18 @@ class _Writer:
         p.append("(" + ",".join(self.value(v, False) for v in op.operands) + ")")
         p.append(
             "->("
-            + ",".join(self.value(r, True) + ":" + attribute_text(r.type) for r in op.results)
+            + ",".join(self.value(r, True) + ":" + self.attr(r.type) for r in op.results)
             + ")"
         )
         for tag, d in (("a", op.attributes), ("p", op.properties)):
             if d:
-                p.append(tag + "{" + ",".join(f"{k!r}={attribute_text(x)}" for k, x in d.items()) + "}")
+                p.append(tag + "{" + ",".join(f"{k!r}={self.attr(x)}" for k, x in d.items()) + "}")
         if op.successors:
             p.append("^(" + ",".join(str(self.block_id(b)) for b in op.successors) + ")")
         for region in op.regions:
             p.append("{")
             for block in region.blocks:
-                args = ",".join(self.value(a, True) + ":" + attribute_text(a.type) for a in block.args)
+                args = ",".join(self.value(a, True) + ":" + self.attr(a.type) for a in block.args)
                 p.append(f"^{self.block_id(block)}({args})")
                 for inner in block.ops:
                     self.op(inner)
