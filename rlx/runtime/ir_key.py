@@ -24,14 +24,16 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
 
-_CLASS_NAMES: dict[type, str] = {}
+_CLASSES: dict[type, tuple[str, str]] = {}
+"""Per attribute class: its qualified name and kind ("p"arametrized, "d"ata or "o"ther)."""
 
 
-def _cls(t: type) -> str:
-    name = _CLASS_NAMES.get(t)
-    if name is None:
-        name = _CLASS_NAMES[t] = f"{t.__module__}.{t.__qualname__}"
-    return name
+def _cls(t: type) -> tuple[str, str]:
+    c = _CLASSES.get(t)
+    if c is None:
+        kind = "p" if issubclass(t, ParametrizedAttribute) else "d" if issubclass(t, Data) else "o"
+        c = _CLASSES[t] = (f"{t.__module__}.{t.__qualname__}", kind)
+    return c
 
 
 class _Unknown(Exception):
@@ -39,41 +41,39 @@ class _Unknown(Exception):
 
 
 def _value(v: Any) -> str:
+    t = type(v)
+    if t is int:
+        return str(v)
+    if t is str:
+        return repr(v)
+    if t is tuple or t is list:
+        return "(" + ",".join(map(_value, v)) + ")"
+    if t is bool:
+        return "T" if v else "F"
+    if t is float:
+        return "f" + struct.pack("<d", v).hex()
+    if t is bytes or t is bytearray:
+        return f"b{len(v)}:{hashlib.sha256(v).hexdigest()}"
+    if t is dict:
+        return "{" + ",".join(f"{k!r}={_value(x)}" for k, x in v.items()) + "}"
     if isinstance(v, Attribute):
         return attribute_text(v)
-    if isinstance(v, bool):
-        return "T" if v else "F"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "f" + struct.pack("<d", v).hex()
-    if isinstance(v, str):
-        return repr(v)
-    if isinstance(v, bytes | bytearray):
-        return f"b{len(v)}:{hashlib.sha256(v).hexdigest()}"
-    if isinstance(v, tuple | list):
-        return "(" + ",".join(map(_value, v)) + ")"
-    if isinstance(v, dict):
-        return "{" + ",".join(f"{k!r}={_value(x)}" for k, x in v.items()) + "}"
     if isinstance(v, Enum):
-        return f"{_cls(type(v))}:{_value(v.value)}"
-    raise _Unknown
+        return f"{_cls(type(v))[0]}:{_value(v.value)}"
+    raise _Unknown  # subclasses of int, str, ... too: their printing may differ
 
 
 def attribute_text(a: Attribute) -> str:
     """An exact structural rendering of `a` (equal text => equal printed form)."""
-    t = type(a)
-    if t is TensorType:  # the common case, written directly
-        shape = ",".join(str(d.data) for d in a.shape.data)  # type: ignore[attr-defined]
-        return f"T[{shape}]{attribute_text(a.element_type)}{attribute_text(a.encoding)}"  # type: ignore[attr-defined]
+    name, kind = _cls(type(a))
     try:
-        if isinstance(a, ParametrizedAttribute):
-            return f"{_cls(t)}<{','.join(map(_value, a.parameters))}>"
-        if isinstance(a, Data):
-            return f"{_cls(t)}({_value(a.data)})"
+        if kind == "p":
+            return f"{name}<{','.join(map(_value, a.parameters))}>"  # type: ignore[attr-defined]
+        if kind == "d":
+            return f"{name}({_value(a.data)})"  # type: ignore[attr-defined]
     except _Unknown:
         pass
-    return f"{_cls(t)}!{a}"
+    return f"{name}!{a}"
 
 
 class _Writer:
