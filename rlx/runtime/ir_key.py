@@ -2,7 +2,7 @@
 
 Printing a module with xDSL's printer costs ~15 ms for MiniLM's 320 ops; a compile-cache
 hit must cost less than that in total. This walk writes what the printed module is a
-function of — every op's name, operands (as numbers of the values in order of first
+function of — every op's name and class, operands (as numbers of the values in order of first
 appearance), results (types and name hints), attributes and properties (names and values
 in insertion order), successors and regions (block arguments' types and name hints) — in a
 compact form, so two modules that print differently never get the same text (the key is
@@ -114,7 +114,7 @@ class _Writer:
 
     def op(self, op: Operation) -> None:
         p = self.parts
-        p.append(op.name)
+        p.append(op.name + " " + _cls(type(op))[0])  # the class picks the printer
         p.append("(" + ",".join(self.value(v, False) for v in op.operands) + ")")
         p.append(
             "->("
