@@ -5,6 +5,8 @@
     h = g.gelu(g.add(g.matmul(x, g.param("w1", (64, 128))), g.param("b1", (128,))))
     g.output(g.softmax(h, axis=-1))
     module = g.module          # an xDSL ModuleOp, verified
+    # g.finish(verify=False): the same module without xDSL's verifier (what rlx.compile
+    # uses: its cache key needs no verified module, and a miss verifies a copy)
 
 Every op method takes operand values (xDSL SSAValues returned by earlier calls) and the op's
 attributes as keyword arguments with the dialect's attribute names (Python ints become i64,
