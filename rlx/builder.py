@@ -5,6 +5,8 @@
     h = g.gelu(g.add(g.matmul(x, g.param("w1", (64, 128))), g.param("b1", (128,))))
     g.output(g.softmax(h, axis=-1))
     module = g.module          # an xDSL ModuleOp, verified
+    # g.finish(verify=False): the same module without xDSL's verifier (what rlx.compile
+    # uses: its cache key needs no verified module, and a miss verifies a copy)
 
 Every op method takes operand values (xDSL SSAValues returned by earlier calls) and the op's
 attributes as keyword arguments with the dialect's attribute names (Python ints become i64,
@@ -56,6 +58,7 @@ class Graph:
         self._arg_names: list[str] = []
         self._outputs: list[Value] = []
         self._module: ModuleOp | None = None
+        self._verified = False
 
     # ------------------------------------------------------------------ leaves
     def input(self, name: str, shape: Sequence[int], dtype: Any = "f32") -> Value:
@@ -144,6 +147,12 @@ class Graph:
     @property
     def module(self) -> ModuleOp:
         """The finished module (built once, verified)."""
+        return self.finish()
+
+    def finish(self, verify: bool = True) -> ModuleOp:
+        """The finished module, built once. `verify=False` skips xDSL's verifier (what
+        `rlx.compile` does: a cache hit needs no verification, a miss verifies a copy);
+        a later `finish()` / `module` still verifies."""
         if self._module is None:
             if not self._outputs:
                 raise ValueError("graph has no outputs: call g.output(...) first")
@@ -154,7 +163,9 @@ class Graph:
             f = func.FuncOp(self.name, ftype, Region(self._block))
             f.arg_attrs = _arg_attrs(self._arg_names)
             self._module = ModuleOp([f])
+        if verify and not self._verified:
             self._module.verify()
+            self._verified = True
         return self._module
 
     def __str__(self) -> str:

@@ -1,12 +1,14 @@
 """The compile cache: in memory (per process) and on disk (per user), keyed by everything
 that determines the generated code, so a second compile of a graph costs milliseconds.
 
-Key = sha256 of: the module text after parsing/printing, the options (`options_key`), the
-entry name, the rlx version plus a fingerprint of the rlx sources (size + mtime of every
+Key = sha256 of: the source (MLIR text as given, or a ModuleOp's / rlx.Graph's exact
+structural text, `rlx.runtime.ir_key`: neither is parsed nor printed), the options
+(`options_key`), the entry name, the rlx version plus a fingerprint of the rlx sources (size + mtime of every
 .py file, so edited passes never reuse stale code), the xDSL/llvmlite versions, and the host
 CPU name and features. The disk entry `<dir>/<key[:2]>/<key>.json` (the manifest) holds the
 signatures of the entry and of its `@prepare` (cache_param_invariant), the
-pipeline/dispatch/fusion reports and the graph-pass output text (`ir("rlx")`); `<key>.ll`
+pipeline/dispatch/fusion reports, the printed input and the graph-pass output text
+(`ir("input")`, `ir("rlx")`); `<key>.ll`
 holds the LLVM IR handed to the JIT and, when the backend can, `<key>.o` the host object
 code (loading it skips LLVM optimisation and code generation, so a disk hit costs
 milliseconds). `rlx.runtime.cache_store` checks every entry before use (regular files of
@@ -285,7 +287,7 @@ def load_artifact(meta: dict[str, Any], ir: str, obj: bytes | None) -> Artifact:
         engine = JitModule(ir)
     prep_address = 0 if prep is None else engine.address(prep.entry)
     return Artifact(sig, engine, engine.address(sig.entry), list(meta["report"]),
-                    {"rlx": str(meta["rlx"])} if meta.get("rlx") else {}, ir,
+                    {k: str(meta[k]) for k in ("rlx", "input") if meta.get(k)}, ir,
                     prep, prep_address, dict(meta.get("reports", {})))  # fmt: skip
 
 

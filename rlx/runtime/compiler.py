@@ -56,6 +56,7 @@ from rlx.runtime import counters, llvm_worker, option_pipeline, parallel
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
+from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, to_llvm_ir
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
@@ -125,18 +126,34 @@ def _diag_text(
     return render(diag, sources).rstrip("\n")
 
 
-def _module_text(source: Any) -> str | None:
-    """The printed module of a ModuleOp / rlx.Graph source without cloning or verifying it
-    (the compile cache's key: a hit needs neither), None for text and paths or when the
-    IR cannot be printed (then `load_module` reports what is wrong)."""
-    if not isinstance(source, ModuleOp | str | Path):
-        source = getattr(source, "module", source)  # rlx.Graph (duck-typed)
-    if not isinstance(source, ModuleOp):
-        return None
+def _source_module(source: Any) -> Any:
+    """The ModuleOp of an rlx.Graph (finished without verifying: a hit needs no
+    verification, a miss verifies a copy), else `source` unchanged."""
+    if isinstance(source, ModuleOp | str | Path):
+        return source
+    finish = getattr(source, "finish", None)  # rlx.Graph (duck-typed)
+    if callable(finish):
+        try:
+            return finish(verify=False)
+        except Exception:  # e.g. no outputs: load_module reports it
+            return source
+    return getattr(source, "module", source)
+
+
+def _key_text(source: Any) -> str | None:
+    """What the compile cache's key hashes for `source`, without parsing or printing:
+    MLIR text (or a .mlir file's text) as given, a ModuleOp's exact structural text
+    (`ir_key.structural_text`); None when it cannot be read (`load_module` reports why)."""
     try:
-        return str(source)
-    except Exception:  # malformed IR: load_module's verification names the problem
+        if isinstance(source, ModuleOp):
+            return "structure\0" + structural_text(source)
+        if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
+            return "mlir-text\0" + Path(source).read_text()
+        if isinstance(source, str):
+            return "mlir-text\0" + source
+    except Exception:  # unreadable file or malformed IR: load_module names the problem
         return None
+    return None
 
 
 def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
@@ -457,28 +474,30 @@ def compile(
     llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
     t0 = time.perf_counter()
     ctx = make_context()
-    # A ModuleOp / Graph is printed first: identical text was verified when it was cached,
-    # so a hit skips cloning and verification (MiniLM: ~20 ms of a ~35 ms hit).
-    input_text = _module_text(source)
-    key = None if input_text is None else make_key(input_text, opts, entry, BACKEND)
+    # The key hashes the source as given (text) or its structure (ModuleOp / Graph): a hit
+    # neither parses, prints, clones nor verifies (an identical source was verified when
+    # it was cached).
+    source = _source_module(source)
+    key_text = _key_text(source)
+    key = None if key_text is None else make_key(key_text, opts, entry, BACKEND)
     hit = None if key is None else CACHE.get(key, load_artifact)
     if hit is None or opts.check_equivalence():
         module, sources = load_module(source, ctx)
         original = module.clone() if opts.check_equivalence() else module
-        if key is None:  # text or a path: the key is the module as printed
-            input_text = str(module)
-            key = make_key(input_text, opts, entry, BACKEND)
+        if key is None:  # unreachable for readable sources: key the printed module
+            key = make_key("structure\0" + structural_text(module), opts, entry, BACKEND)
             hit = CACHE.get(key, load_artifact)
-    assert input_text is not None
     if hit is not None:
         art, where = hit
         log(f"cache: hit ({where}) {key[:16]}")
         for r in art.report:
             if r["status"] not in ("default", "applied"):
                 log(option_pipeline.FieldStatus(**r).line())
+        if "input" not in art.stages:  # an entry written without it
+            art.stages["input"] = str(load_module(source, ctx)[0])
     else:
         log(f"cache: miss {key[:16]}")
-        art = _build(module, input_text, opts, entry, log, sources, capture=False)
+        art = _build(module, str(module), opts, entry, log, sources, capture=False)
         ir = art.llvm_ir
         meta = {
             "signature": art.signature.to_json(),
@@ -486,10 +505,11 @@ def compile(
             "report": art.report,
             "reports": art.reports,
             "rlx": art.stages["rlx"],
+            "input": art.stages["input"],
         }
         obj = getattr(art.jit, "object_code", None)
         CACHE.put(key, art, meta, ir, lambda: obj if obj is not None else emit_object(ir))
-    art.stages.setdefault("input", input_text)
+    input_text = art.stages["input"]
     sig = art.signature
     log(
         f"arena: {sig.arena_bytes} bytes ({sig.unplanned_bytes} unplanned), alignment {sig.alignment}"
