@@ -317,7 +317,9 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
 
         def score(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             def dot(dd: SSAValue, acc_: list[SSAValue]) -> list[SSAValue]:
-                x = kb.mulf(kb.load_c(q, at.ix(bi, hi, i, dd)), kb.load_c(k, at.ix(bi, hk, j, dd)), FM_RED)
+                x = kb.mulf(
+                    kb.load_c(q, at.ix(bi, hi, i, dd)), kb.load_c(k, at.ix(bi, hk, j, dd)), FM_RED
+                )
                 return [kb.addf(acc_[0], x, FM_RED)]
 
             s = kb.mulf(kb.loop_carry(d, [c(0.0)], dot)[0], c(at.scale))
@@ -335,6 +337,7 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
         den = kb.select(dead, c(0.0), kb.loop_carry(hi_, [c(0.0)], expsum, lb=lo)[0])
         pos = kb.cmpf("ogt", den, c(0.0))
         inv = kb.select(pos, kb.divf(c(1.0), kb.select(pos, den, c(1.0))), c(0.0))
+
         def at_(dd: SSAValue) -> list[SSAValue]:
             return at.ix(bi, hi, i, dd) if acc is out else [dd]
 
