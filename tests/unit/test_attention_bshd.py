@@ -64,7 +64,9 @@ def test_decomposition() -> None:
     for n, (q, k, v, attrs, bias) in enumerate(CASES):
         tys = [t(q), t(k), t(v)] + ([t(bias)] if bias else [])
         ops.append(("rlx.attention", tys, t((*q[:3], v[3])), attrs))
-        ins += [rand(s, seed=10 * n + i) for i, s in enumerate([q, k, v] + ([bias] if bias else []))]
+        ins += [
+            rand(s, seed=10 * n + i) for i, s in enumerate([q, k, v] + ([bias] if bias else []))
+        ]
     text = multi_op(ops)
     ctx, module = parse(text)
     KernelDispatchPass(policy="common").apply(ctx, module)
