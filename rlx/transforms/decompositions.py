@@ -128,6 +128,10 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     """softmax(mask(softcap(q·kᵀ·scale + bias)))·v with the reference's masking rules:
     masked and -inf scores get probability 0, a row with no live key is all zeros."""
     q, k, v, *bias = op.operands
+    e = Expansion()
+    bshd = op.layout == "bshd"
+    if bshd:  # [B, S, H, D] operands: decompose on their [B, H, S, D] transposes
+        q, k, v = (e.emit("transpose", x, permutation=[0, 2, 1, 3]) for x in (q, k, v))
     qs, ks = shape_of(q.type), shape_of(k.type)
     kind = op.mask_kind
     sq, sk = qs[2], ks[2]
@@ -135,7 +139,6 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
         return None
     if qs[1] != ks[1] and (DYN in (*qs[:2], *ks, *shape_of(v.type)) or ks[1] == 0):
         return None  # grouped-query attention needs static shapes to repeat k and v
-    e = Expansion()
     if qs[1] != ks[1]:  # grouped-query attention: repeat each k/v head H / Hkv times
         k, v = (_repeat_heads(e, x, qs[1] // ks[1]) for x in (k, v))
     t = _elem(q)
@@ -164,7 +167,8 @@ def _attention(op: Operation) -> tuple[list[Operation], SSAValue] | None:
     den = e.reduce(ex, "sum")
     zero = e.const(0.0, t)
     den = e.emit("where", e.emit("compare", den, zero, predicate="gt"), den, e.const(1.0, t))
-    return e.ops, e.emit("matmul", e.div(ex, den), v)
+    out = e.emit("matmul", e.div(ex, den), v)
+    return e.ops, e.emit("transpose", out, permutation=[0, 2, 1, 3]) if bshd else out
 
 
 def _rope(op: Operation) -> tuple[list[Operation], SSAValue] | None:

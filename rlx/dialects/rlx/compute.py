@@ -216,10 +216,21 @@ class RmsNormOp(RlxOp):
 
 MASK_KINDS = ("none", "causal", "sliding_window", "bias")
 
+ATTENTION_LAYOUTS = ("bhsd", "bshd")
+"""Dim order of rlx.attention's q, k, v and result: [batch, heads, seq, head_dim] or
+[batch, seq, heads, head_dim] (the projections' layout in ONNX / torch exports)."""
+
+
+def heads_first(s: Sequence[int], layout: str) -> tuple[int, ...]:
+    """The [batch, heads, seq, dim] order of a rank-4 shape `s` in `layout` (an involution:
+    it also maps a [batch, heads, seq, dim] shape to `layout`)."""
+    return (s[0], s[2], s[1], s[3]) if layout == "bshd" else tuple(s)
+
 
 @irdl_op_definition
 class AttentionOp(RlxOp):
-    """softmax(mask(q·kᵀ·scale [+ bias])) · v on [batch, heads, seq, head_dim] tensors."""
+    """softmax(mask(q·kᵀ·scale [+ bias])) · v on [batch, heads, seq, head_dim] tensors
+    ([batch, seq, heads, head_dim] with layout = "bshd")."""
 
     name = "rlx.attention"
     q = operand_def(TensorType)
@@ -232,6 +243,9 @@ class AttentionOp(RlxOp):
     mask_kind = enum_def(MASK_KINDS, "none", doc='"bias" iff a bias operand is given.')
     window = int_def(None, doc='Keys per query behind it, for mask_kind = "sliding_window".')
     softcap = float_def(None, doc="Scores become softcap * tanh(s / softcap).")
+    layout = enum_def(
+        ATTENTION_LAYOUTS, "bhsd", doc="Dim order of q, k, v and the result (bias: always bhsd)."
+    )
 
     def score_scale(self) -> float:
         """The scale applied to q·kᵀ: `scale`, or 1/sqrt(head_dim) when absent."""
@@ -250,6 +264,8 @@ class AttentionOp(RlxOp):
                 len(s) == 4,
                 f"{n} must have rank 4 [batch, heads, seq, head_dim], got tensor<{fmt_shape(s)}>",
             )
+        layout = attrs.layout
+        q, k, v = (heads_first(s, layout) for s in (q, k, v))
         require(
             dims_compatible(q[0], k[0])
             and all(dims_compatible(a, b) for a, b in zip(k[:3], v[:3], strict=True)),
@@ -281,7 +297,7 @@ class AttentionOp(RlxOp):
         require(window is None or window >= 0, f"window must be non-negative, got {window}")
         softcap = attrs.softcap
         require(softcap is None or softcap > 0, f"softcap must be positive, got {softcap}")
-        return [tensor((q[0], q[1], q[2], v[3]), e)]
+        return [tensor(heads_first((q[0], q[1], q[2], v[3]), layout), e)]
 
 
 @irdl_op_definition

@@ -62,7 +62,8 @@ def attention(
 ) -> np.ndarray:
     """rlx.attention(q, k, v[, bias]) {scale, mask_kind, window, softcap}.
 
-    q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> [B,H,Sq,Dv]; Hkv dividing H is
+    q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> [B,H,Sq,Dv] (layout "bshd": the
+    seq and heads dims of all four swapped; the bias stays [B,H,Sq,Sk]); Hkv dividing H is
     grouped-query attention (q head h reads k/v head h // (H / Hkv)); otherwise the
     leading B,H dims follow NumPy broadcasting. mask_kind defaults to "bias" when a 4th
     operand is present, else "none".  Keys masked by the mask kind, and keys whose (biased / capped) score is -inf,
@@ -73,6 +74,9 @@ def attention(
             raise ctx.error(f"needs float operands, got {t.dtype}")
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ctx.error(f"q, k, v must have rank 4, got {q.shape}, {k.shape}, {v.shape}")
+    bshd = ctx.op.layout == "bshd"
+    if bshd:  # [B, S, H, D] operands: compute on the [B, H, S, D] views
+        q, k, v = (np.swapaxes(x, 1, 2) for x in (q, k, v))
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ctx.error(f"incompatible q/k/v shapes {q.shape}, {k.shape}, {v.shape}")
     mask_kind = ctx.op.mask_kind
@@ -86,7 +90,7 @@ def attention(
     scale = ctx.op.score_scale()
     softcap = ctx.op.softcap
     try:
-        return attention_f64(
+        out = attention_f64(
             q,
             k,
             v,
@@ -98,6 +102,7 @@ def attention(
         )
     except ValueError as e:
         raise ctx.error(str(e)) from None
+    return np.ascontiguousarray(np.swapaxes(out, 1, 2)) if bshd else out
 
 
 @register(RopeOp, nargs=3)

@@ -20,7 +20,11 @@ generated GEMM microkernel, parallel over (batch, head, query block); no BLAS ca
 Sq x Sk buffer. Faster than the BLAS path below on BERT-shaped f32 heads on one thread
 (s128 D64: 345 vs 372 us for 6 heads; s512: 5.1 vs 5.5 ms) and 2.4x on f16.
 
-BLAS path (f64 — and f32 when `FLASH` is off — with contiguous q, k, v, out, `rlx.runtime.blas` available, at least
+Layout "bshd" ([B, S, H, D] q, k, v, out, `_Attn.ix`): the flash and loop kernels read
+and write the operands in place with the seq and heads indices swapped (what a transpose
+copy to [B, H, S, D] would have cost is gone); the BLAS path takes "bhsd" only.
+
+BLAS path (f64 — and f32 when `FLASH` is off — with "bhsd", contiguous q, k, v, out, `rlx.runtime.blas` available, at least
 `MIN_ROWS` query rows and `BLAS_MIN_WORK` multiply-adds per (b, h)): per (b, h) and
 block of bq = min(Sq, `BLOCK_ROWS`, `BLOCK_BYTES` / row bytes) query rows, over the
 block's key range [klo, khi) (the union of its rows' live ranges: causal and
@@ -48,7 +52,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from rlx.dialects.rlx.compute import AttentionOp, RopeOp
+from rlx.dialects.rlx.compute import AttentionOp, RopeOp, heads_first
 from rlx.lowering.rlx_to_linalg import attention_flash
 from rlx.lowering.rlx_to_linalg.attention_flash import _bidx
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
@@ -92,16 +96,23 @@ class _Attn:
         self.q, self.k, self.v = ins[:3]
         self.bias = ins[3] if len(ins) > 3 else None
         self.out = outs[0]
-        self.b, self.h, self.sq, self.d = shape(self.q)
-        self.sk, self.dv = shape(self.k)[2], shape(self.v)[3]
+        self.layout = op.layout
+        self.b, self.h, self.sq, self.d = heads_first(shape(self.q), self.layout)
+        self.hkv, self.sk = heads_first(shape(self.k), self.layout)[1:3]
+        self.dv = shape(self.v)[3]
         self.ct = compute_type(elem(self.q))
         self.scale = op.score_scale()
         self.softcap = op.softcap
         self.kind = op.mask_kind
         self.window = op.window
         self.offset = self.sk - self.sq
-        self.group = self.h // shape(self.k)[1]
+        self.group = self.h // self.hkv
         """q heads per k/v head (grouped-query attention; 1 otherwise)."""
+
+    def ix(self, b: SSAValue, h: SSAValue, s: SSAValue, d: SSAValue) -> list[SSAValue]:
+        """Indices of element (b, h, s, d) of q, k, v or out in the op's layout (the
+        "bshd" operands are read in place: no transpose copy)."""
+        return [b, s, h, d] if self.layout == "bshd" else [b, h, s, d]
 
     def kv_head(self, kb: KernelBuilder, hi: SSAValue) -> SSAValue:
         """The k/v head q head `hi` reads."""
@@ -204,7 +215,7 @@ def _softmax_rows(
 def blas_fits(at: _Attn) -> str | None:
     """The BLAS element type ("f32"/"f64") when the BLAS path's shape and type rules hold
     (module docstring; BLAS must also be found, `blas_ready`), else None."""
-    dtype = _blas_dtype(at.q, at.k, at.v, at.out)
+    dtype = _blas_dtype(at.q, at.k, at.v, at.out) if at.layout == "bhsd" else None
     dims = (at.b, at.h, at.sq, at.sk, at.d, at.dv)
     if dtype is None or min(dims) <= 0 or at.sq < MIN_ROWS:
         return None
@@ -306,7 +317,9 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
 
         def score(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             def dot(dd: SSAValue, acc_: list[SSAValue]) -> list[SSAValue]:
-                x = kb.mulf(kb.load_c(q, [bi, hi, i, dd]), kb.load_c(k, [bi, hk, j, dd]), FM_RED)
+                x = kb.mulf(
+                    kb.load_c(q, at.ix(bi, hi, i, dd)), kb.load_c(k, at.ix(bi, hk, j, dd)), FM_RED
+                )
                 return [kb.addf(acc_[0], x, FM_RED)]
 
             s = kb.mulf(kb.loop_carry(d, [c(0.0)], dot)[0], c(at.scale))
@@ -324,21 +337,24 @@ def _emit_attention_loops(kb: KernelBuilder, at: _Attn) -> None:
         den = kb.select(dead, c(0.0), kb.loop_carry(hi_, [c(0.0)], expsum, lb=lo)[0])
         pos = kb.cmpf("ogt", den, c(0.0))
         inv = kb.select(pos, kb.divf(c(1.0), kb.select(pos, den, c(1.0))), c(0.0))
-        row = [bi, hi, i] if acc is out else []
+
+        def at_(dd: SSAValue) -> list[SSAValue]:
+            return at.ix(bi, hi, i, dd) if acc is out else [dd]
+
         with kb.loop(dv) as dd:
-            kb.store(c(0.0), acc, [*row, dd])
+            kb.store(c(0.0), acc, at_(dd))
         with kb.loop(hi_, lb=lo) as j:
             p = kb.mulf(kb.load(scores, [j]), inv)
             with kb.loop(dv) as dd:
-                cur = kb.load(acc, [*row, dd])
+                cur = kb.load(acc, at_(dd))
                 kb.store(
-                    kb.addf(cur, kb.mulf(p, kb.load_c(v, [bi, hk, j, dd]), FM_RED), FM_RED),
+                    kb.addf(cur, kb.mulf(p, kb.load_c(v, at.ix(bi, hk, j, dd)), FM_RED), FM_RED),
                     acc,
-                    [*row, dd],
+                    at_(dd),
                 )
         if acc is not out:
             with kb.loop(dv) as dd:
-                kb.store_c(kb.load(acc, [dd]), out, [bi, hi, i, dd])
+                kb.store_c(kb.load(acc, [dd]), out, at.ix(bi, hi, i, dd))
 
 
 def emit_rope(

@@ -25,7 +25,9 @@ computed transposed, queries along the vector lanes, so that no tile is ever rep
 
 The only score storage is the `bk x bq` tile (no S x S buffer); accumulators are f32 for
 every input type; no BLAS call (so it runs on RLX's pool without competing with
-OpenBLAS's threads). GQA: q head h reads k/v head h // (H / Hkv).
+OpenBLAS's threads). GQA: q head h reads k/v head h // (H / Hkv). Layout "bshd": the
+loads of steps 1-2 and the stores of step 7 index [b, s, h, d] (`_Attn.ix`): the
+transposes to [B, H, S, D] that an imported graph has around the op are not copies.
 """
 
 from __future__ import annotations
@@ -238,7 +240,7 @@ class _Worker:
             i = kb.iadd(self.i0, kb.iadd(kb.imul(pp, nr), c))
             ok = kb.cmpi("slt", i, kb.idx(at.sq))
             ic = kb.imin(i, kb.idx(at.sq - 1))
-            x = kb.convert(kb.load(self.q, [self.bi, self.hi, ic, d]), f32)
+            x = kb.convert(kb.load(self.q, at.ix(self.bi, self.hi, ic, d)), f32)
             kb.store(kb.select(ok, kb.mulf(x, scale), self.c(0.0)), self.qpk, [pp, d, c])
 
     def _pack_kv(self, j0: SSAValue, nk: SSAValue) -> None:
@@ -264,7 +266,7 @@ class _Worker:
 
         def load(j: SSAValue, col: SSAValue, is_v: bool = False) -> SSAValue:
             src = self.v if is_v else self.k
-            return kb.convert(kb.load(src, [self.bi, self.hk, kb.iadd(j0, j), col]), f32)
+            return kb.convert(kb.load(src, at.ix(self.bi, self.hk, kb.iadd(j0, j), col)), f32)
 
         with kb.loop(nk) as j:
             copy(j, load)
@@ -349,7 +351,7 @@ class _Worker:
             i = kb.iadd(self.i0, r)
             with kb.loop(at.dv) as dv:
                 o = kb.select(pos, kb.mulf(kb.load(self.o, [r, dv]), inv), self.c(0.0))
-                kb.store(kb.convert(o, elem(self.out)), self.out, [self.bi, self.hi, i, dv])
+                kb.store(kb.convert(o, elem(self.out)), self.out, at.ix(self.bi, self.hi, i, dv))
 
 
 def _bidx(

@@ -5,6 +5,8 @@ of ONNX / torch exports after canonicalize has merged its two transposes:
 `transpose(k4, [0, 2, 3, 1])` of a [B, S, H, D] k4 (a `transpose(k4, [0, 2, 1, 3])` is
 emitted for the fused op). The scale is a scalar multiply / divide of the scores, or 1, times scalar multiplies of q
 and kᵀ (torch's SDPA export scales both by √scale).
+The [B, S, H, D] -> [B, H, S, D] transposes of q, k, v (and the one back of the output)
+are then absorbed: the op takes layout = "bshd" and reads the projections in place.
 Grouped-query attention: a k or v repeated over heads the way HF's `repeat_kv` exports
 (`reshape [B, Hkv, S, D] -> [B, Hkv, 1, S, D]`, `broadcast_to [B, Hkv, g, S, D]`,
 `reshape [B, Hkv·g, S, D]`) is read unrepeated (the op takes Hkv dividing H).
@@ -115,15 +117,17 @@ def _heads_type(x: SSAValue) -> TensorType:
 
 
 class FuseAttention(RewritePattern):
-    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v; and an
+    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v; an
     rlx.attention whose k and v are repeat_kv chains (the ONNX importer's and the Llama
-    builder's GQA) reads them unrepeated."""
+    builder's GQA) reads them unrepeated; one whose q, k, v are [B, S, H, D] tensors
+    transposed to [B, H, S, D] reads them in place (`_absorb_transposes`)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, MatmulOp):
             self._fuse(op, rewriter)
-        elif isinstance(op, AttentionOp):
-            _unrepeat(op, rewriter)
+        elif isinstance(op, AttentionOp) and op.layout == "bhsd":
+            if not _unrepeat(op, rewriter):
+                _absorb_transposes(op, rewriter)
 
     def _fuse(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
         sm = producer(out.a, SoftmaxOp)
@@ -192,13 +196,13 @@ class FuseAttention(RewritePattern):
                 rewriter.erase(op)
 
 
-def _unrepeat(op: AttentionOp, rewriter: PatternRewriter) -> None:
+def _unrepeat(op: AttentionOp, rewriter: PatternRewriter) -> bool:
     """attention(q, repeat_kv(k), repeat_kv(v), ...) -> attention(q, k, v, ...) (same
-    attributes); the repeat ops are erased when nothing else reads them."""
+    attributes); the repeat ops are erased when nothing else reads them. True if done."""
     k, rk = _unrepeated(op.k)
     v, rv = _unrepeated(op.v)
     if not rk or not rv or shape_of(k.type)[1] != shape_of(v.type)[1]:
-        return
+        return False
     rest = [op.bias] if op.bias is not None else []
     fused = AttentionOp.create(
         operands=[op.q, k, v, *rest],
@@ -211,3 +215,48 @@ def _unrepeat(op: AttentionOp, rewriter: PatternRewriter) -> None:
     for dead in [*rk, *rv]:
         if all(not r.uses for r in dead.results):
             rewriter.erase(dead)
+    return True
+
+
+HEADS = (0, 2, 1, 3)
+"""The permutation between [B, S, H, D] and [B, H, S, D] (its own inverse)."""
+
+
+def _absorb_transposes(op: AttentionOp, rewriter: PatternRewriter) -> None:
+    """attention(transpose(q4), transpose(k4), transpose(v4)) [then transpose] with `HEADS`
+    transposes -> attention {layout = "bshd"}(q4, k4, v4): the flash kernel reads the
+    [B, S, H, D] tensors in place and writes its output so (the transpose consuming the
+    output is absorbed; without one, a transpose back to [B, H, S, D] is emitted). Done
+    only when it removes more copies than it adds: operand transposes read by others
+    stay."""
+    trs = [producer(x, TransposeOp) for x in (op.q, op.k, op.v)]
+    if any(t is None or t.permutation != HEADS for t in trs):
+        return
+    srcs = [t.x for t in trs if t is not None]
+    back = only_user(op.result, TransposeOp)
+    if back is not None and back.permutation != HEADS:
+        back = None
+    dying = {t for t in trs if t is not None and all(u.operation is op for u in t.result.uses)}
+    if len(dying) + (back is not None) <= (back is None):
+        return
+    attrs = dict(op.attributes) | {"layout": StringAttr("bshd")}
+    rest = [op.bias] if op.bias is not None else []
+    fused = make_op("rlx.attention", [*srcs, *rest], attrs, like=op)
+    if fused is None:
+        return
+    if back is not None:
+        if fused.results[0].type != back.result.type:
+            return
+        rewriter.replace(back, fused)
+        rewriter.erase(op)
+    else:
+        heads = TransposeOp.create(
+            operands=[fused.results[0]],
+            result_types=[op.result.type],
+            attributes={"permutation": ints_attr(list(HEADS))},
+        )
+        heads.location = op.location
+        rewriter.insert(fused, InsertPoint.before(op))
+        rewriter.replace(op, heads)
+    for t in dying:
+        rewriter.erase(t)

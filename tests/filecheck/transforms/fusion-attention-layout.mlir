@@ -5,15 +5,20 @@
 // reshaped to [B, S, H, D] and transposed to [B, H, S, D]; K's two transposes
 // ([0, 2, 1, 3] then [0, 1, 3, 2]) are one [0, 2, 3, 1] after canonicalize. Either way
 // the fused op reads k through one emitted [0, 2, 1, 3] transpose (or the original one).
+// Then the [0, 2, 1, 3] transposes of q, k, v and of the output are absorbed: the op
+// takes layout = "bshd" and reads the reshaped projections in place.
 
 // CHECK-LABEL: func.func @mha
-// CHECK:         %[[K:.*]] = rlx.transpose %k1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x5x2x4xf32>) -> tensor<2x2x5x4xf32>
-// CHECK-NEXT:    %[[O:.*]] = rlx.attention %q, %[[K]], %v, %mask {scale = 5.000000e-01 : f64, mask_kind = "bias"}
-// CHECK-NEXT:    %ot = rlx.transpose %[[O]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK-NOT:     rlx.transpose
+// CHECK:         %ot = rlx.attention %q1, %k1, %v1, %mask {scale = 5.000000e-01 : f64, mask_kind = "bias", layout = "bshd"} : (tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x1x1x5xf32>) -> tensor<2x5x2x4xf32>
+// CHECK-NEXT:    %y = rlx.reshape %ot
 // CHECK-NOT:     rlx.softmax
+// CHECK-NOT:     rlx.transpose
 // NOCANON-LABEL: func.func @mha
-// NOCANON:         rlx.attention %q, %k, %v, %mask {scale = 5.000000e-01 : f64, mask_kind = "bias"}
+// NOCANON-NOT:     rlx.transpose
+// NOCANON:         %ot = rlx.attention %q1, %k1, %v1, %mask {scale = 5.000000e-01 : f64, mask_kind = "bias", layout = "bshd"}
 // NOCANON-NOT:     rlx.softmax
+// NOCANON-NOT:     rlx.transpose
 func.func @mha(%q0: tensor<2x5x8xf32>, %k0: tensor<2x5x8xf32>, %v0: tensor<2x5x8xf32>, %mask: tensor<2x1x1x5xf32>) -> tensor<2x5x8xf32> {
   %q1 = rlx.reshape %q0 : (tensor<2x5x8xf32>) -> tensor<2x5x2x4xf32>
   %k1 = rlx.reshape %k0 : (tensor<2x5x8xf32>) -> tensor<2x5x2x4xf32>

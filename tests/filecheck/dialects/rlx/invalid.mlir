@@ -393,6 +393,30 @@ func.func @f47(%q: tensor<1x2x4x8xf32>) {
 
 // -----
 
+func.func @f47layout(%q: tensor<1x3x4x8xf32>) {
+  // expected-error @+1 {{attribute 'layout' must be one of bhsd, bshd; got "bsdh"}}
+  %0 = rlx.attention %q, %q, %q {layout = "bsdh"} : (tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32>) -> tensor<1x3x4x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f47bshd(%q: tensor<1x4x3x8xf32>, %k: tensor<1x6x2x8xf32>) {
+  // expected-error @+1 {{k/v heads (2) must divide q heads (3) (grouped-query attention)}}
+  %0 = rlx.attention %q, %k, %k {layout = "bshd"} : (tensor<1x4x3x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f47bshdres(%q: tensor<1x3x4x8xf32>, %k: tensor<1x6x2x8xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<1x4x3x8xf32>, but the operands and attributes give tensor<1x3x4x8xf32>}}
+  %0 = rlx.attention %q, %k, %k {layout = "bshd"} : (tensor<1x3x4x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return
+}
+
+// -----
+
 func.func @f48(%x: tensor<1x2x4x8xf32>, %c: tensor<4x3xf32>) {
   // expected-error @+1 {{not broadcast-compatible}}
   %0 = rlx.rope %x, %c, %c : (tensor<1x2x4x8xf32>, tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<1x2x4x8xf32>

@@ -107,6 +107,11 @@ func.func @attention_gqa(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x6x8xf32>) {
   func.return
 }
 
+func.func @attention_bshd(%q: tensor<1x3x4x8xf32>, %k: tensor<1x6x2x8xf32>, %m: tensor<1x1x3x6xf32>) {
+  %0 = rlx.attention %q, %k, %k, %m {mask_kind = "bias", layout = "bshd"} : (tensor<1x3x4x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x1x3x6xf32>) -> tensor<1x3x4x8xf32>
+  func.return
+}
+
 func.func @rope(%x: tensor<1x2x4x8xf32>, %c: tensor<4x2xf32>) {
   %0 = rlx.rope %x, %c, %c {n_rot = 4 : i64} : (tensor<1x2x4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4x8xf32>
   func.return
@@ -282,6 +287,10 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @attention_gqa(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x6x8xf32>) {
 // CHECK-NEXT: %0 = rlx.attention %q, %k, %k {mask_kind = "causal"} : (tensor<1x4x3x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) -> tensor<1x4x3x8xf32>
+// CHECK-NEXT: func.return
+// CHECK-NEXT: }
+// CHECK-LABEL: func.func @attention_bshd(%q: tensor<1x3x4x8xf32>, %k: tensor<1x6x2x8xf32>, %m: tensor<1x1x3x6xf32>) {
+// CHECK-NEXT: %0 = rlx.attention %q, %k, %k, %m {mask_kind = "bias", layout = "bshd"} : (tensor<1x3x4x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x1x3x6xf32>) -> tensor<1x3x4x8xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @rope(%x: tensor<1x2x4x8xf32>, %c: tensor<4x2xf32>) {
