@@ -59,8 +59,9 @@ def _ort(xs, ws, groups, pad, w, b, stride=1):  # type: ignore[no-untyped-def]
     from onnx import TensorProto, helper, numpy_helper
 
     f = ws[0]
-    node = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=groups, pads=pad,
-                            strides=[stride, stride])
+    node = helper.make_node(
+        "Conv", ["x", "w", "b"], ["c"], group=groups, pads=pad, strides=[stride, stride]
+    )
     relu = helper.make_node("Relu", ["c"], ["y"])
     graph = helper.make_graph(
         [node, relu], "conv",

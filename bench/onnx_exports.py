@@ -37,7 +37,9 @@ def _transformer(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[
     if name == "bert":
         model = tf.BertModel(tf.BertConfig(**small, type_vocab_size=2))
     elif name == "gpt2":
-        model = tf.GPT2Model(tf.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64))
+        model = tf.GPT2Model(
+            tf.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64)
+        )
     else:
         model = tf.LlamaModel(tf.LlamaConfig(**small, num_key_value_heads=1))
     model.config.use_cache = False
@@ -145,12 +147,16 @@ def main() -> None:
             try:
                 feeds = export(name, exp, path)
             except Exception as e:  # an exporter failure is reported, not an RLX result
-                print(f"{name:13s} {exp:11s} EXPORT FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+                print(
+                    f"{name:13s} {exp:11s} EXPORT FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                )
                 continue
             try:
                 print(f"{name:13s} {exp:11s} {check(path, feeds)}", flush=True)
             except Exception as e:
-                print(f"{name:13s} {exp:11s} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+                print(
+                    f"{name:13s} {exp:11s} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                )
                 if "-v" in __import__("sys").argv:
                     traceback.print_exc()
 

@@ -37,7 +37,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     w = {k: (rng.standard_normal(s) * 0.1).astype(np.float32) for k, s in shapes.items()}
     src = rlx.bake.bake(MLP, w, "exact", tmp_path_factory.mktemp("hdr") / "src.rlx")
     art = artifact.read(src)
-    strip = lambda e: {k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")}  # noqa: E731
+    strip = lambda e: {
+        k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")
+    }  # noqa: E731
     header = {k: v for k, v in art.header.items() if k not in ("code", "weights")}
     header["pad"] = "x" * PAD
     out = src.with_name("padded.rlx")
@@ -141,7 +143,9 @@ def test_module_section_is_never_a_path(
     secret = tmp_path / "other.mlir"
     secret.write_text(MLP.read_text().replace("w1", "SECRET_NAME"))
     art = artifact.read(base)
-    strip = lambda e: {k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")}  # noqa: E731
+    strip = lambda e: {
+        k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")
+    }  # noqa: E731
     header = {k: v for k, v in art.header.items() if k not in ("code", "weights")}
     out = tmp_path / "path.rlx"
     blobs = [(strip(e), art.section(e).tobytes()) for e in art.weights]
