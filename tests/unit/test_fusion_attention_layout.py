@@ -24,7 +24,7 @@ def _heads(g: Graph, x: Value) -> Value:
     return g.transpose(g.reshape(x, (B, S, H, D)), permutation=[0, 2, 1, 3])
 
 
-def _mha(k_order: str, prescale: bool, mask: bool) -> Graph:
+def _mha(k_order: str, prescale: bool, mask: bool, param_scale: bool = False) -> Graph:
     g = Graph()
     x = g.input("x", (B, S, H * D))
     wq, wk, wv = (g.param(n, (H * D, H * D)) for n in ("wq", "wk", "wv"))
@@ -38,6 +38,8 @@ def _mha(k_order: str, prescale: bool, mask: bool) -> Graph:
     if prescale:
         c = g.constant(np.float32(D**-0.25))
         s = g.matmul(g.mul(q, c), g.mul(kt, c))
+    elif param_scale:  # an ONNX initializer kept as a param (not bound at compile time)
+        s = g.div(g.matmul(q, kt), g.param("sqrt_d", ()))
     else:
         s = g.div(g.matmul(q, kt), g.constant(np.float32(np.sqrt(D))))
     if mask:
@@ -74,6 +76,28 @@ def test_multi_head_layout(k_order: str, prescale: bool, mask: bool) -> None:
     assert names.count("rlx.attention") == 1 and "rlx.softmax" not in names
     _check_compiled(fused, inputs, params)
     _check_compiled(module, inputs, params)
+
+
+def test_param_scale_moves_onto_q() -> None:
+    """A scale that is a param (unknown until set_params) still fuses: q / s feeds the op
+    (scale 1), and the transposes are absorbed; same numbers as the reference, compiled
+    with and without `cache_param_invariant`."""
+    rng = np.random.default_rng(3)
+    module = _mha("merged", prescale=False, mask=True, param_scale=True).module.clone()
+    RlxCanonicalizePass().apply(Context(), module)
+    inputs = {"x": randn(rng, B, S, H * D)}
+    inputs["mask"] = np.zeros((B, 1, 1, S), np.float32)
+    params = {n: randn(rng, H * D, H * D, scale=0.5) for n in ("wq", "wk", "wv")}
+    params["sqrt_d"] = np.array(np.sqrt(D), np.float32)
+    fused = assert_same_numbers(module, inputs, params)
+    names = op_names(fused)
+    assert names.count("rlx.attention") == 1 and "rlx.softmax" not in names
+    assert "rlx.transpose" not in names  # q / s is taken before q's transpose: bshd
+    want = run(module, dict(inputs), dict(params))
+    for cached in (False, True):
+        c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=cached))
+        c.set_params(params)
+        np.testing.assert_allclose(c.run(**inputs)[0], want[0], rtol=2e-5, atol=2e-5)
 
 
 def _repeat_kv(g: Graph, x: Value, hk: int, groups: int) -> Value:

@@ -4,7 +4,10 @@ kᵀ is `transpose(k, [0, 1, 3, 2])` of a [B, H, S, D] k, or the standard multi-
 of ONNX / torch exports after canonicalize has merged its two transposes:
 `transpose(k4, [0, 2, 3, 1])` of a [B, S, H, D] k4 (a `transpose(k4, [0, 2, 1, 3])` is
 emitted for the fused op). The scale is a scalar multiply / divide of the scores, or 1, times scalar multiplies of q
-and kᵀ (torch's SDPA export scales both by √scale).
+and kᵀ (torch's SDPA export scales both by √scale). A one-element scale that is a param
+(an ONNX initializer imported as an `rlx.param`, so unknown until `set_params`)
+becomes `q * s` (or `q / s`) feeding the fused op with scale 1 (a rounding of q·kᵀ·s
+moves onto q: within the pass's tolerance).
 The [B, S, H, D] -> [B, H, S, D] transposes of q, k, v (and the one back of the output)
 are then absorbed: the op takes layout = "bshd" and reads the projections in place.
 Grouped-query attention: a k or v repeated over heads the way HF's `repeat_kv` exports
@@ -22,6 +25,7 @@ from xdsl.rewriter import InsertPoint
 from rlx.dialects.rlx.base import f64_attr, ints_attr, shape_of
 from rlx.dialects.rlx.compute import AttentionOp, MatmulOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp
+from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp, TransposeOp
 from rlx.transforms.fusion.common import make_op, only_user, producer, rank, scalar_constant
 
@@ -30,12 +34,18 @@ def _single(value: SSAValue, user: Operation) -> bool:
     return only_user(value, type(user)) is user
 
 
-def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation | None] | None:
-    """(scores matmul, scale, scaling op) for mul(s, c), mul(c, s), div(s, c) or the
-    matmul itself (scale 1, no scaling op)."""
+Dynamic = tuple[SSAValue, bool] | None
+"""A one-element scale that is a param, not a constant (an ONNX initializer kept as `rlx.param`):
+(the scalar, whether the scores are divided by it); the fused op then takes q scaled by it."""
+
+
+def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation | None, Dynamic] | None:
+    """(scores matmul, scale, scaling op, dynamic scale) for mul(s, c), mul(c, s), div(s, c)
+    or the matmul itself (scale 1, no scaling op); c a scalar constant, or any one-element
+    float param of the scores' element type (`Dynamic`)."""
     op = v.owner
     if isinstance(op, MatmulOp):
-        return op, 1.0, None
+        return op, 1.0, None, None
     if isinstance(op, MulOp):
         pairs = ((op.lhs, op.rhs), (op.rhs, op.lhs))
     elif isinstance(op, DivOp):
@@ -44,14 +54,31 @@ def _scaled_scores(v: SSAValue) -> tuple[MatmulOp, float, Operation | None] | No
         return None
     for s, c in pairs:
         mm, value = producer(s, MatmulOp), scalar_constant(c)
-        if mm is None or value is None or not _single(mm.result, op) or rank(c) > 4:
+        if mm is None or not _single(mm.result, op) or rank(c) > 4:
+            continue
+        if value is None:
+            if _one_element(c, mm.result):
+                return mm, 1.0, op, (c, isinstance(op, DivOp))
             continue
         if isinstance(op, DivOp):
             if value == 0:
                 return None
             value = 1.0 / value
-        return mm, value, op
+        return mm, value, op, None
     return None
+
+
+def _one_element(c: SSAValue, like: SSAValue) -> bool:
+    """`c` is an `rlx.param` (a model weight, not a per-call input) holding one element of
+    `like`'s element type."""
+    t, u = c.type, like.type
+    return (
+        producer(c, ParamOp) is not None
+        and isinstance(t, TensorType)
+        and isinstance(u, TensorType)
+        and t.element_type == u.element_type
+        and all(d == 1 for d in t.get_shape())
+    )
 
 
 def _prescaled(x: SSAValue, user: Operation) -> tuple[SSAValue, float, Operation | None]:
@@ -153,7 +180,7 @@ class FuseAttention(RewritePattern):
         found = _scaled_scores(pre)
         if found is None:
             return
-        scores, scale, scale_op = found
+        scores, scale, scale_op, dynamic = found
         last = chain[-1]
         if scale_op is not None and not _single(scale_op.results[0], last):
             return
@@ -176,6 +203,35 @@ class FuseAttention(RewritePattern):
             if shape_of(k.type)[1] != shape_of(v.type)[1]:
                 return
             repeats = rk + rv
+        new_q: list[Operation] = []  # q * s (or q / s): a dynamic scale moves onto q
+        dead: list[Operation] = []
+        if dynamic is not None:
+            c, divide = dynamic
+            if rank(c) != 0:
+                scalar = TensorType(c.type.element_type, [])  # type: ignore[attr-defined]
+                flat = make_op("rlx.reshape", [c], given=[scalar], like=scale_op)
+                if flat is None:
+                    return
+                new_q.append(flat)
+                c = flat.results[0]
+            # scale a [B, S, H, D] q before its transpose, so the transposes stay absorbable
+            tq = producer(q, TransposeOp)
+            if tq is not None and tq.permutation == (0, 2, 1, 3) and _single(q, scores):
+                base = tq.x
+            else:
+                base, tq = q, None
+            scaled = make_op("rlx.div" if divide else "rlx.mul", [base, c], like=scale_op)
+            if scaled is None or scaled.results[0].type != base.type:
+                return
+            new_q.append(scaled)
+            if tq is not None:
+                perm = {"permutation": ints_attr([0, 2, 1, 3])}
+                moved = make_op("rlx.transpose", [scaled.results[0]], perm, like=tq)
+                if moved is None:
+                    return
+                new_q.append(moved)
+                dead.append(tq)
+            q = new_q[-1].results[0]
         attrs = {
             "scale": f64_attr(scale),
             "mask_kind": StringAttr("none" if bias is None else "bias"),
@@ -186,8 +242,10 @@ class FuseAttention(RewritePattern):
             return
         if heads is not None:
             rewriter.insert(heads, InsertPoint.before(out))
+        for op in new_q:
+            rewriter.insert(op, InsertPoint.before(out))
         rewriter.replace(out, fused)
-        for op in [*chain, scale_op, scores, kmul, qmul, tr]:
+        for op in [*chain, scale_op, scores, kmul, qmul, tr, *dead]:
             if op is None:
                 continue
             rewriter.erase(op)
