@@ -4,7 +4,7 @@ Per image `n` and group `g` the convolution is `C[f, q] = Σ_k W[f, k] · col[k,
 `f < F/groups` filters, `k = (c, ki, kj) < Cg·KH·KW` and `q = (i, j) < OH·OW` output
 pixels, so C is the group's output planes (row stride OH·OW: NCHW as is).
 
-1. A is W itself, read in place by the conv microkernel (`conv_ukernel.py`: row-strided
+1. A is W itself, read in place by the conv microkernel (`microkernel.conv_microkernel`: row-strided
    A, `lda = K`): f32 weights are never packed or copied; f16/bf16 weights are widened
    into an f32 copy once per call. The last panel of filters (Fg mod mr rows) gets a
    microkernel of that height, so no row is wasted and nothing is read past W.
@@ -37,9 +37,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.conv_ukernel import conv_microkernel
 from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
 from rlx.lowering.gemm.ir import elem
+from rlx.lowering.gemm.microkernel import conv_microkernel
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
 

@@ -16,6 +16,16 @@ insertelement + shufflevector, `llvm.fmuladd` on `vector<lanes x f32>`) inside a
 accumulators carried through the k loop (`scf.for` iter_args), `nr / lanes` loads of B and
 `mr` broadcasts of A per k. `fmuladd` is fused where the target has FMA and a multiply
 plus add elsewhere (the portable tile).
+
+`conv_microkernel` is the same tile with A read in place instead of packed:
+
+    func.func private @rlx_k<N>(%kc, %a, %lda, %b, %c, %ldc, %accumulate : index)
+
+A row-major with a row stride of `lda` elements (element (i, k) at `i * lda + k`). The
+tile only broadcasts A (one scalar per row and k), so reading the `mr` rows in place costs
+the same loads as a packed panel while the rows stream through L1; a convolution's f32
+weights `[F, Cg·KH·KW]` then need no packing at all (no per-call copy of every weight, no
+zero rows: the last panel of filters gets a microkernel of its own height).
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at 
 
 ARGS = ("kc", "a", "b", "c", "ldc", "accumulate")
 """The microkernel's arguments, all `index`."""
+STRIDED_ARGS = ("kc", "a", "lda", "b", "c", "ldc", "accumulate")
+"""The arguments of the microkernel reading A in place (`conv_microkernel`)."""
 
 
 def _ptr(kb: KernelBuilder, addr: SSAValue) -> SSAValue:
@@ -52,15 +64,23 @@ def _fmuladd(kb: KernelBuilder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAV
     return kb.v(llvm.CallIntrinsicOp(name, [x, y, acc], [acc.type]))
 
 
-def _body(kb: KernelBuilder, args: list[SSAValue], tile: Tile) -> None:
-    kc, a, b, c, ldc, accumulate = args
+def _body(kb: KernelBuilder, args: list[SSAValue], tile: Tile, strided: bool) -> None:
+    if strided:
+        kc, a, lda, b, c, ldc, accumulate = args
+    else:
+        (kc, a, b, c, ldc, accumulate), lda = args, None
     vt = VectorType(f32, [tile.lanes])
     nv = tile.nr // tile.lanes
     pa, pb, pc = (_ptr(kb, v) for v in (a, b, c))
-    ldc64 = kb.convert(ldc, i64)
-    rows = [pc] + [
-        _at(kb, pc, kb.v(llvm.MulOp(ldc64, kb.const(i, i64)))) for i in range(1, tile.mr)
-    ]
+
+    def rows_of(base: SSAValue, stride: SSAValue) -> list[SSAValue]:
+        s64 = kb.convert(stride, i64)
+        return [base] + [
+            _at(kb, base, kb.v(llvm.MulOp(s64, kb.const(i, i64)))) for i in range(1, tile.mr)
+        ]
+
+    rows = rows_of(pc, ldc)
+    a_rows = rows_of(pa, lda) if lda is not None else []
     slots = [(i, v) for i in range(tile.mr) for v in range(nv)]
 
     undef = kb.v(llvm.UndefOp(vt))
@@ -86,12 +106,16 @@ def _body(kb: KernelBuilder, args: list[SSAValue], tile: Tile) -> None:
 
     def step(k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
         k64 = kb.convert(k, i64)
-        pak = _at(kb, pa, kb.v(llvm.MulOp(k64, kb.const(tile.mr, i64))))
+        if strided:  # A[i, k] at row i + k
+            a_at = [_at(kb, a_rows[i], k64) for i in range(tile.mr)]
+        else:  # the packed panel: A[i, k] at k * mr + i
+            pak = _at(kb, pa, kb.v(llvm.MulOp(k64, kb.const(tile.mr, i64))))
+            a_at = [_at(kb, pak, i) for i in range(tile.mr)]
         pbk = _at(kb, pb, kb.v(llvm.MulOp(k64, kb.const(tile.nr, i64))))
         bs = [kb.v(llvm.LoadOp(_at(kb, pbk, v * tile.lanes), vt, alignment=4)) for v in range(nv)]
         out = list(acc)
         for i in range(tile.mr):
-            av = broadcast(kb.v(llvm.LoadOp(_at(kb, pak, i), f32, alignment=4)))
+            av = broadcast(kb.v(llvm.LoadOp(a_at[i], f32, alignment=4)))
             for v in range(nv):
                 j = i * nv + v
                 out[j] = _fmuladd(kb, av, bs[v], acc[j])
@@ -107,6 +131,16 @@ def microkernel(kernels: Kernels, tile: Tile) -> str:
     return kernels.kernel(
         ("gemm-ukernel", tile),
         [IndexType()] * len(ARGS),
-        lambda kb, args: _body(kb, args, tile),
+        lambda kb, args: _body(kb, args, tile, strided=False),
         f"ukernel {tile.name}",
+    )
+
+
+def conv_microkernel(kernels: Kernels, tile: Tile) -> str:
+    """Symbol of the row-strided-A microkernel of `tile` (built on first use)."""
+    return kernels.kernel(
+        ("conv-ukernel", tile),
+        [IndexType()] * len(STRIDED_ARGS),
+        lambda kb, args: _body(kb, args, tile, strided=True),
+        f"conv ukernel {tile.name}",
     )
