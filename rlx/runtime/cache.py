@@ -69,7 +69,7 @@ def cache_dir() -> Path:
 def _digest_value(v: Any) -> Any:
     """A JSON-able, deterministic stand-in for an option value (arrays and files hashed)."""
     if isinstance(v, np.ndarray) or hasattr(v, "__array__"):
-        a = np.ascontiguousarray(np.asarray(v))
+        a = np.asarray(v, order="C")  # 0-d stays 0-d: its shape is part of the digest
         return {
             "array": str(a.dtype),
             "shape": list(a.shape),

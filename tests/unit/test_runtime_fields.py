@@ -12,6 +12,7 @@ import pytest
 import rlx
 from rlx.interpreter import run as reference_run
 from rlx.runtime import cache
+from rlx.runtime.compiler import CompileError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MLP = EXAMPLES / "mlp.mlir"
@@ -79,6 +80,30 @@ def test_param_bindings_fold_weights(tmp_path: Path) -> None:
     g = rlx.compile(MLP, rlx.CompileOptions(param_bindings=tmp_path / "w.npz"))
     assert g.params == {} and "rlx.param" not in g.ir("rlx")
     np.testing.assert_allclose(g.run(x)[0], want, rtol=1e-4, atol=1e-6)
+
+
+SCALAR_PARAM = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %lo = rlx.param "lo" : tensor<f32>
+  %y = rlx.max %x, %lo : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+"""
+
+
+def test_param_bindings_keep_rank_zero_values(tmp_path: Path) -> None:
+    """A 0-d binding (a scalar ONNX initializer, e.g. Clip's min in torch's dynamo export)
+    stays 0-d through the dict -> .npz hand-over (it became shape [1]: bind-params failed)."""
+    x = np.array([-1.0, 0.25, 3.0], np.float32)
+    for value in (np.array(0.5, np.float32), np.float32(0.5)):
+        g = rlx.compile(SCALAR_PARAM, rlx.CompileOptions(param_bindings={"lo": value}))
+        assert "rlx.param" not in g.ir("rlx")
+        np.testing.assert_array_equal(g.run(x)[0], np.maximum(x, 0.5))
+    with pytest.raises(
+        CompileError, match=r"param 'lo' has shape \[\], the binding has shape \[1\]"
+    ):
+        rlx.compile(
+            SCALAR_PARAM, rlx.CompileOptions(param_bindings={"lo": np.array([0.5], np.float32)})
+        )
 
 
 def test_scaled_quant_produces_scaled_matmul() -> None:

@@ -71,3 +71,13 @@ def test_bad_files(tmp_path: Path, name: str, content: bytes | None, message: st
         path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
         weights.load(path)
+
+
+def test_rank_zero_arrays_stay_rank_zero(tmp_path: Path) -> None:
+    """np.ascontiguousarray makes a 0-d array 1-d; saved weights keep their shape."""
+    for suffix in (".npz", ".safetensors"):
+        path = tmp_path / f"w{suffix}"
+        weights.save(path, {"s": np.array(1.5, np.float32), "v": np.arange(3, dtype=np.float32)})
+        got = weights.load(path)
+        assert np.asarray(got["s"]).shape == () and float(np.asarray(got["s"])) == 1.5
+        assert np.asarray(got["v"]).shape == (3,)
