@@ -129,7 +129,8 @@ def save(path: str | Path, weights: Mapping[str, Any]) -> None:
             v = v.data
         elif isinstance(v, bytes | bytearray | memoryview):
             v = np.frombuffer(v, np.uint8)
-        arrays[k] = np.asarray(v, order="C")  # keeps 0-d arrays 0-d (ascontiguousarray makes them 1-d)
+        # np.asarray keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d)
+        arrays[k] = np.asarray(v, order="C")
     if any(k.startswith(PACKED_KEY) for k in arrays) and p.suffix != ".npz":
         raise ValueError(f"cannot save packed weights as '{p.suffix}': use .npz")
     if p.suffix == ".npz":

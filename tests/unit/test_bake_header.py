@@ -30,6 +30,11 @@ PAD = 1 << 17
 """Slack reserved in the header so that mutated headers still fit before the data."""
 
 
+def _strip(e: dict) -> dict:
+    """A table entry without what `artifact.write` recomputes."""
+    return {k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")}
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rng = np.random.default_rng(0)
@@ -37,16 +42,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     w = {k: (rng.standard_normal(s) * 0.1).astype(np.float32) for k, s in shapes.items()}
     src = rlx.bake.bake(MLP, w, "exact", tmp_path_factory.mktemp("hdr") / "src.rlx")
     art = artifact.read(src)
-    strip = lambda e: {
-        k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")
-    }  # noqa: E731
     header = {k: v for k, v in art.header.items() if k not in ("code", "weights")}
     header["pad"] = "x" * PAD
     out = src.with_name("padded.rlx")
     artifact.write(
         out, header, art.module_text,
-        [(strip(e), art.section(e).tobytes()) for e in art.weights],
-        code=[(strip(c), art.section(c).tobytes(), art.runtime_bytes(c)) for c in art.code],
+        [(_strip(e), art.section(e).tobytes()) for e in art.weights],
+        code=[(_strip(c), art.section(c).tobytes(), art.runtime_bytes(c)) for c in art.code],
     )  # fmt: skip
     return out
 
@@ -143,12 +145,9 @@ def test_module_section_is_never_a_path(
     secret = tmp_path / "other.mlir"
     secret.write_text(MLP.read_text().replace("w1", "SECRET_NAME"))
     art = artifact.read(base)
-    strip = lambda e: {
-        k: v for k, v in e.items() if k not in ("offset", "nbytes", "sha256", "runtime")
-    }  # noqa: E731
     header = {k: v for k, v in art.header.items() if k not in ("code", "weights")}
     out = tmp_path / "path.rlx"
-    blobs = [(strip(e), art.section(e).tobytes()) for e in art.weights]
+    blobs = [(_strip(e), art.section(e).tobytes()) for e in art.weights]
     artifact.write(out, header, str(secret), blobs)  # module section = a path (no code)
     for allow in (True, False):
         with pytest.raises(ArtifactError, match="module section is not MLIR text") as e:
