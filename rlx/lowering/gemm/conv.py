@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
+from rlx.lowering.gemm.driver import SERIAL_MACS, attr_text
 from rlx.lowering.gemm.ir import elem
 from rlx.lowering.gemm.microkernel import conv_microkernel
 from rlx.lowering.gemm.packing import panels
@@ -166,7 +166,7 @@ def emit_conv_gemm(
     is shape-generic (the geometry is a run-time table): one per element types, tile,
     tail height, column stride, padding and epilogue serves every conv shape. `post`
     gets flat output indices and flat views of `extras`."""
-    kernels = _owner(kb)
+    kernels = kb.kernels
     types = [v.type for v in (x, w, out, *([bias] if bias is not None else []))]
     if kernels is None or not eligible(g, *types):
         return False

@@ -74,13 +74,6 @@ class Epilogue:
     (`generic.py`); its operands reach `fn` collapsed to 1-D."""
 
 
-def _owner(kb: KernelBuilder) -> Kernels | None:
-    from rlx.lowering.rlx_to_linalg.kernels import Kernels
-
-    owner = getattr(kb._globals, "__self__", None)  # the Kernels registry building this kernel
-    return owner if isinstance(owner, Kernels) else None
-
-
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
 
@@ -163,7 +156,7 @@ def emit_gemm(
     """Emit the generated GEMM (module docstring); False (nothing emitted) when the
     operands do not qualify (`eligible`) or the kernel has no module registry. With
     `packed`, `b` is already packed (`rlx.pack_rhs`: f32 `[P, K, nr]` of the host tile)."""
-    kernels = _owner(kb)
+    kernels = kb.kernels
     tile = host_tile()
     if packed:
         pk = list(shape(b))

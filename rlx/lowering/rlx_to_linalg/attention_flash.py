@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, _owner
+from rlx.lowering.gemm.driver import SERIAL_MACS
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.target import Tile, host_tile
 from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
@@ -126,7 +126,7 @@ def _tile(tile: Tile) -> Tile:
 
 def applies(kb: KernelBuilder, at: _Attn) -> bool:
     """`fits`, and the kernel has a registry to add the worker and microkernel to."""
-    return fits(at) and _owner(kb) is not None
+    return fits(at) and kb.kernels is not None
 
 
 def fits(at: _Attn) -> bool:
@@ -142,7 +142,7 @@ def fits(at: _Attn) -> bool:
 def emit_flash(kb: KernelBuilder, at: _Attn) -> None:
     """`rlx_rt.parallel_call` of the flash worker over the plan's tasks (task t reads t
     from a constant table: the table's operand advances 8 bytes per task)."""
-    kernels = _owner(kb)
+    kernels = kb.kernels
     assert kernels is not None
     p = plan(at)
     bufs = [at.q, at.k, at.v] + ([at.bias] if at.bias is not None else []) + [at.out]

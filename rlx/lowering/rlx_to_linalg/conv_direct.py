@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, _owner, attr_text
+from rlx.lowering.gemm.driver import SERIAL_MACS, attr_text
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
 from rlx.lowering.rlx_to_linalg.conv_small import (
     body_pointwise,
@@ -134,7 +134,7 @@ def emit_direct(
         alt = body_small if small else body_pointwise
         body = lambda kb2, g2, d2, _acc, *rest: alt(kb2, g2, d2, *rest)  # noqa: E731
     operands = [_flat(kb, v) for v in (x, w, *([bias] if bias is not None else []), out, *extras)]
-    kernels = _owner(kb)
+    kernels = kb.kernels
     if kernels is None:  # no module registry: the whole range inline, sizes as constants
         dims = _Dims(kb, values, None)
         body(kb, g, dims, acc_len, operands, bias is not None, len(extras), post, kb.idx(0),

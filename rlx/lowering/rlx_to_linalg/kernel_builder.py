@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import xdsl.dialects.linalg.ops as linalg
 from xdsl.dialects import arith, memref, scf
@@ -54,6 +55,9 @@ from rlx.lowering.rlx_to_linalg.types import (
     shape,
     signless,
 )
+
+if TYPE_CHECKING:  # kernels.py imports this module
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 __all__ = [
     "Emitter",
@@ -101,6 +105,9 @@ class KernelBuilder:
         """Global seed and generator of rlx.rng_* ops (set by the pass)."""
         self.status: SSAValue | None = None
         """The status record of a checked kernel (`traps`), else None."""
+        self.kernels: Kernels | None = None
+        """The module's kernel registry building this kernel (`Kernels.kernel` sets it),
+        for kernels that call other kernels (the GEMM, conv and attention workers)."""
 
     # -- insertion -------------------------------------------------------------------
 

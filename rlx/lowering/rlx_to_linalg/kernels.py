@@ -111,6 +111,7 @@ class Kernels:
         block = fn.body.block
         fn.attributes["rlx.kernel"] = StringAttr(label)
         kb = KernelBuilder(block, self.table)
+        kb.kernels = self
         build(kb, list(block.args))
         kb.finish()
         self.module.body.block.add_op(fn)

@@ -58,7 +58,6 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     is_float_t,
     shape,
 )
-from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 BLAS_MIN_MNK = MIN_MNK
 """Smallest M*N*K (per GEMM) sent to BLAS; below it the loop nest is cheaper (the same
@@ -129,8 +128,8 @@ def _declare(
     kb: KernelBuilder, name: str, ins: Sequence[Attribute], outs: Sequence[Attribute]
 ) -> bool:
     """Declare external function `name` in the kernel's module (False if no module)."""
-    owner = getattr(kb._globals, "__self__", None)  # the Kernels registry building this kernel
-    if not isinstance(owner, Kernels):
+    owner = kb.kernels
+    if owner is None:
         return False
     for o in owner.module.ops:
         if isinstance(o, func.FuncOp) and o.sym_name.data == name:
@@ -294,11 +293,7 @@ def path_for_types(a: Attribute, b: Attribute, out: Attribute) -> str:
 def gemm_path(kb: KernelBuilder, a: SSAValue, b: SSAValue, out: SSAValue) -> str:
     """ "blas", "generated" or "loops": the implementation of out = a @ b."""
     path = path_for_types(a.type, b.type, out.type)
-    return "loops" if path == "generated" and not _owner_ok(kb) else path
-
-
-def _owner_ok(kb: KernelBuilder) -> bool:
-    return isinstance(getattr(kb._globals, "__self__", None), Kernels)
+    return "loops" if path == "generated" and kb.kernels is None else path
 
 
 def _record(kb: KernelBuilder, path: str) -> None:
