@@ -37,8 +37,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, attr_text
-from rlx.lowering.gemm.ir import elem
+from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
+from rlx.lowering.gemm.ir import attr_text, elem
 from rlx.lowering.gemm.microkernel import conv_microkernel
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at 
     from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 
-PostFn = Callable[["KernelBuilder", SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
@@ -157,7 +156,7 @@ def emit_conv_gemm(
     w: SSAValue,
     bias: SSAValue | None,
     out: SSAValue,
-    post: PostFn | None = None,
+    post: EpilogueFn | None = None,
     extras: Sequence[SSAValue] = (),
     key: object = "",
 ) -> bool:
@@ -210,7 +209,7 @@ def emit_conv_gemm(
 def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool,
             ukernels: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             acc: SSAValue, out: SSAValue,
-            bias: SSAValue | None, post: PostFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
+            bias: SSAValue | None, post: EpilogueFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
     """One task: (image, group, filter block, pixel block); all sizes from `g`."""
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     jb = kb.v(arith.RemUIOp(t, g.blocks_n))
@@ -353,7 +352,7 @@ def _tap_range(kb: KernelBuilder, tap_off: SSAValue, pad: SSAValue, size: SSAVal
 
 
 def _epilogue(kb: KernelBuilder, g: _Geo, acc: SSAValue, out: SSAValue,
-              bias: SSAValue | None, post: PostFn | None, extras: list[SSAValue],
+              bias: SSAValue | None, post: EpilogueFn | None, extras: list[SSAValue],
               f_first: SSAValue, r0: SSAValue, j0: SSAValue, rows: SSAValue,
               cols: SSAValue) -> None:  # fmt: skip
     """out[tile] = narrow(post(acc[tile] + bias[f])) (`post` gets flat indices)."""

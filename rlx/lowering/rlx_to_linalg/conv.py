@@ -21,8 +21,9 @@ from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
+from rlx.lowering.gemm.driver import EpilogueFn
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
-from rlx.lowering.rlx_to_linalg.conv_direct import PostFn, emit_direct
+from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
@@ -102,7 +103,7 @@ def _conv_gemm(
     w: SSAValue,
     bias: SSAValue | None,
     out: SSAValue,
-    post: PostFn | None,
+    post: EpilogueFn | None,
     extras: Sequence[SSAValue],
 ) -> bool:
     """conv2d as im2col + one BLAS GEMM per (image, group); False (nothing emitted) when
@@ -160,7 +161,7 @@ def _conv_gemm(
     return True
 
 
-def epilogue(op: AnyConv) -> tuple[PostFn | None, str]:
+def epilogue(op: AnyConv) -> tuple[EpilogueFn | None, str]:
     """The fused epilogue of a convolution after its bias, and its identity (kernel key):
     `+ residual` (fused_conv2d_residual: `extras[0]`, indexed like the output buffer
     the kernel writes), then the activation (`clip` as min(max(v, lo), hi))."""

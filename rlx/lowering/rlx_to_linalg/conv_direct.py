@@ -24,14 +24,15 @@ conv of a model that shares its window.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, attr_text
+from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
+from rlx.lowering.gemm.ir import attr_text
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
 from rlx.lowering.rlx_to_linalg.conv_small import (
     body_pointwise,
@@ -48,7 +49,6 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
 )
 from rlx.lowering.rlx_to_linalg.matmul import mac
 
-PostFn = Callable[[KernelBuilder, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
 """`post(kb, acc, [flat output index], flat extras)`: the final compute-type value of one
 output (the kernels read every buffer through a flat view)."""
 
@@ -109,7 +109,7 @@ def emit_direct(
     w: SSAValue,
     bias: SSAValue | None,
     out: SSAValue,
-    post: PostFn | None = None,
+    post: EpilogueFn | None = None,
     extras: Sequence[SSAValue] = (),
     key: object = "",
 ) -> None:
@@ -167,7 +167,7 @@ def _body(
     args: Sequence[SSAValue],
     has_bias: bool,
     n_extras: int,
-    post: PostFn | None,
+    post: EpilogueFn | None,
     u0: SSAValue,
     u1: SSAValue,
 ) -> None:

@@ -26,7 +26,8 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, compute_typ
 from rlx.lowering.rlx_to_linalg.matmul import mac
 
 if TYPE_CHECKING:
-    from rlx.lowering.rlx_to_linalg.conv_direct import PostFn, _Dims
+    from rlx.lowering.gemm.driver import EpilogueFn
+    from rlx.lowering.rlx_to_linalg.conv_direct import _Dims
 
 PLANE_ELEMENTS = 4096
 """Padded-plane buffer length (16 KiB of f32: stays in L1 with the accumulator)."""
@@ -62,7 +63,7 @@ def body_small(
     args: Sequence[SSAValue],
     has_bias: bool,
     n_extras: int,
-    post: PostFn | None,
+    post: EpilogueFn | None,
     u0: SSAValue,
     u1: SSAValue,
 ) -> None:
@@ -133,7 +134,7 @@ def body_pointwise(
     args: Sequence[SSAValue],
     has_bias: bool,
     n_extras: int,
-    post: PostFn | None,
+    post: EpilogueFn | None,
     u0: SSAValue,
     u1: SSAValue,
 ) -> None:
