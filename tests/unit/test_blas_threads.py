@@ -47,6 +47,10 @@ def test_wrapper_is_published_where_openblas_has_local_threads() -> None:
     assert blas._ENGINES, "rlx_blas_sgemm should be the thread-limiting wrapper"
 
 
+_STAND_INS: list[object] = []
+"""ctypes callbacks registered with `llvm.add_symbol`: never freed."""
+
+
 def test_wrapper_ir_runs_every_gemm_on_one_openblas_thread() -> None:
     """The wrapper template, JIT-compiled against recording stand-ins for the GEMM,
     `openblas_set_num_threads_local` and the pool's `rlx_parallel_for` (run serially here):
@@ -78,23 +82,25 @@ def test_wrapper_ir_runs_every_gemm_on_one_openblas_thread() -> None:
         for t in range(tasks):
             run_task(ctx, t, t + 1)
 
+    # Test-only symbol names: `add_symbol` is process-wide and permanent, so a stand-in
+    # under a real name (`rlx_blas_sgemm_impl`) would be what every later JIT module of
+    # this process calls; and the callbacks stay alive for the process (`_STAND_INS`).
     cbs = (set_t(set_local), gemm_t(gemm), pfor_t(pfor))
+    _STAND_INS.extend(cbs)
     for name, cb in zip(
-        ("test_blas_set_local", "rlx_blas_sgemm_impl", "test_parallel_for"), cbs, strict=True
+        ("test_blas_set_local", "test_blas_sgemm_impl", "test_parallel_for"), cbs, strict=True
     ):
         llvm.add_symbol(name, ctypes.cast(cb, ctypes.c_void_p).value)
-    ir = blas._wrappers_ir(["s"])
+    ir = blas._wrappers_ir(["s"]).replace("rlx_blas_", "test_blas_")
     ir = ir.replace("rlx_openblas_set_num_threads_local", "test_blas_set_local")
-    ir = ir.replace("rlx_parallel_for", "test_parallel_for").replace(
-        "@rlx_blas_sgemm(", "@test_sgemm("
-    )
+    ir = ir.replace("rlx_parallel_for", "test_parallel_for")
     _initialise()
     mod = llvm.parse_assembly(ir)
     mod.verify()
     tm = _target_machine(0, llvm.get_host_cpu_name(), "", True)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
-    wrapper = gemm_t(engine.get_function_address("test_sgemm"))
+    wrapper = gemm_t(engine.get_function_address("test_blas_sgemm"))
     no = ctypes.c_char(b"N")
 
     def run(m: int, n: int, k: int) -> list[tuple[str, int, int]]:
