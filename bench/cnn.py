@@ -36,7 +36,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,12 @@ if __name__ == "__main__" and "--threads" in sys.argv[:-1]:  # before numpy / BL
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
 from common import THREADS, arg_parser, machine, reps_of  # noqa: E402
+from onnx_peers import Runner, cosine, ort_runner, ov_runner, timed  # noqa: E402
 
 import numpy as np  # noqa: E402  isort: skip
 
 MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0")
 PEERS = ("onnxruntime", "openvino", "torch")
-Runner = Callable[[], np.ndarray]
 
 
 def have_torch() -> str | None:
@@ -86,37 +85,6 @@ def export(name: str, path: Path, keep_bn: bool) -> tuple[Any, np.ndarray]:
         dynamo=False, training=mode,
     )  # fmt: skip
     return model, x.numpy()
-
-
-def ort_runner(path: Path, x: np.ndarray) -> Runner | None:
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if THREADS:
-        so.intra_op_num_threads = so.inter_op_num_threads = THREADS
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    return lambda: sess.run(None, {"x": x})[0]
-
-
-def ov_runner(path: Path, x: np.ndarray) -> Runner | None:
-    try:
-        import openvino as ov
-    except ImportError:
-        return None
-    core = ov.Core()
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
-    if THREADS:
-        config["INFERENCE_NUM_THREADS"] = str(THREADS)
-    req = core.compile_model(core.read_model(str(path)), "CPU", config).create_infer_request()
-
-    def run() -> np.ndarray:
-        req.infer({"x": x})
-        return np.array(req.get_output_tensor(0).data)
-
-    return run
 
 
 def torch_runner(model: Any, x: np.ndarray) -> Runner:
@@ -179,23 +147,6 @@ def with_openblas_threads(fn: Runner, n: int) -> Runner:
     return run
 
 
-def timed(fn: Runner, reps: int) -> tuple[float, float]:
-    """(median, fastest) milliseconds of `reps` runs after a warm-up (a shared machine's
-    load shows as median >> fastest)."""
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e3, min(ts) * 1e3
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-300))
-
-
 HEADER = (
     f"{'cnn (batch 1, 224x224)':24} {'rlx ms':>8} "
     + " ".join(f"{p + ' ms':>14}" for p in PEERS)
@@ -228,8 +179,8 @@ def cnn_rows(
             rlx_run, t_import, t_compile, t_params = rlx_compile(path, x)
             runners: dict[str, Runner | None] = {
                 "rlx": with_openblas_threads(rlx_run, openblas_threads),
-                "onnxruntime": ort_runner(path, x),
-                "openvino": ov_runner(path, x),
+                "onnxruntime": ort_runner(path, {"x": x}),
+                "openvino": ov_runner(path, {"x": x}),
                 "torch": torch_runner(model, x),
             }
             outs = {k: fn() for k, fn in runners.items() if fn is not None}

@@ -1,7 +1,7 @@
 """Export small real models with both torch ONNX exporters and check RLX against
 onnxruntime.
 
-    python bench/onnx_exports.py [--models bert,gpt2,llama,resnet18,mobilenet_v2]
+    python bench/onnx_exports.py [--models bert,gpt2,llama,resnet18,mobilenet_v2,distilbert,roberta]
                                  [--exporters torchscript,dynamo] [--keep DIR]
 
 Models come from installed packages only (transformers with random init and small
@@ -27,26 +27,44 @@ import numpy as np
 SEQ, BATCH = 7, 2
 
 
-def _transformer(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[int, str]]]:
+TRANSFORMERS = ("bert", "distilbert", "roberta", "gpt2", "llama")
+
+
+def _transformer(
+    name: str, batch: int = BATCH, seq: int = SEQ, hidden: int = 32
+) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[int, str]]]:
+    """A transformers model `name` (one of TRANSFORMERS) with random init: 2 layers,
+    `hidden` wide, hidden / 16 heads, FFN 2 x hidden; sample ids and a padding mask."""
     import torch
     import transformers as tf
 
     torch.manual_seed(0)
-    small = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                 intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    heads = max(1, hidden // 16)
+    small = dict(vocab_size=100, hidden_size=hidden, num_hidden_layers=2,
+                 num_attention_heads=heads, intermediate_size=2 * hidden,
+                 max_position_embeddings=max(64, seq + 2))  # fmt: skip
     if name == "bert":
         model = tf.BertModel(tf.BertConfig(**small, type_vocab_size=2))
+    elif name == "roberta":
+        model = tf.RobertaModel(tf.RobertaConfig(**small, type_vocab_size=1, pad_token_id=1))
+    elif name == "distilbert":
+        model = tf.DistilBertModel(
+            tf.DistilBertConfig(vocab_size=100, dim=hidden, n_layers=2, n_heads=heads,
+                                hidden_dim=2 * hidden, max_position_embeddings=small["max_position_embeddings"])
+        )  # fmt: skip
     elif name == "gpt2":
         model = tf.GPT2Model(
-            tf.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64)
-        )
-    else:
+            tf.GPT2Config(vocab_size=100, n_embd=hidden, n_layer=2, n_head=heads, n_positions=max(64, seq))
+        )  # fmt: skip
+    elif name == "llama":
         model = tf.LlamaModel(tf.LlamaConfig(**small, num_key_value_heads=1))
+    else:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(TRANSFORMERS)}")
     model.config.use_cache = False
     rng = np.random.default_rng(0)
-    ids = rng.integers(0, 100, (BATCH, SEQ)).astype(np.int64)
-    mask = np.ones((BATCH, SEQ), np.int64)
-    mask[1, -2:] = 0
+    ids = rng.integers(2, 100, (batch, seq)).astype(np.int64)
+    mask = np.ones((batch, seq), np.int64)
+    mask[-1, -2:] = 0
     feeds = {"input_ids": ids, "attention_mask": mask}
     axes = {k: {0: "batch", 1: "seq"} for k in feeds}
     return model.eval(), feeds, axes
@@ -62,11 +80,16 @@ def _vision(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, dict[int, 
     return model, {"x": x}, {"x": {0: "batch"}}
 
 
-def export(name: str, exporter: str, path: Path) -> dict[str, np.ndarray]:
-    """Write `name` exported by `exporter` to `path`; returns the sample inputs."""
+def export(name: str, exporter: str, path: Path, **sizes: int) -> tuple[Any, dict[str, np.ndarray]]:
+    """Write `name` exported by `exporter` to `path`; returns the torch module (as
+    exported: it returns the first output) and the sample inputs. `sizes` (batch, seq,
+    hidden) go to the transformer models."""
     import torch
 
-    model, feeds, axes = (_vision if name in ("resnet18", "mobilenet_v2") else _transformer)(name)
+    if name in ("resnet18", "mobilenet_v2"):
+        model, feeds, axes = _vision(name)
+    else:
+        model, feeds, axes = _transformer(name, **sizes)
     args = tuple(torch.from_numpy(v) for v in feeds.values())
 
     class Wrap(torch.nn.Module):
@@ -89,7 +112,7 @@ def export(name: str, exporter: str, path: Path) -> dict[str, np.ndarray]:
     else:
         torch.onnx.export(Wrap(), args, str(path), input_names=names, output_names=["y"],
                           dynamic_axes={**axes, "y": {0: "batch"}}, dynamo=False, opset_version=17)  # fmt: skip
-    return feeds
+    return Wrap().eval(), feeds
 
 
 def check(path: Path, feeds: dict[str, np.ndarray]) -> str:
@@ -102,17 +125,20 @@ def check(path: Path, feeds: dict[str, np.ndarray]) -> str:
     return f"dims=: {_check(path, feeds, True)}\n{'':26s}(without dims=: {why})"
 
 
-def _check(path: Path, feeds: dict[str, np.ndarray], at_import: bool) -> str:
+def compile_export(
+    path: Path, feeds: dict[str, np.ndarray], at_import: bool = False, bind: bool = True
+) -> tuple[Any, list[str]]:
+    """Import `path` (symbolic dims, or bound at import with `at_import`) and compile it
+    for the sizes of `feeds`; the initializers are bound as constants (`bind`) or kept as
+    params, set once with `cache_param_invariant=True` as the peers pre-pack weights.
+    Returns (the compiled graph, its input names in order)."""
     import onnx
-    import onnxruntime as ort
 
     import rlx
     from rlx.frontends.onnx import import_model
     from rlx.transforms.bind_dims import arg_dim_names
 
-    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     model = onnx.load(str(path))
-    t0 = time.perf_counter()
     names = [vi.name for vi in model.graph.input if vi.name in feeds]
     binding: dict[str, int] = {}
     for vi in model.graph.input:
@@ -125,12 +151,25 @@ def _check(path: Path, feeds: dict[str, np.ndarray], at_import: bool) -> str:
         for axis, d in enumerate(dn or []):
             if isinstance(d, str):
                 binding[d] = feeds[nm].shape[axis]
-    cg = rlx.compile(module, rlx.CompileOptions(dim_binding=binding, param_bindings=params))
+    if bind:
+        opts = rlx.CompileOptions(dim_binding=binding, param_bindings=params)
+        return rlx.compile(module, opts), names
+    cg = rlx.compile(module, rlx.CompileOptions(dim_binding=binding, cache_param_invariant=True))
+    cg.set_params(params)
+    return cg, names
+
+
+def _check(path: Path, feeds: dict[str, np.ndarray], at_import: bool) -> str:
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    t0 = time.perf_counter()
+    cg, names = compile_export(path, feeds, at_import)
     got = cg.run(**{k: feeds[k] for k in names})[0]
     dt = time.perf_counter() - t0
     a, b = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
     cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
-    return f"cosine {cos:.6f}  max|diff| {np.abs(a - b).max():.2e}  dims {binding}  ({dt:.1f} s)"
+    return f"cosine {cos:.6f}  max|diff| {np.abs(a - b).max():.2e}  ({dt:.1f} s)"
 
 
 def main() -> None:
@@ -145,7 +184,7 @@ def main() -> None:
         for exp in a.exporters.split(","):
             path = out / f"{name}_{exp}.onnx"
             try:
-                feeds = export(name, exp, path)
+                _, feeds = export(name, exp, path)
             except Exception as e:  # an exporter failure is reported, not an RLX result
                 print(
                     f"{name:13s} {exp:11s} EXPORT FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}"

@@ -22,7 +22,9 @@ everything to bench/peers.json (gitignored). Also times the encoder layer's comp
 OpenVINO, torch and RLX's pool at N threads (default: each library's own default);
 `--only matmul,mlp` runs only the workloads whose names start so. The CNN rows of
 bench/cnn.py (resnet18, mobilenet_v2, efficientnet_b0 exported from torchvision) follow the
-transformer rows (`--no-cnn` skips them; `--only cnn` runs only them).
+transformer rows (`--no-cnn` skips them; `--only cnn` runs only them), then the rows of
+bench/transformer_exports.py (small BERT, DistilBERT, RoBERTa, GPT-2 and Llama exported
+from transformers, batch 2 x seq 16; `--no-exports`, `--only exports`).
 """
 
 from __future__ import annotations
@@ -299,6 +301,8 @@ def main() -> None:
     ap.add_argument("--only", default="",
                     help="comma-separated workload name prefixes, e.g. matmul,mlp,encoder")  # fmt: skip
     ap.add_argument("--no-cnn", action="store_true", help="skip the CNN rows (bench/cnn.py)")
+    ap.add_argument("--no-exports", action="store_true",
+                    help="skip the transformer-export rows (bench/transformer_exports.py)")  # fmt: skip
     args = ap.parse_args()
     reps = reps_of(args)
     info = machine() | {"rlx_gemm": "generated (RLX_BLAS=0)" if args.generated else "default"}
@@ -360,8 +364,13 @@ def main() -> None:
             f"{ct['encoder_memory_hit_s'] * 1e3:.1f} ms"
         )
     cnn = [] if args.no_cnn or (only and "cnn" not in only) else __import__("cnn").cnn_rows(reps)
+    exports = (
+        [] if args.no_exports or (only and "exports" not in only)
+        else __import__("transformer_exports").export_rows(reps)
+    )  # fmt: skip
     Path(args.json).write_text(json.dumps(
-        {"machine": info, "quick": args.quick, "rows": rows, "compile": ct, "cnn": cnn}, indent=1
+        {"machine": info, "quick": args.quick, "rows": rows, "compile": ct, "cnn": cnn,
+         "exports": exports}, indent=1
     ))  # fmt: skip
     print(f"wrote {args.json}")
 
