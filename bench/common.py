@@ -299,6 +299,19 @@ def max_err(a: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float64) - ref.astype(np.float64))))
 
 
+def copy_floor_s(x: np.ndarray, reps: int) -> float:
+    """Median seconds to copy `x` into a preallocated array of its size, split by rows over
+    THREADS (or 2) Python threads (NumPy releases the GIL while copying): the memory
+    traffic floor of an elementwise op that reads `x` once and writes its result once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = max(1, THREADS or 2)
+    dst = np.empty_like(x)
+    parts = list(zip(np.array_split(dst, n), np.array_split(x, n), strict=True))
+    with ThreadPoolExecutor(n) as pool:
+        return median_s(lambda: list(pool.map(lambda ds: np.copyto(*ds), parts)), reps)
+
+
 def machine() -> dict[str, object]:
     """Date, commit, load and CPU of this run."""
     root = Path(__file__).resolve().parent.parent

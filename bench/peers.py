@@ -50,6 +50,7 @@ from common import (
     Workload,
     arg_parser,
     compile_rlx,
+    copy_floor_s,
     machine,
     make_graph,
     max_err,
@@ -345,6 +346,8 @@ def main() -> None:
         best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
         ratio = ms["rlx"] / best  # type: ignore[operator]
         row = {"workload": w.name, "ms": ms, "max_err": err, "ratio_to_best_peer": ratio}
+        if w.name.startswith("gelu"):  # issue 17: within 1.5x of the copy-bandwidth floor
+            row["copy_floor_ms"] = copy_floor_s(w.inputs["x"], reps) * 1e3
         if w.flops:
             row["gflops"] = {k: w.flops / v * 1e-6 for k, v in ms.items() if v}
         rows.append(row)
@@ -356,6 +359,10 @@ def main() -> None:
             for k in ("rlx", "onnxruntime", "openvino", "torch")
         )
         print(f"{w.name:36} {ms['rlx']:9.3f} {cells} {ratio:8.2f}  {errs}")
+        if "copy_floor_ms" in row:
+            floor = row["copy_floor_ms"]
+            print(f"{'  copy floor (read x, write out)':36} {floor:9.3f}   rlx / floor "
+                  f"{ms['rlx'] / floor:.2f}")  # type: ignore[operator]  # fmt: skip
     ct = compile_times(3) if not only or any("encoder".startswith(p) for p in only) else {}
     if ct:
         print(
