@@ -31,7 +31,7 @@ def test_every_factory_loads() -> None:
 
 def test_op_class_names_and_dialect() -> None:
     assert (
-        len(RLX_OPS) == len(OPS_BY_NAME) == 67
+        len(RLX_OPS) == len(OPS_BY_NAME) == 69
     )  # 62 + rlx.hard_swish (issue 12) + rlx.pack_rhs, rlx.packed_matmul (issue 17)
     for op in RLX_OPS:
         assert op.__name__.endswith("Op"), op.__name__

@@ -89,13 +89,16 @@ OP_CLASSES: dict[str, str] = {
     "rlx.fused_conv2d_residual": "fused:FusedConv2dResidualOp",
     "rlx.pack_rhs": "gemm:PackRhsOp",
     "rlx.packed_matmul": "gemm:PackedMatmulOp",
+    "rlx.to_nchwc": "layout:ToNchwcOp",
+    "rlx.from_nchwc": "layout:FromNchwcOp",
 }
 """Op name -> "submodule:Class", in the dialect's op order (`RLX_OPS`, `Rlx.operations`).
 
 Kept in sync with the op definitions by tests/unit/test_startup.py."""
 
 _SUBMODULES = frozenset(
-    {"base", "compute", "control", "elementwise", "fused", "gemm", "leaves", "quant", "shape"}
+    {"base", "compute", "control", "elementwise", "fused", "gemm", "layout", "leaves", "quant",
+     "shape"}
 )
 _MODULE_EXPORTS: dict[str, str] = {"UNARY_OPS": "elementwise", "BINARY_OPS": "elementwise"}
 _CLASS_MODULES: dict[str, str] = {

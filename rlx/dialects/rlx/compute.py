@@ -33,6 +33,13 @@ from rlx.dialects.rlx.fields import (
     int_def,
     ints_def,
 )
+from rlx.dialects.rlx.layout import (
+    LAYOUTS,
+    blocked,
+    blocked_conv_types,
+    check_blocked,
+    unblocked_shape,
+)
 from rlx.dialects.rlx.traits import Compute, DataMovement, Reduction
 
 Types = Sequence[TensorType]
@@ -394,7 +401,16 @@ def check_conv_epilogue(attrs: Attrs, e: Attribute) -> None:
 
 
 def conv2d_type(operand_types: Types, attrs: Attrs) -> TensorType:
-    """The result type of conv2d(x, w[, bias]) (the operand and attribute checks)."""
+    """The result type of conv2d(x, w[, bias]) (the operand and attribute checks); with
+    layout "nchwc" the checks of the equivalent NCHW conv, on blocked shapes."""
+    if attrs.layout == "nchwc":
+        same_elem(operand_types)
+        nchw, block = blocked_conv_types(operand_types, attrs.groups)
+        return blocked(_conv2d_nchw_type(nchw, attrs), block)
+    return _conv2d_nchw_type(operand_types, attrs)
+
+
+def _conv2d_nchw_type(operand_types: Types, attrs: Attrs) -> TensorType:
     e = same_elem(operand_types)
     xs, ws = shape_of(operand_types[0]), shape_of(operand_types[1])
     require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
@@ -438,6 +454,7 @@ class Conv2dOp(RlxOp):
         CONV_ACTIVATIONS, "none", doc="Applied to the result (after the bias); float only."
     )
     clip = floats_def(None, doc="[min, max] of activation 'clip' (relu6: [0, 6]).")
+    layout = enum_def(LAYOUTS, "nchw", doc='"nchwc": blocked x, w, result (docs/layout.md).')
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""
@@ -463,6 +480,7 @@ class Pool2dOp(RlxOp):
     kernel = ints_def(doc="[h, w] window.")
     strides = ints_def(None, doc="[h, w] steps (default: the kernel).")
     padding = ints_def((0, 0, 0, 0), doc="[top, left, bottom, right] padding.")
+    layout = enum_def(LAYOUTS, "nchw", doc='"nchwc": blocked x and result [N, C/B, H, W, B].')
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(strides, padding) with their defaults."""
@@ -471,7 +489,9 @@ class Pool2dOp(RlxOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
         (t,) = operand_types
-        xs = shape_of(t)
+        blocked_in = attrs.layout == "nchwc"
+        block = check_blocked(t) if blocked_in else 0
+        xs = unblocked_shape(shape_of(t)) if blocked_in else shape_of(t)
         require(len(xs) == 4, f"x must be NCHW (rank 4), got tensor<{fmt_shape(xs)}>")
         require(
             is_float(t.element_type), f"pool2d needs a floating-point operand, got {t.element_type}"
@@ -484,4 +504,5 @@ class Pool2dOp(RlxOp):
         strides, pad, _ = _spatial_attrs(attrs, kernel)
         oh = _window_out(xs[2], kernel[0], strides[0], pad[0] + pad[2], 1)
         ow = _window_out(xs[3], kernel[1], strides[1], pad[1] + pad[3], 1)
-        return [tensor((xs[0], xs[1], oh, ow), t.element_type)]
+        out = tensor((xs[0], xs[1], oh, ow), t.element_type)
+        return [blocked(out, block) if blocked_in else out]

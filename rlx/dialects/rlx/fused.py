@@ -174,6 +174,7 @@ class FusedConv2dResidualOp(RlxOp):
     groups = _CONV_FIELDS["groups"]
     activation = _CONV_FIELDS["activation"]
     clip = _CONV_FIELDS["clip"]
+    layout = _CONV_FIELDS["layout"]
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""

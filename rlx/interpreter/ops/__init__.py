@@ -7,6 +7,7 @@ from rlx.interpreter.ops import (  # noqa: F401  (imported for registration)
     elementwise,
     fused,
     gemm,
+    layout,
     nn,
     quant,
     reduce,

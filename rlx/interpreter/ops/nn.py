@@ -12,6 +12,7 @@ from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 from rlx.interpreter.ops.elementwise import FLOAT_UNARY
+from rlx.interpreter.ops.layout import from_blocked, to_blocked, unblock_weight
 
 
 def attention_f64(
@@ -198,14 +199,28 @@ def _conv_activation(ctx: OpContext, out: np.ndarray) -> np.ndarray:
     return out if act == "none" else FLOAT_UNARY[act](out)
 
 
+def _block(ctx: OpContext, x: np.ndarray) -> int:
+    """The block of a layout = "nchwc" op's blocked x, or 0 for layout "nchw"."""
+    if ctx.op.layout != "nchwc":
+        return 0
+    if x.ndim != 5:
+        raise ctx.error(f"layout \"nchwc\" needs a rank-5 x [N, C/B, H, W, B], got {x.shape}")
+    return x.shape[4]
+
+
 @register(Conv2dOp, nargs=(2, 3))
 def conv2d(
     ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
 ) -> np.ndarray:
     """rlx.conv2d(x [N,C,H,W], w [F,C/g,KH,KW][, bias [F]]) {strides, padding, dilations,
-    groups, activation, clip}: NCHW cross-correlation with zero padding [top, left,
-    bottom, right], then the activation."""
-    return _conv_activation(ctx, _conv2d(ctx, x, w, bias))
+    groups, activation, clip, layout}: NCHW cross-correlation with zero padding [top,
+    left, bottom, right], then the activation. Layout "nchwc": the same on the unblocked
+    x and w (`rlx.interpreter.ops.layout`), result blocked."""
+    block = _block(ctx, x)
+    if block:
+        x, w = from_blocked(x), unblock_weight(w)
+    out = _conv_activation(ctx, _conv2d(ctx, x, w, bias))
+    return to_blocked(out, block) if block else out
 
 
 @register(FusedConv2dResidualOp, nargs=(3, 4))
@@ -216,20 +231,33 @@ def fused_conv2d_residual(
     residual: np.ndarray,
     bias: np.ndarray | None = None,
 ) -> np.ndarray:
-    """activation(conv2d(x, w) + bias + residual), in f64 until the final rounding."""
+    """activation(conv2d(x, w) + bias + residual), in f64 until the final rounding
+    (layout "nchwc": as conv2d's)."""
+    block = _block(ctx, x)
+    if block:
+        x, w, residual = from_blocked(x), unblock_weight(w), from_blocked(residual)
     out = _conv2d(ctx, x, w, bias)
     if residual.shape != out.shape:
         raise ctx.error(f"residual must have shape {out.shape}, got {residual.shape}")
-    return _conv_activation(ctx, out + wide(residual))
+    out = _conv_activation(ctx, out + wide(residual))
+    return to_blocked(out, block) if block else out
 
 
 @register(Pool2dOp)
 def pool2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
-    """rlx.pool2d(x [N,C,H,W]) {kind, kernel, strides=kernel, padding=0}.
+    """rlx.pool2d(x [N,C,H,W]) {kind, kernel, strides=kernel, padding=0, layout}.
 
     max pads with -inf (the integer minimum for integers); avg divides by the number of
-    non-padded elements in each window (a window entirely in padding gives NaN).
+    non-padded elements in each window (a window entirely in padding gives NaN). Layout
+    "nchwc": the same on the unblocked x, result blocked.
     """
+    block = _block(ctx, x)
+    if block:
+        return to_blocked(_pool2d(ctx, from_blocked(x)), block)
+    return _pool2d(ctx, x)
+
+
+def _pool2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     kind = ctx.op.kind
     if kind not in ("max", "avg"):
         raise ctx.error(f"unknown pool kind {kind!r}")

@@ -8,6 +8,7 @@ from rlx.lowering.rlx_to_linalg import (
     attention,
     conv,
     elementwise,
+    layout,
     matmul,
     norms,
     pool,
@@ -31,4 +32,5 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **quant.LOWERINGS,
     **scaled_lowp.LOWERINGS,
     **rng.LOWERINGS,
+    **layout.LOWERINGS,  # last: routes conv2d / pool2d by their layout attribute
 }

@@ -814,3 +814,139 @@ func.func @f(%x: tensor<5x64xf32>, %p: tensor<3x64x16xf32>) {
   %y = rlx.packed_matmul %x, %p {n = 40 : i64} : (tensor<5x64xf32>, tensor<3x64x16xf32>) -> tensor<5x41xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%x: tensor<1x16x5xf32>) {
+  // expected-error @+1 {{to_nchwc needs an NCHW operand (rank 4), got tensor<1x16x5>}}
+  %y = rlx.to_nchwc %x {block = 8 : i64} : (tensor<1x16x5xf32>) -> tensor<1x2x5x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x12x5x5xf32>) {
+  // expected-error @+1 {{block must be a power of two, got 6}}
+  %y = rlx.to_nchwc %x {block = 6 : i64} : (tensor<1x12x5x5xf32>) -> tensor<1x2x5x5x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x12x5x5xf32>) {
+  // expected-error @+1 {{channels (12) not divisible by block (8)}}
+  %y = rlx.to_nchwc %x {block = 8 : i64} : (tensor<1x12x5x5xf32>) -> tensor<1x1x5x5x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x16x5x5xf32>) {
+  // expected-error @+1 {{missing required attribute 'block'}}
+  %y = rlx.to_nchwc %x : (tensor<1x16x5x5xf32>) -> tensor<1x2x5x5x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x16x5x5xf32>) {
+  // expected-error @+1 {{from_nchwc's operand must be NCHWc [N, C/B, H, W, B] (rank 5), got tensor<1x16x5x5>}}
+  %y = rlx.from_nchwc %x : (tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x6xf32>) {
+  // expected-error @+1 {{the block (last dim of from_nchwc's operand) must be a power of two, got 6}}
+  %y = rlx.from_nchwc %x : (tensor<1x2x5x5x6xf32>) -> tensor<1x12x5x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<1x8x5x5xf32>, but the operands and attributes give tensor<1x16x5x5xf32>}}
+  %y = rlx.from_nchwc %x : (tensor<1x2x5x5x8xf32>) -> tensor<1x8x5x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x16x5x5xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{x must be NCHWc [N, C/B, H, W, B] (rank 5), got tensor<1x16x5x5>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x16x5x5xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<16x16x3x3xf32>) {
+  // expected-error @+1 {{w must be [F/B, C/B, KH, KW, B, B] (rank 6) for layout "nchwc", got tensor<16x16x3x3>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x4x8xf32>) {
+  // expected-error @+1 {{w must be tensor<2x2x3x3x8x8> for x tensor<1x2x5x5x8> with groups = 1 (block 8), got tensor<2x2x3x3x4x8>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x4x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x1x3x3x8x8xf32>) {
+  // expected-error @+1 {{layout "nchwc" needs groups == 1 or a depthwise conv (groups == channels == filters), got groups = 2 with 16 channels}}
+  %y = rlx.conv2d %x, %w {groups = 2 : i64, layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<1x16x3x3xf32>, but the operands and attributes give tensor<1x2x3x3x8xf32>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x16x3x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{attribute 'layout' must be one of nchw, nchwc; got "nhwc"}}
+  %y = rlx.conv2d %x, %w {layout = "nhwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf32>, %r: tensor<1x16x3x3xf32>) {
+  // expected-error @+1 {{residual must have the convolution's result type tensor<1x2x3x3x8xf32>, got tensor<1x16x3x3xf32>}}
+  %y = rlx.fused_conv2d_residual %x, %w, %r {layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<1x16x3x3xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x16x4x4xf32>) {
+  // expected-error @+1 {{x must be NCHWc [N, C/B, H, W, B] (rank 5), got tensor<1x16x4x4>}}
+  %y = rlx.pool2d %x {kind = "max", kernel = array<i64: 2, 2>, layout = "nchwc"} : (tensor<1x16x4x4xf32>) -> tensor<1x2x2x2x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x4x4x8xf32>) {
+  // expected-error @+1 {{x must be NCHW (rank 4), got tensor<1x2x4x4x8>}}
+  %y = rlx.pool2d %x {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x2x2x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<1x1x3x3x1x8xf32>) {
+  // expected-error @+1 {{a depthwise nchwc conv needs filters == channels (16), got 8}}
+  %y = rlx.conv2d %x, %w {groups = 16 : i64, layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<1x1x3x3x1x8xf32>) -> tensor<1x1x3x3x8xf32>
+  func.return
+}
