@@ -7,7 +7,7 @@ names that may implement each stage (the first registered one wins). `build_plan
 options into the ordered pass list plus a per-field report.
 
 Order: scaled-quant -> bind-params -> bind-quant-params -> bind-dims -> canonicalize -> dce ->
-fold-batch-norm -> constant-folding -> hoist-param-invariant -> fusion -> kernel-dispatch -> legalize ->
+fold-batch-norm -> constant-folding -> hoist-param-invariant -> fusion -> blocked-layout -> kernel-dispatch -> legalize ->
 scan-unroll -> precision -> pack-weights -> rng | convert-rlx-to-linalg -> plan-memory -> split-graph |
 LOOPS_TO_LLVM.
 Scaled quantization comes first so hoisting and folding see the weight-side quantization;
@@ -64,6 +64,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("constant-folding"),
     Stage("hoist-param-invariant"),
     Stage("fusion"),
+    Stage("blocked-layout"),
     Stage("kernel-dispatch"),
     Stage("legalize"),
     Stage("scan-unroll"),
@@ -161,6 +162,8 @@ ROWS: tuple[Row, ...] = (
     Row("fusion_target", "fusion", _on_cpu, _fusion, note="None means the device's target: cpu"),
     Row("fusion_opts", "fusion", _on_cpu, _fusion_opts),
     Row("assert_fusion_clean", "fusion", lambda o: o.assert_fusion_clean(), lambda o, w: {"assert_clean": True}),
+    Row("blocked_layout", "blocked-layout", lambda o: o.blocked_layout(),
+        note="NCHWc (channel blocks of the vector width) for conv-heavy regions, after fusion"),
     Row("kernel_dispatch", "kernel-dispatch", lambda o: o.kernel_dispatch() != KernelDispatchConfig(), _dispatch),
     Row("supported_ops", "kernel-dispatch", lambda o: o.supported_ops() is not None,
         lambda o, w: {"supported_ops": o.supported_ops()}),

@@ -98,6 +98,7 @@ class CompileOptions:
     _cache_param_invariant: bool = False
     _extra_passes: tuple[tuple[str, str], ...] = ()  # see rlx.runtime.extra_passes
     _check_equivalence: bool = False  # reference interpreter before/after every pass
+    _blocked_layout: bool = False  # NCHWc for conv-heavy regions (blocked-layout pass)
 
     def __init__(
         self,
@@ -125,6 +126,7 @@ class CompileOptions:
         cache_param_invariant: bool = _UNSET,
         extra_passes: Mapping[str, str] | None = None,
         check_equivalence: bool = False,
+        blocked_layout: bool = False,
     ) -> None:
         given = dict(locals())
         if verbose is _UNSET:
@@ -154,7 +156,7 @@ class CompileOptions:
             )
         return getattr(self, name if name in _PLAIN else "_" + name)
 
-    OPTIONAL_KNOBS = ("extra_passes", "check_equivalence")
+    OPTIONAL_KNOBS = ("extra_passes", "check_equivalence", "blocked_layout")
     """Knobs beyond RLX's field set (falsy default); `to_dict()` lists them only when set."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -211,6 +213,7 @@ class CompileOptions:
     cache_param_invariant = _Knob()
     extra_passes = _Knob()
     check_equivalence = _Knob()
+    blocked_layout = _Knob()
 
     def no_policy(self) -> CompileOptions:
         return self.replace(policy=None)

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 _PASSES: dict[str, str] = {
     "bind-dims": "rlx.transforms.bind_dims:BindDims",
+    "blocked-layout": "rlx.transforms.blocked_layout:BlockedLayout",
     "bind-params": "rlx.transforms.bind_params:BindParams",
     "bind-quant-params": "rlx.transforms.bind_quant_params:BindQuantParams",
     "canonicalize": "rlx.transforms.canonicalize:RlxCanonicalizePass",

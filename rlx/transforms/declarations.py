@@ -80,3 +80,31 @@ class FusionToggles(FusionPatterns):
 DISPATCH_POLICIES = ("prefer-native", "common", "native")
 """`kernel-dispatch` policies: native kernel where the backend has one, always the common
 decomposition, or never."""
+
+# ----------------------------------------------------------------------------- blocked layout
+
+BLOCKED_LAYOUT_BLOCKS = (0, 8, 16, 32, 64)
+"""`blocked-layout` `block` values: 0 (auto: the host's f32 vector lanes, 16 with AVX-512,
+else 8) or the largest block to use, a power of two >= 8."""
+
+
+@dataclass(frozen=True)
+class BlockedLayoutOptions:
+    """The `blocked-layout` pass's options (the pass inherits them)."""
+
+    block: int = 0
+    """largest channel block B (0: auto, 16 with AVX-512, else 8)"""
+    min_convs: int = 2
+    """blockable convolutions a region needs to be converted"""
+    fold_weights: bool = True
+    """fold the reorder of constant conv weights into blocked constants now"""
+
+    def check(self) -> None:
+        """ValueError naming the option for an invalid value."""
+        if self.block not in BLOCKED_LAYOUT_BLOCKS:
+            raise ValueError(
+                f"blocked-layout: block must be one of {', '.join(map(str, BLOCKED_LAYOUT_BLOCKS))}"
+                f" (0: auto), got {self.block}"
+            )
+        if self.min_convs < 1:
+            raise ValueError(f"blocked-layout: min-convs must be >= 1, got {self.min_convs}")

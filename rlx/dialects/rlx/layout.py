@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
@@ -110,10 +110,12 @@ def blocked(t: TensorType, block: int) -> TensorType:
 # ----------------------------------------------------------------------------- ops
 
 
-class _CancelPair(RewritePattern):
+class CancelConversionPair(RewritePattern):
     """`from_nchwc(to_nchwc(x))` -> x and `to_nchwc(from_nchwc(y))` -> y (same block)."""
 
-    def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:  # noqa: ANN001
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, ToNchwcOp | FromNchwcOp):
+            return
         inner = op.operands[0].owner
         want = FromNchwcOp if isinstance(op, ToNchwcOp) else ToNchwcOp
         if not isinstance(inner, want):
@@ -127,7 +129,7 @@ class _CancelPair(RewritePattern):
 class _Canonicalize(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        return (_CancelPair(),)
+        return (CancelConversionPair(),)
 
 
 @irdl_op_definition

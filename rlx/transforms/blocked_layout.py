@@ -1,0 +1,211 @@
+"""`blocked-layout`: run conv-heavy regions in the blocked channel layout NCHWc.
+
+A *region* is a connected set of ops that can run blocked (`blocked_layout_rules.plan`:
+convs with groups 1 or depthwise, pools, elementwise ops and regions, channel / spatial
+concat, spatial gather / slice (resize, pad, crop), reductions over H and W, scalar
+fills), connected through their activation operands. A region with at least `min-convs`
+convolutions is converted with one block `B` per region: the largest power of two <=
+`block` (0: 16 with AVX-512, else 8) that divides every channel count of the region.
+Each op is rebuilt on blocked operands (`rlx.to_nchwc` where a value enters the region,
+per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, conv weights
+reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
+when constant), and every use outside the region reads `rlx.from_nchwc` of its blocked
+result; the conversions between ops of the region cancel (`from_nchwc(to_nchwc(x))`,
+the ops' canonicalization patterns) and dead ones are removed. Function arguments and
+results stay NCHW. Numerics are unchanged (values only move). docs/layout.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from math import gcd
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from rlx import host_cpu
+from rlx.dialects.rlx.base import shape_of, tensor
+from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
+from rlx.dialects.rlx.leaves import ConstantOp
+from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.transforms.blocked_layout_rules import ACT, MIN_BLOCK, SPREAD, WEIGHT, Plan, plan
+from rlx.transforms.constant_folding import FoldConstantOp
+from rlx.transforms.declarations import BlockedLayoutOptions
+
+WEIGHT_PERMUTATION = (0, 2, 4, 5, 3, 1)
+"""`[F/B, B, Cg/Bi, Bi, KH, KW]` -> `[F/B, Cg/Bi, KH, KW, Bi, B]` ("OIhw{B}i{B}o")."""
+
+
+def host_block() -> int:
+    """The host's f32 vector lanes: 16 with AVX-512, else 8."""
+    feats = host_cpu.features()
+    return 16 if feats is not None and feats.get("avx512f") else 8
+
+
+def _block_of(channels: list[int], largest: int) -> int:
+    """The largest power of two in [MIN_BLOCK, largest] dividing every channel count."""
+    g = reduce(gcd, channels)
+    b = largest
+    while b > MIN_BLOCK and g % b:
+        b //= 2
+    return b
+
+
+def regions(block: Block) -> list[list[tuple[Operation, Plan]]]:
+    """The connected components (in program order) of the blockable top-level ops of
+    `block`, linked through activation operands."""
+    plans: dict[Operation, Plan] = {}
+    parent: dict[Operation, Operation] = {}
+
+    def find(op: Operation) -> Operation:
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op in block.ops:
+        p = plan(op)
+        if p is None:
+            continue
+        plans[op] = p
+        parent[op] = op
+        for v, kind in zip(op.operands, p.kinds, strict=True):
+            src = v.owner
+            if kind == ACT and isinstance(src, Operation) and src in plans:
+                parent[find(src)] = find(op)
+    groups: dict[Operation, list[tuple[Operation, Plan]]] = {}
+    for op, p in plans.items():
+        groups.setdefault(find(op), []).append((op, p))
+    return list(groups.values())
+
+
+class _Blocker:
+    """Rewrites the regions of one function block, sharing conversions per value."""
+
+    def __init__(self, fold: bool) -> None:
+        self.fold = fold
+        self.created: list[Operation] = []
+        self.cache: dict[tuple[SSAValue, str, int], SSAValue] = {}
+        self.weights: list[Operation] = []
+        """Constant weights reordered: erased when folding leaves them unused."""
+
+    def _insert(self, op: Operation, at: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.before(at))
+        self.created.append(op)
+        return op.results[0]
+
+    def _after_def(self, v: SSAValue, first_use: Operation) -> Operation:
+        """Where a conversion of `v` goes: right after its definition (so every later
+        user can share it), or before `first_use` for block arguments."""
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.next_op is not None:
+            return owner.next_op
+        return first_use
+
+    def convert(self, v: SSAValue, kind: str, b: int, user: Operation, depthwise: bool) -> SSAValue:
+        """Operand `v` of `user` in the blocked form its plan asks for."""
+        if kind not in (ACT, SPREAD, WEIGHT):
+            return v
+        key = (v, kind if kind != WEIGHT else f"w{int(depthwise)}", b)
+        if key in self.cache:
+            return self.cache[key]
+        t = v.type
+        assert isinstance(t, TensorType)
+        s, e = shape_of(t), t.element_type
+        at = self._after_def(v, user)
+        if kind == WEIGHT:
+            if isinstance(v.owner, ConstantOp):
+                self.weights.append(v.owner)
+            f, cg, kh, kw = s
+            bi = 1 if depthwise else b
+            r = self._insert(
+                ReshapeOp(v, result_types=[tensor((f // b, b, cg // bi, bi, kh, kw), e)]), at
+            )
+            out = self._insert(TransposeOp(r, permutation=WEIGHT_PERMUTATION), at)
+        else:
+            s4 = (1,) * (4 - len(s)) + tuple(s)
+            src = v.owner
+            if kind == ACT and isinstance(src, FromNchwcOp) and shape_of(src.x.type)[4] == b:
+                out = src.x  # already blocked with this block
+            elif kind == SPREAD or s4[2:] == (1, 1):  # pure reshapes: no channel interleave
+                target = (s4[0], 1, s4[2], s4[3], 1) if kind == SPREAD else blocked_shape(s4, b)
+                out = self._insert(ReshapeOp(v, result_types=[tensor(target, e)]), at)
+            else:
+                if len(s) < 4:
+                    v = self._insert(ReshapeOp(v, result_types=[tensor(s4, e)]), at)
+                out = self._insert(ToNchwcOp(v, block=b), at)
+        self.cache[key] = out
+        return out
+
+    def rewrite(self, region: list[tuple[Operation, Plan]], b: int) -> None:
+        for op, p in region:
+            operands = [
+                self.convert(v, k, b, op, p.depthwise)
+                for v, k in zip(op.operands, p.kinds, strict=True)
+            ]
+            new_ops = p.build(op, operands, b)
+            for new in new_ops:
+                Rewriter.insert_op(new, InsertPoint.before(op))
+            res = new_ops[-1].results[0]
+            if not p.sink:
+                res = self._insert(FromNchwcOp(res), op)
+            op.results[0].replace_all_uses_with(res)
+            Rewriter.erase_op(op)
+
+    def cleanup(self, module: builtin.ModuleOp) -> None:
+        """Cancel conversion pairs, fold constant weight reorders, drop dead conversions."""
+        created = set(self.created)
+        patterns: list[RewritePattern] = [CancelConversionPair()]
+        if self.fold:
+            patterns.append(_Only(FoldConstantOp(1 << 62), created))
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(module)
+        for op in [*reversed(self.created), *self.weights]:
+            if op.parent is not None and not any(r.uses for r in op.results):
+                Rewriter.erase_op(op)
+
+
+@dataclass
+class _Only(RewritePattern):
+    """`pattern` on the ops of `ops` only (the weight reorders this pass created)."""
+
+    pattern: RewritePattern
+    ops: set[Operation]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if op in self.ops and all(isinstance(o.owner, ConstantOp) for o in op.operands):
+            self.pattern.match_and_rewrite(op, rewriter)
+
+
+@dataclass(frozen=True)
+class BlockedLayout(BlockedLayoutOptions, ModulePass):
+    """Run conv-heavy regions in the blocked channel layout NCHWc (to_nchwc / from_nchwc at the edges)."""
+
+    name = "blocked-layout"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        try:
+            self.check()
+        except ValueError as e:
+            raise PassFailedException(str(e)) from None
+        largest = self.block or host_block()
+        blocker = _Blocker(self.fold_weights)
+        fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and not f.is_declaration]
+        for fn in fns:
+            for region in regions(fn.body.block):
+                if sum(p.convs for _, p in region) < self.min_convs:
+                    continue
+                chans = [c for _, p in region for c in p.channels]
+                blocker.rewrite(region, _block_of(chans, largest))
+        blocker.cleanup(op)
