@@ -99,7 +99,7 @@ Kept in sync with the op definitions by tests/unit/test_startup.py."""
 _SUBMODULES = frozenset(
     {"base", "compute", "control", "elementwise", "fused", "gemm", "layout", "leaves", "quant",
      "shape"}
-)
+)  # fmt: skip
 _MODULE_EXPORTS: dict[str, str] = {"UNARY_OPS": "elementwise", "BINARY_OPS": "elementwise"}
 _CLASS_MODULES: dict[str, str] = {
     target.partition(":")[2]: target.partition(":")[0] for target in OP_CLASSES.values()

@@ -204,7 +204,7 @@ def _block(ctx: OpContext, x: np.ndarray) -> int:
     if ctx.op.layout != "nchwc":
         return 0
     if x.ndim != 5:
-        raise ctx.error(f"layout \"nchwc\" needs a rank-5 x [N, C/B, H, W, B], got {x.shape}")
+        raise ctx.error(f'layout "nchwc" needs a rank-5 x [N, C/B, H, W, B], got {x.shape}')
     return x.shape[4]
 
 
