@@ -191,7 +191,8 @@ def _slice(op: Operation) -> Plan | None:
     def build(op: Operation, operands: list[SSAValue], block: int) -> list[Operation]:
         (new,) = _same_kind(op, operands, block)
         new.attributes["starts"] = encode_ints([*op.starts, 0])  # type: ignore[attr-defined]
-        new.attributes["limits"] = encode_ints([*op.limits, block])  # type: ignore[attr-defined]
+        lim = op.limits  # type: ignore[attr-defined]
+        new.attributes["limits"] = encode_ints([lim[0], lim[1] // block, *lim[2:], block])
         new.attributes["strides"] = encode_ints([*strides, 1])
         return [new]
 

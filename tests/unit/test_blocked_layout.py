@@ -155,6 +155,25 @@ def test_mobilenet_like() -> None:
     _check(_mobilenet, "f32")
 
 
+def _resize_pad_crop(g: G, dt: str) -> None:
+    """Nearest 2x resize (gathers on H and W), a zero pad (concat of fills on W), a crop
+    (slice of H) and a channel concat between convs, batch 2, odd sizes."""
+    x = g.input("x", (2, 8, 3, 5), dtype=dt)
+    a = g.conv2d(x, _w(g, "w0", 16, 8, 3, dt), padding=[1, 1, 1, 1], activation="relu")
+    a = g.gather(a, g.constant(np.repeat(np.arange(3), 2)), axis=2)
+    a = g.gather(a, g.constant(np.repeat(np.arange(5), 2)), axis=-1)  # [2, 16, 6, 10]
+    fill = g.broadcast_to(g.constant(np.zeros((), DTYPES[dt])), (2, 16, 6, 1))
+    a = g.concat(fill, a, fill, axis=3)  # [2, 16, 6, 12]
+    a = g.slice(a, starts=[0, 0, 1, 0], limits=[2, 16, 5, 12])  # [2, 16, 4, 12]
+    b = g.conv2d(a, _w(g, "w1", 8, 16, 1, dt))
+    g.output(g.conv2d(g.concat(a, b, axis=1), _w(g, "w2", 8, 24, 3, dt)))
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_resize_pad_crop(dt: str) -> None:
+    _check(_resize_pad_crop, dt)
+
+
 def test_single_conv_is_left_alone() -> None:
     def build(g: G, dt: str) -> None:
         x = g.input("x", (1, 8, 4, 4), dtype=dt)

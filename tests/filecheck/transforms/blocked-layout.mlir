@@ -5,6 +5,7 @@
 // RUN: rlx-opt %s --blocked-layout=block=8 --print-ir-after-all 2>&1 >/dev/null | filecheck %s --check-prefix=DUMP
 // RUN: rlx-opt %s -p 'blocked-layout{block=16},canonicalize' | rlx-opt | filecheck %s --check-prefix=ROUNDTRIP
 // RUN: rlx-opt %s -p 'blocked-layout{fold-weights=false}' | filecheck %s --check-prefix=NOFOLD
+// RUN: rlx-opt %s -p 'blocked-layout{block=8}' --check-equivalence > /dev/null
 
 // DUMP: IR Dump After blocked-layout
 // DUMP: rlx.to_nchwc %c0 {block = 8 : i64}
@@ -114,6 +115,33 @@ func.func @constant_weights(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32> {
   %a = rlx.conv2d %x, %w : (tensor<1x8x2x2xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x2x2xf32>
   %b = rlx.conv2d %a, %w : (tensor<1x8x2x2xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x2x2xf32>
   func.return %b : tensor<1x8x2x2xf32>
+}
+
+// Nearest 2x upsampling (an imported Resize: gathers on H and W), a crop (slice of H, W) and
+// a fused elementwise region with a per-channel operand.
+// CHECK-LABEL: func.func @resize_crop
+// CHECK:         %[[A:.*]] = rlx.conv2d %{{.*}}, %[[W:.*]] {layout = "nchwc"} : (tensor<1x1x3x3x8xf32>, tensor<1x1x1x1x8x8xf32>) -> tensor<1x1x3x3x8xf32>
+// CHECK:         %[[H:.*]] = rlx.gather %[[A]], %i {axis = 2 : i64} : (tensor<1x1x3x3x8xf32>, tensor<6xi64>) -> tensor<1x1x6x3x8xf32>
+// CHECK-NEXT:    %[[V:.*]] = rlx.gather %[[H]], %i {axis = 3 : i64} : (tensor<1x1x6x3x8xf32>, tensor<6xi64>) -> tensor<1x1x6x6x8xf32>
+// CHECK-NEXT:    %[[C:.*]] = rlx.slice %[[V]] {starts = array<i64: 0, 0, 1, 1, 0>, limits = array<i64: 1, 1, 5, 5, 8>, strides = array<i64: 1, 1, 1, 1, 1>} : (tensor<1x1x6x6x8xf32>) -> tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    %[[S:.*]] = rlx.reshape %s : (tensor<8x1x1xf32>) -> tensor<1x1x1x1x8xf32>
+// CHECK-NEXT:    %[[R:.*]] = rlx.elementwise_region %[[C]], %[[S]] : (tensor<1x1x4x4x8xf32>, tensor<1x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32> {
+// CHECK:         rlx.conv2d %[[R]], %[[W]] {layout = "nchwc"}
+// CHECK-NEXT:    rlx.from_nchwc
+func.func @resize_crop(%x: tensor<1x8x3x3xf32>, %w: tensor<8x8x1x1xf32>, %s: tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+  %a = rlx.conv2d %x, %w : (tensor<1x8x3x3xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x3x3xf32>
+  %i = rlx.constant dense<[0, 0, 1, 1, 2, 2]> : tensor<6xi64>
+  %h = rlx.gather %a, %i {axis = 2 : i64} : (tensor<1x8x3x3xf32>, tensor<6xi64>) -> tensor<1x8x6x3xf32>
+  %v = rlx.gather %h, %i {axis = -1 : i64} : (tensor<1x8x6x3xf32>, tensor<6xi64>) -> tensor<1x8x6x6xf32>
+  %c = rlx.slice %v {starts = array<i64: 0, 0, 1, 1>, limits = array<i64: 1, 8, 5, 5>} : (tensor<1x8x6x6xf32>) -> tensor<1x8x4x4xf32>
+  %r = rlx.elementwise_region %c, %s : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+  ^bb0(%p: f32, %q: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = math.tanh %m : f32
+    rlx.yield %t : f32
+  }
+  %y = rlx.conv2d %r, %w : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  func.return %y : tensor<1x8x4x4xf32>
 }
 
 // CHECK-LABEL: func.func @negative
