@@ -163,6 +163,7 @@ ROWS: tuple[Row, ...] = (
     Row("fusion_opts", "fusion", _on_cpu, _fusion_opts),
     Row("assert_fusion_clean", "fusion", lambda o: o.assert_fusion_clean(), lambda o, w: {"assert_clean": True}),
     Row("blocked_layout", "blocked-layout", lambda o: o.blocked_layout(),
+        lambda o, w: {"prepare_weights": o.cache_param_invariant()},
         note="NCHWc (channel blocks of the vector width) for conv-heavy regions, after fusion"),
     Row("kernel_dispatch", "kernel-dispatch", lambda o: o.kernel_dispatch() != KernelDispatchConfig(), _dispatch),
     Row("supported_ops", "kernel-dispatch", lambda o: o.supported_ops() is not None,

@@ -9,7 +9,7 @@ convolutions is converted with one block `B` per region: the largest power of tw
 Each op is rebuilt on blocked operands (`rlx.to_nchwc` where a value enters the region,
 per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
-when constant), and every use outside the region reads `rlx.from_nchwc` of its blocked
+when constant, moved into `@prepare` with `prepare-weights`), and every use outside the region reads `rlx.from_nchwc` of its blocked
 result; the conversions between ops of the region cancel (`from_nchwc(to_nchwc(x))`,
 the ops' canonicalization patterns) and dead ones are removed. Function arguments and
 results stay NCHW. Numerics are unchanged (values only move). docs/layout.md.
@@ -40,6 +40,7 @@ from rlx.dialects.rlx.base import shape_of, tensor
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.transforms.blocked_layout_prepare import PrepareWeights
 from rlx.transforms.blocked_layout_rules import ACT, MIN_BLOCK, SPREAD, WEIGHT, Plan, plan
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
@@ -100,6 +101,8 @@ class _Blocker:
         self.cache: dict[tuple[SSAValue, str, int], SSAValue] = {}
         self.weights: list[Operation] = []
         """Constant weights reordered: erased when folding leaves them unused."""
+        self.chains: list[list[Operation]] = []
+        """The weight reorders (reshape, transpose) created, for `prepare-weights`."""
 
     def _insert(self, op: Operation, at: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.before(at))
@@ -134,6 +137,7 @@ class _Blocker:
                 ReshapeOp(v, result_types=[tensor((f // b, b, cg // bi, bi, kh, kw), e)]), at
             )
             out = self._insert(TransposeOp(r, permutation=WEIGHT_PERMUTATION), at)
+            self.chains.append([r.owner, out.owner])  # type: ignore[list-item]
         else:
             s4 = (1,) * (4 - len(s)) + tuple(s)
             src = v.owner
@@ -209,3 +213,10 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
                 chans = [c for _, p in region for c in p.channels]
                 blocker.rewrite(region, _block_of(chans, largest))
         blocker.cleanup(op)
+        if self.prepare_weights:
+            main = next((f for f in fns if f.sym_name.data == "main"), None)
+            if main is not None:
+                prep = PrepareWeights(op, main)
+                for chain in blocker.chains:
+                    if all(o.parent is main.body.block for o in chain):
+                        prep.move(chain)

@@ -98,6 +98,8 @@ class BlockedLayoutOptions:
     """blockable convolutions a region needs to be converted"""
     fold_weights: bool = True
     """fold the reorder of constant conv weights into blocked constants now"""
+    prepare_weights: bool = False
+    """move the reorder of param weights of @main into @prepare (cache_param_invariant)"""
 
     def check(self) -> None:
         """ValueError naming the option for an invalid value."""

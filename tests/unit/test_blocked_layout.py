@@ -215,6 +215,36 @@ def test_bound_weights_are_folded_into_blocked_constants() -> None:
     _close(got, want, "f32")
 
 
+def test_param_weights_are_reordered_in_prepare() -> None:
+    """With cache_param_invariant the weight reorders of param weights (one scaled by a
+    param, so hoist-param-invariant made a @prepare before fusion) run in @prepare, once
+    per set_params: @main reads blocked prepared weights; results follow new params."""
+    g = G()
+    x = g.input("x", (1, 16, 6, 6))
+    w2 = g.mul(g.param("w2", (16, 16, 1, 1)), g.param("s", (16, 1, 1, 1)))
+    a = g.conv2d(x, g.param("w1", (16, 16, 3, 3)), padding=[1, 1, 1, 1], activation="relu")
+    g.output(g.conv2d(a, w2))
+    text = str(g.module)
+    m = parse_module(text)
+    from rlx.transforms.hoist_param_invariant import HoistParamInvariant
+
+    HoistParamInvariant().apply(Context(), m)
+    BlockedLayout(block=8, prepare_weights=True).apply(Context(), m)
+    main = next(f for f in m.walk() if getattr(f, "sym_name", None) and f.sym_name.data == "main")
+    assert "rlx.transpose" not in str(main) and 'layout = "nchwc"' in str(main)
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((1, 16, 6, 6)).astype(np.float32)
+    graph = rlx.compile(text, CompileOptions(blocked_layout=True, cache_param_invariant=True))
+    for _ in range(2):
+        params = {"w1": rng.standard_normal((16, 16, 3, 3)).astype(np.float32),
+                  "w2": rng.standard_normal((16, 16, 1, 1)).astype(np.float32),
+                  "s": rng.standard_normal((16, 1, 1, 1)).astype(np.float32)}  # fmt: skip
+        graph.set_params(params)
+        (want,) = run(parse_module(text), [xv], params=params)
+        (got,) = graph.run(xv)
+        _close(got, want, "f32")
+
+
 def test_bad_options() -> None:
     m = parse_module("builtin.module {}")
     with pytest.raises(PassFailedException, match="block must be one of 0, 8, 16, 32, 64"):
