@@ -9,8 +9,8 @@ convolutions is converted with one block `B` per region: the largest power of tw
 Each op is rebuilt on blocked operands (`rlx.to_nchwc` where a value enters the region,
 per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
-when constant, moved into `@prepare` with `prepare-weights`), and every use outside the region reads `rlx.from_nchwc` of its blocked
-result; the conversions between ops of the region cancel (`from_nchwc(to_nchwc(x))`,
+when constant, moved into `@prepare` with `prepare-weights`), and every use outside the
+region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the region cancel (`from_nchwc(to_nchwc(x))`,
 the ops' canonicalization patterns) and dead ones are removed. Function arguments and
 results stay NCHW. Numerics are unchanged (values only move). docs/layout.md.
 """
