@@ -4,14 +4,17 @@ A *region* is a connected set of ops that can run blocked (`blocked_layout_rules
 convs with groups 1 or depthwise, pools, elementwise ops and regions, channel / spatial
 concat, spatial gather / slice (resize, pad, crop), reductions over H and W, scalar
 fills), connected through their activation operands. A region with at least `min-convs`
-convolutions is converted with one block `B` per region: the largest power of two <=
+convolutions, and no more full-size conversions at its edges than convolutions (a
+ConvNeXt block, depthwise conv between channels-last ops, would pay two copies for one
+conv), is converted with one block `B` per region: the largest power of two <=
 `block` (0: 16 with AVX-512, else 8) that divides every channel count of the region.
 Each op is rebuilt on blocked operands (`rlx.to_nchwc` where a value enters the region,
 per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
 when constant, moved into `@prepare` with `prepare-weights`), and every use outside the
-region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the region cancel (`from_nchwc(to_nchwc(x))`,
-the ops' canonicalization patterns) and dead ones are removed. Function arguments and
+region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the
+region cancel (`from_nchwc(to_nchwc(x))`, the ops' canonicalization patterns) and dead
+ones are removed. Function arguments and
 results stay NCHW. Numerics are unchanged (values only move). docs/layout.md.
 """
 
@@ -90,6 +93,28 @@ def regions(block: Block) -> list[list[tuple[Operation, Plan]]]:
     for op, p in plans.items():
         groups.setdefault(find(op), []).append((op, p))
     return list(groups.values())
+
+
+def _spatial(v: SSAValue) -> int:
+    s = shape_of(v.type)
+    return s[-1] * s[-2] if len(s) >= 2 else 1
+
+
+def edge_conversions(region: list[tuple[Operation, Plan]]) -> int:
+    """The full-size layout conversions blocking `region` costs: activations entering it
+    (`to_nchwc`) and results used outside it (`from_nchwc`); `[N, C, 1, 1]` values (a
+    reshape, or tiny) are not counted."""
+    ops = {op for op, _ in region}
+    entering: set[SSAValue] = set()
+    leaving = 0
+    for op, p in region:
+        for v, kind in zip(op.operands, p.kinds, strict=True):
+            if kind == ACT and v.owner not in ops and _spatial(v) > 1:
+                entering.add(v)
+        r = op.results[0]
+        if not p.sink and _spatial(r) > 1 and any(u.operation not in ops for u in r.uses):
+            leaving += 1
+    return len(entering) + leaving
 
 
 class _Blocker:
@@ -208,7 +233,8 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and not f.is_declaration]
         for fn in fns:
             for region in regions(fn.body.block):
-                if sum(p.convs for _, p in region) < self.min_convs:
+                convs = sum(p.convs for _, p in region)
+                if convs < self.min_convs or edge_conversions(region) > convs:
                     continue
                 chans = [c for _, p in region for c in p.channels]
                 blocker.rewrite(region, _block_of(chans, largest))

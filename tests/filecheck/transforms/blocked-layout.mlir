@@ -157,6 +157,27 @@ func.func @negative(%x: tensor<1x12x4x4xf32>, %w: tensor<12x12x1x1xf32>, %y: ten
   func.return %b, %e : tensor<1x12x4x4xf32>, tensor<1x16x4x4xf32>
 }
 
+// ConvNeXt-like: each depthwise conv feeds channels-last ops (transposes) and the
+// residual adds read their results back: 7 full-size conversions for 2 convs, not blocked.
+// CHECK-LABEL: func.func @convnext
+// CHECK-NOT:     nchwc
+// CHECK:         func.return
+func.func @convnext(%x: tensor<1x8x4x4xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32> {
+  %d1 = rlx.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %t1 = rlx.transpose %d1 {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
+  %b1 = rlx.transpose %t1 {permutation = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %r1 = rlx.add %b1, %x : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %d2 = rlx.conv2d %r1, %w {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %t2 = rlx.transpose %d2 {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
+  %b2 = rlx.transpose %t2 {permutation = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %r2 = rlx.add %b2, %r1 : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %d3 = rlx.conv2d %r2, %w {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %t3 = rlx.transpose %d3 {permutation = array<i64: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
+  %b3 = rlx.transpose %t3 {permutation = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %r3 = rlx.add %b3, %r2 : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  func.return %r3 : tensor<1x8x4x4xf32>
+}
+
 // CHECK-LABEL: func.func @blocks
 // CHECK-NEXT:    rlx.to_nchwc %x {block = 16 : i64} : (tensor<1x32x2x2xf32>) -> tensor<1x2x2x2x16xf32>
 // CHECK:         rlx.to_nchwc %v {block = 8 : i64} : (tensor<1x24x2x2xf32>) -> tensor<1x3x2x2x8xf32>
