@@ -141,8 +141,8 @@ def test_resnet_like(dt: str) -> None:
 
 
 def _mobilenet(g: G, dt: str) -> None:
-    """MobileNetV2-like inverted residual with squeeze-excitation, a channel concat and
-    avg pooling."""
+    """MobileNetV2-like inverted residual with squeeze-excitation, a spatial attention
+    map, a channel concat and avg pooling."""
     x = g.input("x", (1, 8, 11, 9), dtype=dt)
     e = g.conv2d(x, _w(g, "exp", 32, 8, 1, dt), activation="clip", clip=[0.0, 6.0])
     d = g.conv2d(e, g.input("dw", (32, 1, 3, 3), dtype=dt), padding=[1, 1, 1, 1], groups=32,
@@ -150,6 +150,8 @@ def _mobilenet(g: G, dt: str) -> None:
     se = g.reduce(d, kind="mean", axes=[2, 3], keepdims=True)
     se = g.sigmoid(g.conv2d(se, _w(g, "se", 32, 32, 1, dt)))
     d = g.mul(d, se)
+    att = g.sigmoid(g.reduce(d, kind="max", axes=[1], keepdims=True))  # [1, 1, H, W]: NCHW
+    d = g.mul(d, att)  # a channel-less broadcast operand, reshaped to [1, 1, H, W, 1]
     p = g.conv2d(d, _w(g, "proj", 8, 32, 1, dt))
     c = g.concat(g.add(p, x), x, axis=1)
     g.output(g.pool2d(c, kind="avg", kernel=[2, 2], strides=[2, 2]))
