@@ -37,7 +37,10 @@ import sys
 import threading
 from typing import Any
 
-from rlx.runtime import llvm_host  # a module: llvm_host imports this one
+from rlx.runtime import (
+    llvm_host,  # a module: llvm_host imports this one
+    pool_profile,
+)
 
 ENV = "RLX_NUM_THREADS"
 
@@ -105,14 +108,16 @@ none:
 
 ; Run chunks of job %g until none is left. A claimed chunk pins the job's fields: the
 ; caller rewrites them only after every chunk is done.
-define internal void @rlx_pool_run(i64 %g) {
+define internal i64 @rlx_pool_run(i64 %g) {
 entry:
   br label %loop
 loop:
+  %ran = phi i64 [ 0, %entry ], [ %ran1, %work ]
   %i = call i64 @rlx_pool_claim(i64 %g)
   %neg = icmp slt i64 %i, 0
   br i1 %neg, label %done, label %work
 work:
+  %ran1 = add i64 %ran, 1
   %task = load atomic ptr, ptr @rlx_pool_task monotonic, align 8
   %ctx = load atomic ptr, ptr @rlx_pool_ctx monotonic, align 8
   %tasks = load atomic i64, ptr @rlx_pool_tasks monotonic, align 8
@@ -124,7 +129,7 @@ work:
   %old = atomicrmw add ptr @rlx_pool_done, i64 1 release, align 8
   br label %loop
 done:
-  ret void
+  ret i64 %ran
 }
 
 ; A worker: spin briefly for a new job generation, then sleep on the futex.
@@ -155,7 +160,7 @@ sleep:
 run:
   store i32 %g, ptr %myp, align 4
   %g64 = zext i32 %g to i64
-  call void @rlx_pool_run(i64 %g64)
+  %ran = call i64 @rlx_pool_run(i64 %g64)
   br label %outer
 }
 
@@ -182,7 +187,7 @@ done:
   ret void
 }
 
-define void @rlx_parallel_for(ptr %task, ptr %ctx, i64 %n, i64 %maxt) {
+define void @@ENTRY@(ptr %task, ptr %ctx, i64 %n, i64 %maxt) {
 entry:
   %nt = load atomic i64, ptr @rlx_num_threads monotonic, align 8
   %t0 = call i64 @rlx_pf_min(i64 %nt, i64 %maxt)
@@ -220,7 +225,8 @@ start:
   store atomic i32 %g, ptr @rlx_pool_gen release, align 4
   %wake = trunc i64 %need to i32
   %w = call i64 (i64, ...) @syscall(i64 @FUTEX@, ptr @rlx_pool_gen, i32 129, i32 %wake)
-  call void @rlx_pool_run(i64 %g64)
+  %mine = call i64 @rlx_pool_run(i64 %g64)
+@MARK@
   br label %join
 join:
   %k = phi i64 [ 0, %start ], [ %k1, %pause ], [ %k1, %yield ]
@@ -264,14 +270,20 @@ SPIN = 2000
 _FUTEX_SYSCALL = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 
 
-def _pool_ir() -> str | None:
-    """The pool's IR for this host, or None where it has no futex (not Linux)."""
+def _pool_ir(profile: bool = False) -> str | None:
+    """The pool's IR for this host, or None where it has no futex (not Linux); with
+    `profile`, `rlx_parallel_for` is the timing wrapper of `pool_profile` around it."""
     machine = platform.machine().lower()
     if sys.platform != "linux" or machine not in _FUTEX_SYSCALL:
         return None
     x86 = machine in ("x86_64", "amd64")
+    if profile:
+        core = _POOL_IR.replace("@ENTRY@", "rlx_pf_core").replace("@MARK@", pool_profile.MARK_CALL)
+        core += pool_profile.WRAPPER_IR
+    else:
+        core = _POOL_IR.replace("@ENTRY@", "rlx_parallel_for").replace("@MARK@", "")
     return (
-        _POOL_IR.replace("@FUTEX@", str(_FUTEX_SYSCALL[machine]))
+        core.replace("@FUTEX@", str(_FUTEX_SYSCALL[machine]))
         .replace("@SPIN@", str(SPIN))
         .replace("@RELAX_DECL@", "declare void @llvm.x86.sse2.pause()" if x86 else "")
         .replace("@RELAX_CALL@", "  call void @llvm.x86.sse2.pause()" if x86 else "")
@@ -311,7 +323,8 @@ def register() -> str:
 def _jit() -> None:
     llvm = llvm_host._llvm()
     llvm_host._initialise()
-    ir = _pool_ir()
+    profile = pool_profile.enabled()
+    ir = _pool_ir(profile)
     mod = llvm.parse_assembly(_SERIAL_IR if ir is None else ir)
     mod.verify()
     cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
@@ -322,6 +335,8 @@ def _jit() -> None:
     engine.finalize_object()
     _install("serial" if ir is None else "pool", engine.get_function_address("rlx_parallel_for"),
              engine.get_global_value_address("rlx_num_threads"), (engine, mod))  # fmt: skip
+    if profile and ir is not None:
+        _STATE.update(pool_profile.attach(engine))
 
 
 def _install(backend: str, entry: int, threads_at: int, owner: object) -> None:
@@ -341,7 +356,7 @@ def stored_entry(pool_object: bytes | None) -> int:
     from rlx.runtime import elf_loader
 
     with _LOCK:
-        if "backend" not in _STATE and pool_object is not None:
+        if "backend" not in _STATE and pool_object is not None and not pool_profile.enabled():
             image = elf_loader.Image(pool_object, elf_loader.process_symbols(_LIBC))
             _install("pool", image.address("rlx_parallel_for"), image.address("rlx_num_threads"),
                      image)  # fmt: skip
