@@ -1,8 +1,9 @@
 """`pack-weights`: pack the weight operand of matmuls once, in `@prepare` (data tiling).
 
 A `rlx.matmul` or `rlx.fused_matmul_bias_act` of `@main` whose right operand `w [K, N]`
-is a weight -- an `rlx.param` / `rlx.constant` of `@main`, or a value `@prepare` computes
-(an argument of kind `prepared`, see `hoist-param-invariant`) -- becomes
+is a weight -- an `rlx.param` / `rlx.constant` of `@main`, a value `@prepare` computes
+(an argument of kind `prepared`, see `hoist-param-invariant`), or a concat / transpose /
+reshape of those (moved into `@prepare`) -- becomes
 
     @prepare:  %p = rlx.pack_rhs %w {width = nr}      (returned as a new prepared value)
     @main:     %y = rlx.packed_matmul %x, %p[, %bias] {n = N, activation = ...}
@@ -41,6 +42,9 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
 from rlx.transforms.hoist_param_invariant import KIND_ATTR, LINK_ATTR, PREP_PREFIX, PREPARED
 
 _MATMULS = ("rlx.matmul", "rlx.fused_matmul_bias_act")
+_LAYOUT = ("rlx.concat", "rlx.transpose", "rlx.reshape")
+"""Ops of `@main` over weights that `@prepare` computes too (the concatenated q/k/v weights
+of `shared_input_matmul`): cloned there, so the packed weight is computed once."""
 
 
 def _func(module: builtin.ModuleOp, pred: object) -> func.FuncOp | None:
@@ -99,6 +103,15 @@ class _Prepare:
             clone = owner.clone()
             Rewriter.insert_op(clone, InsertPoint.before(ret))
             return clone.results[0]
+        if isinstance(owner, Operation) and owner.parent is main_block and owner.name in _LAYOUT:
+            srcs = [self.source(v) for v in owner.operands]  # a weight-only concat/transpose
+            if owner.regions or any(v is None for v in srcs):
+                return None
+            ret = self._ensure().body.block.last_op
+            assert ret is not None
+            clone = owner.clone(value_mapper=dict(zip(owner.operands, srcs, strict=True)))
+            Rewriter.insert_op(clone, InsertPoint.before(ret))
+            return clone.results[0]
         if isinstance(w, BlockArgument) and w.owner is main_block and self.fn is not None:
             name = _arg_attr(self.main, w.index, "rlx.name") or ""
             if _arg_attr(self.main, w.index, KIND_ATTR) == PREPARED and name.startswith(
@@ -147,6 +160,21 @@ class _Prepare:
         return arg
 
 
+def _erase_dead(w: SSAValue) -> None:
+    """Erase the weight's producer in `@main` once unused (and so on up a weight-only chain)."""
+    owner = w.owner
+    if not isinstance(owner, ParamOp | ConstantOp) and not (
+        isinstance(owner, Operation) and owner.name in _LAYOUT
+    ):
+        return
+    if any(r.uses for r in owner.results):
+        return
+    operands = list(owner.operands)
+    Rewriter.erase_op(owner)
+    for v in operands:
+        _erase_dead(v)
+
+
 def _link(f: func.FuncOp) -> str | None:
     a = f.attributes.get(LINK_ATTR)
     return a.data if isinstance(a, StringAttr) else None
@@ -183,9 +211,7 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
             activation=_activation(op),
         )
         Rewriter.replace_op(op, new)
-        owner = w.owner
-        if isinstance(owner, ParamOp | ConstantOp) and not owner.results[0].uses:
-            Rewriter.erase_op(owner)
+        _erase_dead(w)
         done += 1
     return done
 

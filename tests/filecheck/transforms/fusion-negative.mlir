@@ -219,6 +219,37 @@ func.func @swiglu_half_is_output(%h: tensor<4x64xf32>) -> (tensor<4x32xf32>, ten
 }
 
 // Dynamic shapes: the slices of a merged matmul would need static sizes.
+// Biased projections of x group only with their own kind: different activations, a scalar
+// (broadcast) bias, a plain matmul next to a biased one, and a weight computed from x
+// (not weight-only: cannot move above the first matmul) stay separate GEMMs.
+// CHECK-LABEL: func.func @shared_input_bias_no
+// CHECK-NOT:     rlx.concat
+// CHECK-COUNT-2: rlx.fused_matmul_bias_act
+// CHECK-NOT:     rlx.concat
+// CHECK:         rlx.matmul
+// CHECK-NOT:     rlx.concat %
+// CHECK:         rlx.fused_matmul_bias_act
+// CHECK:         %wx = rlx.concat
+// CHECK-NOT:     rlx.concat
+// CHECK:         rlx.fused_matmul_bias_act %x, %wx
+// CHECK-NOT:     rlx.concat
+// CHECK:         func.return
+func.func @shared_input_bias_no(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %a0 = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %a1 = rlx.add %a0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %a = rlx.gelu %a1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c0 = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %c = rlx.add %c0, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %d = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %f0 = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %f = rlx.add %f0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %xs = rlx.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 4, 8>} : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  %wx = rlx.concat %xs, %xs, %xs, %xs {axis = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+  %e0 = rlx.matmul %x, %wx : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %e = rlx.add %e0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  func.return %a, %c, %d, %e, %f : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @shared_input_dynamic
 // CHECK-NOT:     rlx.concat
 // CHECK-COUNT-2: rlx.matmul

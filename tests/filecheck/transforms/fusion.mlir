@@ -106,6 +106,31 @@ func.func @shared_input_params(%x: tensor<2x16xf32>) -> (tensor<2x8xf32>, tensor
   func.return %a, %b : tensor<2x8xf32>, tensor<2x8xf32>
 }
 
+// q/k/v projections with biases (fused_matmul_bias_act first): one GEMM with N = 3h and
+// concatenated biases; the torch-style transpose(W) of a later weight moves up with it.
+// CHECK-LABEL: func.func @shared_input_bias
+// CHECK-NEXT:    %wk = rlx.param "wk"
+// CHECK-NEXT:    %[[T:.*]] = rlx.transpose %wk
+// CHECK-NEXT:    %[[W:.*]] = rlx.concat %wq, %[[T]], %wv {axis = -1 : i64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x24xf32>
+// CHECK-NEXT:    %[[B:.*]] = rlx.concat %bq, %bk, %bv {axis = 0 : i64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<24xf32>
+// CHECK-NEXT:    %[[M:.*]] = rlx.fused_matmul_bias_act %x, %[[W]], %[[B]] {activation = "none"} : (tensor<4x16xf32>, tensor<16x24xf32>, tensor<24xf32>) -> tensor<4x24xf32>
+// CHECK-NEXT:    rlx.slice %[[M]] {starts = array<i64: 0, 0>, limits = array<i64: 4, 8>}
+// CHECK-NEXT:    rlx.slice %[[M]] {starts = array<i64: 0, 8>, limits = array<i64: 4, 16>}
+// CHECK-NEXT:    rlx.slice %[[M]] {starts = array<i64: 0, 16>, limits = array<i64: 4, 24>}
+// CHECK-NOT:     rlx.matmul
+// CHECK-NOT:     rlx.fused_matmul_bias_act
+func.func @shared_input_bias(%x: tensor<4x16xf32>, %wq: tensor<16x8xf32>, %wv: tensor<16x8xf32>, %bq: tensor<8xf32>, %bk: tensor<8xf32>, %bv: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %q0 = rlx.matmul %x, %wq : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %q = rlx.add %q0, %bq : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %wk = rlx.param "wk" : tensor<8x16xf32>
+  %wkt = rlx.transpose %wk {permutation = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %k0 = rlx.matmul %x, %wkt : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %k = rlx.add %k0, %bk : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %v0 = rlx.matmul %x, %wv : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %v = rlx.add %v0, %bv : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  func.return %q, %k, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
 // A packed projection whose halves feed silu(first half) * second half.
 // CHECK-LABEL: func.func @swiglu_packed
 // CHECK-NEXT:    %[[M:.*]] = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x64xf32>) -> tensor<4x64xf32>

@@ -67,3 +67,30 @@ func.func @main(%x: tensor<8x64xf32>, %u: tensor<64x64xf32>, %i: tensor<8x64xi32
 // CHECK-NOT:  @prepare
 // CHECK-NOT:  rlx.pack_rhs
 // CHECK-NOT:  rlx.packed_matmul
+
+// -----
+
+// The concatenated weight of `shared_input_matmul` (q/k/v): the concat of a prepared value
+// and a param moves into @prepare and is packed there; @main keeps no copy of it.
+func.func @prepare() -> tensor<64x32xf32> attributes {rlx.prepare_for = "main"} {
+  %w = rlx.param "w" : tensor<32x64xf32>
+  %t = rlx.transpose %w {permutation = array<i64: 1, 0>} : (tensor<32x64xf32>) -> tensor<64x32xf32>
+  func.return %t : tensor<64x32xf32>
+}
+func.func @main(%x: tensor<8x64xf32>, %prep0: tensor<64x32xf32> {rlx.kind = "prepared", rlx.name = "__rlx_prep_0"}) -> tensor<8x64xf32> {
+  %v = rlx.param "v" : tensor<64x32xf32>
+  %c = rlx.concat %prep0, %v {axis = -1 : i64} : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x64xf32>
+  %y = rlx.matmul %x, %c : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  func.return %y : tensor<8x64xf32>
+}
+// CHECK:      // -----
+// CHECK:      func.func @prepare() -> (tensor<64x32xf32>, tensor<4x64x16xf32>)
+// CHECK:        %t = rlx.transpose %w
+// CHECK-NEXT:   %v = rlx.param "v" : tensor<64x32xf32>
+// CHECK-NEXT:   %c = rlx.concat %t, %v {axis = -1 : i64}
+// CHECK-NEXT:   %0 = rlx.pack_rhs %c {width = 16 : i64} : (tensor<64x64xf32>) -> tensor<4x64x16xf32>
+// CHECK-NEXT:   func.return %t, %0
+// CHECK:      func.func @main
+// CHECK-NOT:    rlx.concat
+// CHECK-NOT:    rlx.param
+// CHECK:        rlx.packed_matmul %x, %packed1
