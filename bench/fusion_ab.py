@@ -1,8 +1,9 @@
-"""A/B of fusion patterns in one process: each workload compiled with every pattern on (A)
-and with the named patterns off (B), run alternately.
+"""A/B of a compile-time choice in one process: each workload compiled as by default (A)
+and with the named fusion patterns off and/or an environment variable set while compiling
+(B), run alternately.
 
-    .venv/bin/python bench/fusion_ab.py --off shared_input_matmul [--only encoder,minilm]
-        [--threads N] [--rounds R] [--reps N] [--cpu]
+    .venv/bin/python bench/fusion_ab.py [--off shared_input_matmul] [--env RLX_GEMM_TASKS=1]
+        [--only encoder,minilm] [--threads N] [--rounds R] [--reps N] [--cpu]
 
 Prints, per round, the median of `--reps` runs of A and of B (ms) and B / A (> 1: the
 patterns help), then the median ratio over the rounds; both are checked against the
@@ -42,10 +43,19 @@ def _cpu_median(fn: Callable[[], object], reps: int) -> float:
     return statistics.median(times)
 
 
-def _compile(w: Workload, off: list[str]) -> rlx.CompiledGraph:
+def _compile(w: Workload, off: list[str], env: dict[str, str]) -> rlx.CompiledGraph:
     base = w.options or rlx.CompileOptions(cache_param_invariant=True)
     opts = base.replace(fusion_opts=FusionOptions(**{name: False for name in off}))
-    c = rlx.compile(make_graph(w), opts)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        c = rlx.compile(make_graph(w), opts)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     c.set_params(w.params)
     return c
 
@@ -59,17 +69,20 @@ def main() -> None:
     off = [p for p in opt("--off", "").split(",") if p]
     names = {f.name for f in dataclasses.fields(FusionOptions)}
     bad = [p for p in off if p not in names]
-    if not off or bad:
-        sys.exit(f"fusion_ab.py: --off needs fusion patterns of {sorted(names)}, got {off}")
+    env = dict(kv.split("=", 1) for kv in opt("--env", "").split(",") if "=" in kv)
+    if bad or not (off or env):
+        sys.exit(f"fusion_ab.py: --off takes fusion patterns of {sorted(names)} (got {off}); "
+                 "or give --env NAME=VALUE")  # fmt: skip
     only = [p for p in opt("--only", "encoder,minilm").lower().split(",") if p]
     rounds, reps = int(opt("--rounds", "5")), int(opt("--reps", "20"))
     timer = _cpu_median if "--cpu" in args else median_s
     clock = "thread CPU time" if "--cpu" in args else "wall time"
-    print(f"load {os.getloadavg()}; B = {', '.join(off)} off; {clock}")
+    what = ", ".join([f"{p} off" for p in off] + [f"{k}={v}" for k, v in env.items()])
+    print(f"load {os.getloadavg()}; B = {what}; {clock}")
     for w in workloads(quick=False):
         if not any(w.name.lower().startswith(p) for p in only):
             continue
-        a, b = _compile(w, []), _compile(w, off)
+        a, b = _compile(w, [], {}), _compile(w, off, env)
         ins = list(w.inputs.values())
         ref = w.numpy(w.inputs, w.params)
         errs = [max_err(c.run(*ins)[0], ref) for c in (a, b)]

@@ -316,11 +316,13 @@ def _publish(found: dict[str, int]) -> None:
 
 def cache_key() -> str:
     """What of the GEMM choice compiled code depends on (part of the compile-cache key):
-    BLAS availability, the mode (`gemm_mode`) and the generated GEMM's tile ISA."""
+    BLAS availability, the mode (`gemm_mode`), the generated GEMM's tile ISA and its
+    minimum task count (`RLX_GEMM_TASKS`)."""
     from rlx.lowering.blas_abi import gemm_mode
+    from rlx.lowering.gemm.driver import min_tasks
     from rlx.lowering.gemm.target import isa
 
-    return f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()}"
+    return f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
 
 
 def register() -> dict[str, int]:

@@ -134,9 +134,55 @@ def _plan(tile: Tile, sa: list[int], sb: list[int], so: list[int]) -> _Plan:
         rows = m
     nk = panels(k, tile.kc)
     kc = panels(k, nk)  # equal k-slices
-    mb = _balanced(panels(rows, tile.mr), max(1, tile.mc // tile.mr))
-    nb = _balanced(panels(n, tile.nr), max(1, tile.nc // tile.nr))
+    pm, pn = panels(rows, tile.mr), panels(n, tile.nr)
+    mb = _balanced(pm, max(1, tile.mc // tile.mr))
+    nb = _balanced(pn, max(1, tile.nc // tile.nr))
+    mb, nb = _split(pm, pn, mb, nb, tile, rows * n * k * prod(bo))
     return _Plan(tile, rows, n, k, tuple(bo), tuple(pa), tuple(pb), tuple(so[:-1]), kc, mb, nb)
+
+
+TASKS_ENV = "RLX_GEMM_TASKS"
+MIN_TASKS = 16
+"""Tasks a GEMM is cut into at least (`RLX_GEMM_TASKS` overrides; 1: blocks of the tile's
+`mc x nc` only): a 128 x 384 output has only 4 `mc x nc` blocks, so two threads split it
+2 + 2 at best and 3 + 1 whenever one of them starts late. The pool hands out about four
+chunks per thread (rlx/runtime/parallel.py); 16 tasks keep two to four threads busy."""
+
+TASK_MACS = 1 << 18
+"""No task is made smaller than this many multiply-adds by `_split` (a few microseconds)."""
+
+
+def min_tasks() -> int:
+    """`RLX_GEMM_TASKS` (a positive integer) or `MIN_TASKS`; compiled code depends on it
+    (part of the compile-cache key, `rlx.runtime.blas.cache_key`)."""
+    import os
+
+    raw = os.environ.get(TASKS_ENV, "").strip()
+    if not raw:
+        return MIN_TASKS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{TASKS_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
+def _split(pm: int, pn: int, mb: int, nb: int, tile: Tile, macs: int) -> tuple[int, int]:
+    """Smaller blocks (panels per block `mb` x `nb`) until the GEMM has `min_tasks()`
+    tasks or another split would make tasks under `TASK_MACS`: each step splits the
+    longer side of the block (columns on a tie: A is packed once for every task, and
+    the A block stays in L2 across a task's B panels)."""
+    want = min_tasks()
+
+    def tasks(mb: int, nb: int) -> int:
+        return panels(pm, mb) * panels(pn, nb)
+
+    while tasks(mb, nb) < want and macs // (2 * tasks(mb, nb)) >= TASK_MACS:
+        if nb > 1 and (nb * tile.nr >= mb * tile.mr or mb == 1):
+            nb = _balanced(pn, nb - 1)
+        elif mb > 1:
+            mb = _balanced(pm, mb - 1)
+        else:
+            break
+    return mb, nb
 
 
 def _balanced(total: int, most: int) -> int:
