@@ -157,7 +157,10 @@ def test_example_transformer_block() -> None:
     module = _example("transformer_block.mlir")
     fused = _fuse_dce(module)
     names = op_names(fused)
-    assert names.count("rlx.fused_matmul_bias_act") == 6 and "rlx.matmul" not in names
+    # q/k/v share their input: one fused GEMM with N = 3 * 64 and three slices
+    # (shared_input_matmul), then out-projection, FFN up and FFN down
+    assert names.count("rlx.fused_matmul_bias_act") == 4 and "rlx.matmul" not in names
+    assert names.count("rlx.slice") == 3 and "tensor<64x192xf32>" in str(fused)
     assert "rlx.attention" in names
     report = analyze_fusion(module, fused)
     assert report.matmul_before == 6 and report.matmul_after == 0 and not report.missed
