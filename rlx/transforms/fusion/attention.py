@@ -27,6 +27,7 @@ from rlx.dialects.rlx.compute import AttentionOp, MatmulOp, SoftmaxOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp, TransposeOp
+from rlx.transforms.fusion.attention_heads3 import fuse_heads3
 from rlx.transforms.fusion.common import make_op, only_user, producer, rank, scalar_constant
 
 
@@ -144,7 +145,8 @@ def _heads_type(x: SSAValue) -> TensorType:
 
 
 class FuseAttention(RewritePattern):
-    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v; an
+    """matmul(softmax(scale(matmul(q, transpose(k))) [+ bias]), v) on rank-4 q/k/v (and the
+    rank-3 [S, H, D] head layout, `attention_heads3`); an
     rlx.attention whose k and v are repeat_kv chains (the ONNX importer's and the Llama
     builder's GQA) reads them unrepeated; one whose q, k, v are [B, S, H, D] tensors
     transposed to [B, H, S, D] reads them in place (`_absorb_transposes`)."""
@@ -157,6 +159,8 @@ class FuseAttention(RewritePattern):
                 _absorb_transposes(op, rewriter)
 
     def _fuse(self, out: MatmulOp, rewriter: PatternRewriter) -> None:
+        if rank(out.a) == 3 and fuse_heads3(out, rewriter, _scaled_scores, _prescaled):
+            return
         sm = producer(out.a, SoftmaxOp)
         if sm is None or not _single(sm.result, out):
             return

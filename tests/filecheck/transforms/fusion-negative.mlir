@@ -259,6 +259,31 @@ func.func @shared_input_dynamic(%x: tensor<?x16xf32>, %w1: tensor<16x8xf32>, %w2
   func.return %a, %b : tensor<?x8xf32>, tensor<?x8xf32>
 }
 
+// Rank-3 head layouts that are not lifted: a biased (masked) score, a kᵀ of the wrong
+// permutation, v not in the head layout.
+// CHECK-LABEL: func.func @attention_heads3_no
+// CHECK-NOT:     rlx.attention
+// CHECK:         func.return
+func.func @attention_heads3_no(%q3: tensor<4x2x8xf32>, %k3: tensor<4x2x8xf32>, %v3: tensor<4x2x8xf32>, %m: tensor<2x4x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %q = rlx.transpose %q3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %kt = rlx.transpose %k3 {permutation = array<i64: 1, 2, 0>} : (tensor<4x2x8xf32>) -> tensor<2x8x4xf32>
+  %vh = rlx.transpose %v3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %s0 = rlx.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %a0 = rlx.add %s0, %m : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %p0 = rlx.softmax %a0 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o0 = rlx.matmul %p0, %vh : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %kw = rlx.transpose %k3 {permutation = array<i64: 2, 1, 0>} : (tensor<4x2x8xf32>) -> tensor<8x2x4xf32>
+  %kw2 = rlx.reshape %kw : (tensor<8x2x4xf32>) -> tensor<2x8x4xf32>
+  %s1 = rlx.matmul %q, %kw2 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p1 = rlx.softmax %s1 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o1 = rlx.matmul %p1, %vh : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %kt2 = rlx.transpose %k3 {permutation = array<i64: 1, 2, 0>} : (tensor<4x2x8xf32>) -> tensor<2x8x4xf32>
+  %s2 = rlx.matmul %q, %kt2 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p2 = rlx.softmax %s2 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o2 = rlx.matmul %p2, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  func.return %o0, %o1, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
 // q/k/v of rank 3 are not rlx.attention operands.
 // CHECK-LABEL: func.func @attention_rank3
 // CHECK-NOT:     rlx.attention

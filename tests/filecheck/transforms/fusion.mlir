@@ -131,6 +131,47 @@ func.func @shared_input_bias(%x: tensor<4x16xf32>, %wq: tensor<16x8xf32>, %wv: t
   func.return %q, %k, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// Rank-3 multi-head layout (batch 1 without its batch dim): [S, H, D] projections
+// transposed to [H, S, D] -> rlx.attention {layout = "bshd"} of free reshapes to
+// [1, S, H, D]; the transpose back of the output becomes a reshape.
+// CHECK-LABEL: func.func @attention_heads3
+// CHECK-NOT:     rlx.softmax
+// CHECK:         %[[Q:.*]] = rlx.reshape %q3 : (tensor<4x2x8xf32>) -> tensor<1x4x2x8xf32>
+// CHECK-NEXT:    %[[K:.*]] = rlx.reshape %k3 : (tensor<6x2x8xf32>) -> tensor<1x6x2x8xf32>
+// CHECK-NEXT:    %[[V:.*]] = rlx.reshape %v3 : (tensor<6x2x8xf32>) -> tensor<1x6x2x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = rlx.attention %[[Q]], %[[K]], %[[V]] {scale = 5.000000e-01 : f64, mask_kind = "none", layout = "bshd"}
+// CHECK-NEXT:    %[[O:.*]] = rlx.reshape %[[A]] : (tensor<1x4x2x8xf32>) -> tensor<4x2x8xf32>
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_heads3(%q3: tensor<4x2x8xf32>, %k3: tensor<6x2x8xf32>, %v3: tensor<6x2x8xf32>) -> tensor<4x2x8xf32> {
+  %q = rlx.transpose %q3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %kt = rlx.transpose %k3 {permutation = array<i64: 1, 2, 0>} : (tensor<6x2x8xf32>) -> tensor<2x8x6xf32>
+  %v = rlx.transpose %v3 {permutation = array<i64: 1, 0, 2>} : (tensor<6x2x8xf32>) -> tensor<2x6x8xf32>
+  %s = rlx.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %c = rlx.constant dense<0.5> : tensor<f32>
+  %d = rlx.mul %s, %c : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %p = rlx.softmax %d {axis = -1 : i64} : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %o = rlx.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %b = rlx.transpose %o {permutation = array<i64: 1, 0, 2>} : (tensor<2x4x8xf32>) -> tensor<4x2x8xf32>
+  func.return %b : tensor<4x2x8xf32>
+}
+
+// kᵀ as two transposes, the output read in [H, S, D] (a transpose back is emitted).
+// CHECK-LABEL: func.func @attention_heads3_kt2
+// CHECK:         %[[A:.*]] = rlx.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64, mask_kind = "none", layout = "bshd"}
+// CHECK-NEXT:    %[[O:.*]] = rlx.reshape %[[A]] : (tensor<1x4x2x8xf32>) -> tensor<4x2x8xf32>
+// CHECK-NEXT:    %[[T:.*]] = rlx.transpose %[[O]] {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+// CHECK-NEXT:    func.return %[[T]]
+func.func @attention_heads3_kt2(%q3: tensor<4x2x8xf32>, %k3: tensor<4x2x8xf32>, %v3: tensor<4x2x8xf32>) -> tensor<2x4x8xf32> {
+  %q = rlx.transpose %q3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %k = rlx.transpose %k3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %kt = rlx.transpose %k {permutation = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %v = rlx.transpose %v3 {permutation = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %s = rlx.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = rlx.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = rlx.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  func.return %o : tensor<2x4x8xf32>
+}
+
 // A packed projection whose halves feed silu(first half) * second half.
 // CHECK-LABEL: func.func @swiglu_packed
 // CHECK-NEXT:    %[[M:.*]] = rlx.matmul %x, %w : (tensor<4x16xf32>, tensor<16x64xf32>) -> tensor<4x64xf32>
