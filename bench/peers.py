@@ -20,7 +20,7 @@ RLX / best peer (< 1: RLX faster) and each one's max |error| against NumPy; writ
 everything to bench/peers.json (gitignored). Also times the encoder layer's compile: cold
 (empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime,
 OpenVINO, torch and RLX's pool at N threads (default: each library's own default);
-`--only matmul,mlp` runs only the workloads whose names start so. The CNN rows of
+`--only matmul,mlp` runs only the workloads whose names start so (any case: `minilm`). The CNN rows of
 bench/cnn.py (resnet18, mobilenet_v2, efficientnet_b0 exported from torchvision) follow the
 transformer rows (`--no-cnn` skips them; `--only cnn` runs only them), then the rows of
 bench/transformer_exports.py (small BERT, DistilBERT, RoBERTa, GPT-2 and Llama exported
@@ -322,7 +322,7 @@ def main() -> None:
     )
     only = [p for p in args.only.split(",") if p]
     for w in workloads(args.quick):
-        if only and not any(w.name.startswith(p) for p in only):
+        if only and not any(w.name.lower().startswith(p.lower()) for p in only):
             continue
         ref = w.numpy(w.inputs, w.params)
         if w.params and w.options is None:
