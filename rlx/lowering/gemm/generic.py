@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.gemm.ir import addr, if_else, if_then
+from rlx.lowering.gemm.pack_t4 import pack_full_panel
 from rlx.lowering.gemm.target import Tile
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
@@ -71,9 +72,12 @@ def _div(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
 def pack_a_kernel(kernels: Kernels, tile: Tile, a_elem: Attribute) -> str:
     """Task t packs A panels [t * per, min((t + 1) * per, pm)) of a `rows x k` A (flat,
     row-major) into `[pm, k, mr]` f32 panels; rows past the end are zeros (a clamped load
-    and a select: no branch, no out-of-bounds read)."""
+    and a select: no branch, no out-of-bounds read). Full panels of an f32 A (mr a
+    multiple of 4) go through 4 x 4 register transposes (`pack_t4`)."""
     types: list[Attribute] = [MemRefType(i64, [1]), MemRefType(i64, [len(PACK_SIZES)]),
                               flat_type(a_elem), flat_type(f32)]  # fmt: skip
+
+    fast = isinstance(a_elem, Float32Type) and tile.mr % 4 == 0
 
     def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
         tid, table, src, dst = args
@@ -83,17 +87,30 @@ def pack_a_kernel(kernels: Kernels, tile: Tile, a_elem: Attribute) -> str:
         p1 = kb.imin(kb.iadd(p0, s["per"]), s["pm"])
         last = kb.subi(s["rows"], kb.idx(1))
         zero = kb.const(0.0, f32)
-        with kb.loop(p1, p0) as p, kb.loop(s["k"]) as k:
-            base = kb.imul(p, tile.mr)
-            out = kb.imul(kb.iadd(_mul(kb, p, s["k"]), k), tile.mr)
-            for r in range(tile.mr):
-                row = kb.iadd(base, r)
-                src_row = kb.imin(row, last)
-                v = kb.convert(kb.load(src, [kb.iadd(_mul(kb, src_row, s["k"]), k)]), f32)
-                v = kb.select(kb.cmpi("ult", row, s["rows"]), v, zero)
-                kb.store(v, dst, [kb.iadd(out, r)])
 
-    key = ("gemm-pack-a-generic", tile, str(a_elem))
+        def scalar(p: SSAValue) -> None:  # any panel: clamped loads, zero rows past the end
+            with kb.loop(s["k"]) as k:
+                base = kb.imul(p, tile.mr)
+                out = kb.imul(kb.iadd(_mul(kb, p, s["k"]), k), tile.mr)
+                for r in range(tile.mr):
+                    row = kb.iadd(base, r)
+                    src_row = kb.imin(row, last)
+                    v = kb.convert(kb.load(src, [kb.iadd(_mul(kb, src_row, s["k"]), k)]), f32)
+                    v = kb.select(kb.cmpi("ult", row, s["rows"]), v, zero)
+                    kb.store(v, dst, [kb.iadd(out, r)])
+
+        with kb.loop(p1, p0) as p:
+            if fast:
+                row0 = kb.imul(p, tile.mr)
+                full = kb.cmpi("ule", kb.iadd(row0, tile.mr), s["rows"])
+                src_at, dst_at = addr(kb, src), addr(kb, dst)
+                out0 = kb.imul(_mul(kb, p, s["k"]), tile.mr)
+                if_else(kb, full, lambda: pack_full_panel(kb, tile, src_at, dst_at, row0, s["k"], out0),
+                        lambda: scalar(p))  # fmt: skip
+            else:
+                scalar(p)
+
+    key = ("gemm-pack-a-generic", tile, str(a_elem), fast)
     return kernels.kernel(key, types, build, f"gemm pack A {tile.name} (any shape)", noalias=True)
 
 
