@@ -3,8 +3,9 @@
     RLX_POOL_PROFILE=1 .venv/bin/python bench/kernel_profile.py [--only encoder,minilm]
         [--threads N] [--reps R] [--env NAME=A,B]
 
-Compiles each workload (bench/common.py: the encoder layer, MiniLM, ...; `--only` picks
-by name prefix), runs it `--reps` times at 1 thread and at N threads (alternating, in one
+Compiles each workload as bench/peers.py does (bench/common.py: the encoder layer,
+MiniLM, ...; `cache_param_invariant=True` when it has params; `--only` picks by name
+prefix), runs it `--reps` times at 1 thread and at N threads (alternating, in one
 process) and prints, per `rlx_parallel_for` call in run order: the kernel (the task
 symbols whose call in the graph function's LLVM IR has the same constant task count and
 cap: `k3|k7` when several do), its task count and thread cap, the median wall
@@ -86,6 +87,8 @@ def _rows(runs: list[tuple[int, int, list[dict[str, int]]]]) -> list[list[float]
 
 
 def profile(w: object, threads: int, reps: int, label: str) -> None:
+    if getattr(w, "params", None) and getattr(w, "options", None) is None:  # as peers.py
+        w.options = rlx.CompileOptions(cache_param_invariant=True)  # type: ignore[attr-defined]
     c, _ = compile_rlx(w)  # type: ignore[arg-type]
     ins = list(w.inputs.values())  # type: ignore[attr-defined]
 
