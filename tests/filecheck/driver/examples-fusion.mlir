@@ -9,7 +9,11 @@
 // MLP: rlx.softmax
 
 // BLOCK: rlx.layer_norm
-// BLOCK-COUNT-3: {activation = "none"}
+// q/k/v: one GEMM with N = 3 * 64 (shared_input_matmul on the biased projections)
+// BLOCK: rlx.concat %wq, %wk, %wv
+// BLOCK: rlx.concat %bq, %bk, %bv
+// BLOCK: rlx.fused_matmul_bias_act {{.*}}{activation = "none"} : {{.*}} -> tensor<16x192xf32>
+// BLOCK-COUNT-3: rlx.slice
 // BLOCK: rlx.attention
 // BLOCK: rlx.fused_matmul_bias_act {{.*}}{activation = "none"}
 // BLOCK: rlx.layer_norm
