@@ -319,8 +319,7 @@ def cache_key() -> str:
     BLAS availability, the mode (`gemm_mode`), the generated GEMM's tile ISA and its
     minimum task count (`RLX_GEMM_TASKS`)."""
     from rlx.lowering.blas_abi import gemm_mode
-    from rlx.lowering.gemm.driver import min_tasks
-    from rlx.lowering.gemm.target import isa
+    from rlx.lowering.gemm.target import isa, min_tasks
 
     return f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
 

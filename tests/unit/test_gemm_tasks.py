@@ -10,7 +10,7 @@ import pytest
 from test_rlx_to_linalg_harness import TOL, Compiled, rand, t
 
 from rlx.interpreter import run
-from rlx.lowering.gemm import driver
+from rlx.lowering.gemm import driver, target
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import TILES
 
@@ -19,7 +19,7 @@ from rlx.lowering.gemm.target import TILES
 def _generated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLX_BLAS", "0")
     monkeypatch.setenv("RLX_CACHE", "0")
-    monkeypatch.delenv(driver.TASKS_ENV, raising=False)
+    monkeypatch.delenv(target.TASKS_ENV, raising=False)
 
 
 @pytest.mark.parametrize("isa", sorted(TILES))
@@ -33,20 +33,20 @@ def test_split_reaches_min_tasks_or_task_macs(isa: str, mkn: tuple[int, int, int
     pm, pn = panels(m, tile.mr), panels(n, tile.nr)
     assert 1 <= plan.mb <= max(1, tile.mc // tile.mr) and 1 <= plan.nb <= max(1, tile.nc // tile.nr)
     assert plan.tasks == panels(pm, plan.mb) * panels(pn, plan.nb)
-    if plan.tasks < driver.MIN_TASKS:  # stopped by the task size, or nothing left to split
-        assert (plan.mb == 1 and plan.nb == 1) or m * n * k // (2 * plan.tasks) < driver.TASK_MACS
+    if plan.tasks < target.MIN_TASKS:  # stopped by the task size, or nothing left to split
+        assert (plan.mb == 1 and plan.nb == 1) or m * n * k // (2 * plan.tasks) < target.TASK_MACS
 
 
 def test_env_one_keeps_blocks_and_bad_value(monkeypatch: pytest.MonkeyPatch) -> None:
     tile = TILES["avx512"]
-    monkeypatch.setenv(driver.TASKS_ENV, "1")
+    monkeypatch.setenv(target.TASKS_ENV, "1")
     assert driver._plan(tile, [128, 384], [384, 384], [128, 384]).tasks == 4
-    monkeypatch.setenv(driver.TASKS_ENV, "0")
+    monkeypatch.setenv(target.TASKS_ENV, "0")
     with pytest.raises(ValueError, match="RLX_GEMM_TASKS must be a positive integer"):
-        driver.min_tasks()
-    monkeypatch.setenv(driver.TASKS_ENV, "x")
+        target.min_tasks()
+    monkeypatch.setenv(target.TASKS_ENV, "x")
     with pytest.raises(ValueError, match="RLX_GEMM_TASKS"):
-        driver.min_tasks()
+        target.min_tasks()
 
 
 def _mm(a: tuple[int, ...], b: tuple[int, ...], o: tuple[int, ...], e: str, bias: bool) -> str:

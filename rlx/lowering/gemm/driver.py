@@ -46,7 +46,7 @@ from rlx.lowering.gemm.batched import pack_a, pack_split, worker_body
 from rlx.lowering.gemm.ir import attr_text, collapse1d, collapse2d, elem, flat_index, shape
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.packing import loader, pack, packed_type, panels
-from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
+from rlx.lowering.gemm.target import MIN_MNK, TASK_MACS, Tile, host_tile, min_tasks
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
@@ -139,30 +139,6 @@ def _plan(tile: Tile, sa: list[int], sb: list[int], so: list[int]) -> _Plan:
     nb = _balanced(pn, max(1, tile.nc // tile.nr))
     mb, nb = _split(pm, pn, mb, nb, tile, rows * n * k * prod(bo))
     return _Plan(tile, rows, n, k, tuple(bo), tuple(pa), tuple(pb), tuple(so[:-1]), kc, mb, nb)
-
-
-TASKS_ENV = "RLX_GEMM_TASKS"
-MIN_TASKS = 16
-"""Tasks a GEMM is cut into at least (`RLX_GEMM_TASKS` overrides; 1: blocks of the tile's
-`mc x nc` only): a 128 x 384 output has only 4 `mc x nc` blocks, so two threads split it
-2 + 2 at best and 3 + 1 whenever one of them starts late. The pool hands out about four
-chunks per thread (rlx/runtime/parallel.py); 16 tasks keep two to four threads busy."""
-
-TASK_MACS = 1 << 18
-"""No task is made smaller than this many multiply-adds by `_split` (a few microseconds)."""
-
-
-def min_tasks() -> int:
-    """`RLX_GEMM_TASKS` (a positive integer) or `MIN_TASKS`; compiled code depends on it
-    (part of the compile-cache key, `rlx.runtime.blas.cache_key`)."""
-    import os
-
-    raw = os.environ.get(TASKS_ENV, "").strip()
-    if not raw:
-        return MIN_TASKS
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{TASKS_ENV} must be a positive integer, got {raw!r}")
-    return int(raw)
 
 
 def _split(pm: int, pn: int, mb: int, nb: int, tile: Tile, macs: int) -> tuple[int, int]:

@@ -94,3 +94,25 @@ def _cached_host_isa() -> str:
 def host_tile() -> Tile:
     """The tile generated code uses on this host."""
     return TILES[isa()]
+
+
+TASKS_ENV = "RLX_GEMM_TASKS"
+MIN_TASKS = 16
+"""Tasks a GEMM is cut into at least (`RLX_GEMM_TASKS` overrides; 1: blocks of the tile's
+`mc x nc` only): a 128 x 384 output has only 4 `mc x nc` blocks, so two threads split it
+2 + 2 at best and 3 + 1 whenever one of them starts late. The pool hands out about four
+chunks per thread (rlx/runtime/parallel.py); 16 tasks keep two to four threads busy."""
+
+TASK_MACS = 1 << 18
+"""No task is made smaller than this many multiply-adds by `driver._split` (a few microseconds)."""
+
+
+def min_tasks() -> int:
+    """`RLX_GEMM_TASKS` (a positive integer) or `MIN_TASKS`; compiled code depends on it
+    (part of the compile-cache key, `rlx.runtime.blas.cache_key`)."""
+    raw = os.environ.get(TASKS_ENV, "").strip()
+    if not raw:
+        return MIN_TASKS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{TASKS_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
