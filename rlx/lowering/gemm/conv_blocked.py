@@ -1,0 +1,143 @@
+"""Register-tile microkernel of the blocked-layout (NCHWc) direct convolution, and the
+small llvm-dialect vector helpers the blocked kernels share.
+
+    func.func private @rlx_k<N>(%x, %xs_cb, %xs_row, %ncb, %nkh, %w, %ws_cb, %ws_blk, %tile)
+        attributes {rlx.kernel = "conv nchwc ukernel 14x2x16"}
+
+computes `u` output pixels of one output row times `nblk` output-channel blocks of `B`
+channels, each pixel and block one `vector<B x f32>` accumulator (oneDNN / MLAS style):
+
+    for cb < ncb, kh < nkh, kw < KW, i < B (unrolled), p < u (unrolled):
+        acc[b, p] += broadcast(x[cb·xs_cb + kh·xs_row + (p·sw + kw·dw)·B + i])
+                     · w[b·ws_blk + cb·ws_cb + (kh·KW + kw)·B·B + i·B : +B]
+
+`x` is a zero-padded f32 slab of input rows (the caller's), so no tap is bounds-tested;
+`w` the f32 blocked weights `[F/B, C/B, KH, KW, B_i, B_o]` at the first block and kernel
+row; the tile `[nblk, u, B]` (f32) is written at `tile`. Addresses are byte addresses,
+strides are in f32 elements. Per step of `i` the kernel loads `nblk` weight vectors and
+broadcasts `u` inputs for `nblk · u` FMAs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.lowering.gemm.target import isa
+
+if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
+
+ARGS = ("x", "xs_cb", "xs_row", "ncb", "nkh", "w", "ws_cb", "ws_blk", "tile")
+
+VECTOR_REGISTERS = {"avx512": (32, 16), "avx2": (16, 8), "generic": (16, 4)}
+"""(vector registers, f32 lanes of one) per instruction set."""
+
+
+def register_tile(blocks: int, lanes_b: int, ow: int) -> tuple[int, int]:
+    """(u, nblk): output pixels and channel blocks of one register tile for block size
+    `lanes_b`, `blocks` output-channel blocks and output width `ow`. The accumulators
+    `u · nblk`, `nblk` weight vectors and one broadcast fill the host's registers; `u`
+    is balanced over the row (`ow` = 17 on a 14-pixel tile: two tiles of 9)."""
+    regs, lanes = VECTOR_REGISTERS[isa()]
+    per = max(1, lanes_b // lanes)  # registers per B-vector
+    nblk = 2 if blocks >= 2 and (regs - 1 - 2 * per) // (2 * per) >= 4 else 1
+    u_max = max(1, (regs - 1 - nblk * per) // (nblk * per))
+    nbw = -(-ow // u_max)
+    return -(-ow // nbw), nblk
+
+
+# -- llvm-dialect vector helpers --------------------------------------------------------
+
+
+def ptr(kb: KernelBuilder, addr: SSAValue) -> SSAValue:
+    """An llvm pointer from a byte address (index)."""
+    return kb.v(llvm.IntToPtrOp(kb.convert(addr, i64)))
+
+
+def at(kb: KernelBuilder, base: SSAValue, offset: int | SSAValue) -> SSAValue:
+    """`base + offset` f32 elements (a constant, or an index / i64 value)."""
+    if isinstance(offset, int):
+        return base if offset == 0 else kb.v(llvm.GEPOp(base, [offset], f32))
+    off = kb.convert(offset, i64)
+    return kb.v(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], f32, ssa_indices=[off]))
+
+
+def vload(kb: KernelBuilder, p: SSAValue, lanes: int) -> SSAValue:
+    return kb.v(llvm.LoadOp(p, VectorType(f32, [lanes]), alignment=4))
+
+
+def vstore(kb: KernelBuilder, v: SSAValue, p: SSAValue) -> None:
+    kb.add(llvm.StoreOp(v, p, alignment=4))
+
+
+def broadcast(kb: KernelBuilder, s: SSAValue, lanes: int) -> SSAValue:
+    vt = VectorType(f32, [lanes])
+    undef = kb.v(llvm.UndefOp(vt))
+    one = kb.v(llvm.InsertElementOp(undef, s, kb.const(0, i32)))
+    splat = DenseArrayBase.from_list(i32, [0] * lanes)
+    return kb.v(llvm.ShuffleVectorOp(one, undef, splat, vt))
+
+
+def fma(kb: KernelBuilder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
+    t: Attribute = acc.type
+    name = f"llvm.fmuladd.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
+    return kb.v(llvm.CallIntrinsicOp(name, [x, y, acc], [t]))
+
+
+def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw_: int,
+          sw: int, dw: int) -> None:  # fmt: skip
+    x, xs_cb, xs_row, ncb, nkh, w, ws_cb, ws_blk, tile = args
+    px, pw, pt = ptr(kb, x), ptr(kb, w), ptr(kb, tile)
+    blk64 = kb.convert(ws_blk, i64)
+    wb = [pw] + [at(kb, pw, kb.v(llvm.MulOp(blk64, kb.const(j, i64)))) for j in range(1, nblk)]
+    zero = broadcast(kb, kb.const(0.0, f32), b)
+
+    def over_cb(cb: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        xc = at(kb, px, kb.muli(cb, xs_cb))
+        woff = kb.muli(cb, ws_cb)
+
+        def over_kh(kh: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
+            xr = at(kb, xc, kb.muli(kh, xs_row))
+            wo = kb.addi(woff, kb.imul(kh, kw_ * b * b))
+
+            def over_kw(kw: SSAValue | int, acc3: list[SSAValue]) -> list[SSAValue]:
+                if isinstance(kw, int):
+                    xk, wk = at(kb, xr, kw * dw * b), kw * b * b
+                else:
+                    xk, wk = at(kb, xr, kb.imul(kw, dw * b)), kb.imul(kw, b * b)
+                wrow = [at(kb, wbj, kb.iadd(wo, wk)) for wbj in wb]
+                out = list(acc3)
+                for i in range(b):
+                    wv = [vload(kb, at(kb, r, i * b), b) for r in wrow]
+                    for p in range(u):
+                        s = kb.v(llvm.LoadOp(at(kb, xk, p * sw * b + i), f32, alignment=4))
+                        bs = broadcast(kb, s, b)
+                        for j in range(nblk):
+                            out[j * u + p] = fma(kb, bs, wv[j], out[j * u + p])
+                return out
+
+            if kw_ == 1:
+                return over_kw(0, acc2)
+            return kb.loop_carry(kw_, acc2, over_kw)
+
+        return kb.loop_carry(nkh, acc, over_kh)
+
+    final = kb.loop_carry(ncb, [zero] * (nblk * u), over_cb)
+    for k, v in enumerate(final):
+        vstore(kb, v, at(kb, pt, k * b))
+
+
+def conv_blocked_microkernel(kernels: Kernels, u: int, nblk: int, b: int, kw: int, sw: int,
+                             dw: int) -> str:  # fmt: skip
+    """Symbol of the blocked-conv register tile (built on first use)."""
+    return kernels.kernel(
+        ("conv-nchwc-ukernel", u, nblk, b, kw, sw, dw),
+        [IndexType()] * len(ARGS),
+        lambda kb, args: _body(kb, args, u, nblk, b, kw, sw, dw),
+        f"conv nchwc ukernel {u}x{nblk}x{b}",
+    )

@@ -1,0 +1,275 @@
+"""conv2d in the blocked channel layout (NCHWc, `layout = "nchwc"`): a direct register-tile
+kernel (oneDNN / MLAS style) for groups == 1; depthwise convs are `conv_nchwc_dw`'s.
+
+x `[N, C/B, H, W, B]`, weights `[F/B, C/B, KH, KW, B_i, B_o]`, out `[N, F/B, OH, OW, B]`.
+Tasks of `rlx_rt.parallel_call` are (image, group of output-channel block pairs, block of
+output rows). A task
+
+1. copies the input rows its output rows read, for every input-channel block, into a
+   zero-padded f32 slab `[C/B, R, WP, B]` (f16/bf16 widened; WP covers the left/right
+   padding and the last, partial pixel tile), so the microkernel never tests a bound;
+2. per pair of output blocks, output row and tile of `u` pixels, calls the register-tile
+   microkernel (`gemm/conv_blocked.py`) over the kernel rows that read inside the input
+   (clipped per row), all input-channel blocks and taps;
+3. applies `+ bias`, the epilogue (residual, activation) and the narrowing to the tile
+   while it is in L1, storing only the tile's pixels inside the row.
+
+Tasks split the output rows when the input is larger than the weights (early layers:
+every task reads the weights once from cache) and the output-channel blocks otherwise
+(late layers: each weight is read once per call). The worker is shape-generic (sizes
+from a run-time table): one per (tile, block size, kernel width, column stride and
+dilation, element types, epilogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.gemm.conv import _addr, _flat, _if
+from rlx.lowering.gemm.conv_blocked import conv_blocked_microkernel, register_tile
+from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
+from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
+
+SLAB_ELEMENTS = 1 << 17
+"""f32 elements of a task's padded input slab (512 KiB: L2)."""
+
+TASKS = 8
+"""Tasks per call the split aims at (several per thread of the pool, for balance)."""
+
+GEOMETRY = (
+    "n", "cb", "h", "w", "fb", "kh", "oh", "ow", "sh", "pt", "pl", "dh", "wp", "rows",
+    "rb", "pairs", "fgroups", "per", "nbw", "wscb", "wsblk",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BlockedGeom:
+    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]."""
+
+    b: int
+    n: int
+    cb: int
+    h: int
+    w: int
+    fb: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+    pb: int
+    pr: int
+    dh: int
+    dw: int
+    depthwise: bool
+
+    @property
+    def macs(self) -> int:
+        per = 1 if self.depthwise else self.cb * self.b
+        return self.n * self.fb * self.b * self.oh * self.ow * per * self.kh * self.kw
+
+    @staticmethod
+    def of(op: object, x: SSAValue, w: SSAValue, out: SSAValue) -> BlockedGeom:
+        n, cb, h, wd, b = shape(x)
+        fb, _, kh, kw, bi, _ = shape(w)
+        _, _, oh, ow, _ = shape(out)
+        (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()  # type: ignore[attr-defined]
+        return BlockedGeom(b, n, cb, h, wd, fb, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr,
+                           dh, dw, bi == 1 and getattr(op, "groups", 1) > 1)  # fmt: skip
+
+
+def _plan(g: BlockedGeom, u: int, nblk: int) -> dict[str, int] | None:
+    """The task split and slab sizes (None: one output row's slab is too large)."""
+    nbw = -(-g.ow // u)
+    wp = max(g.pl + g.w + g.pr, (nbw * u - 1) * g.sw + (g.kw - 1) * g.dw + 1)
+    pairs = -(-g.fb // nblk)
+    weights = g.fb * g.cb * g.kh * g.kw * g.b * g.b
+    inputs = g.n * g.cb * g.h * g.w * g.b
+
+    def slab_rows(rows: int) -> int:
+        return (rows - 1) * g.sh + (g.kh - 1) * g.dh + 1
+
+    per_image = -(-TASKS // g.n)
+    if weights >= inputs:  # late layers: split the output channels, read each weight once
+        fgroups = min(pairs, per_image)
+        rb = min(g.oh, -(-per_image // fgroups))
+    else:
+        rb = min(g.oh, per_image)
+        fgroups = min(pairs, -(-per_image // rb))
+    rows = -(-g.oh // rb)
+    while rows > 1 and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
+        rows = -(-rows // 2)
+    if g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
+        return None
+    rb = -(-g.oh // rows)
+    per = -(-pairs // fgroups)
+    fgroups = -(-pairs // per)
+    vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, kh=g.kh, oh=g.oh, ow=g.ow, sh=g.sh,
+                pt=g.pt, pl=g.pl, dh=g.dh, wp=wp, rows=rows, rb=rb, pairs=pairs,
+                fgroups=fgroups, per=per, nbw=nbw, wscb=g.kh * g.kw * g.b * g.b,
+                wsblk=g.cb * g.kh * g.kw * g.b * g.b)  # fmt: skip
+    assert tuple(vals) == GEOMETRY
+    return vals
+
+
+class _Geo:
+    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
+        index = kb.idx(0).type
+        for i, name in enumerate(GEOMETRY):
+            setattr(self, name, kb.convert(kb.load(table, [i]), index))
+
+    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
+        raise AttributeError(name)
+
+
+def emit_conv_nchwc(
+    kb: KernelBuilder,
+    g: BlockedGeom,
+    x: SSAValue,
+    w: SSAValue,
+    bias: SSAValue | None,
+    out: SSAValue,
+    post: EpilogueFn | None = None,
+    extras: Sequence[SSAValue] = (),
+    key: object = "",
+) -> bool:
+    """Emit the blocked direct convolution (module docstring); False (nothing emitted)
+    without a kernel registry or when one output row's slab exceeds `SLAB_ELEMENTS`."""
+    kernels = kb.kernels
+    if kernels is None or g.depthwise:
+        return False
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    plan = _plan(g, u, nblk)
+    if plan is None:
+        return False
+    tasks = g.n * plan["rb"] * plan["fgroups"]
+    wf = _flat(kb, w)
+    if not isinstance(elem(w), Float32Type):  # f16/bf16 weights: widened once per call
+        size = 1
+        for s in shape(w):
+            size *= s
+        w32 = kb.scratch([size], f32)
+        with kb.loop(size) as i:
+            kb.store(kb.convert(kb.load(wf, [i]), f32), w32, [i])
+        wf = _flat(kb, w32)
+    geo = kb.table(list(plan.values()), i64)
+    args = [geo, _flat(kb, x), wf, *(_flat(kb, v) for v in (*([bias] if bias else []), out, *extras))]
+    wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
+    tail = g.fb % nblk != 0
+    static = (u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
+    wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
+    uks = (
+        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw),
+        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw) if tail else None,
+    )
+
+    def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
+        rest = wargs[4:]
+        wbias = rest.pop(0) if bias is not None else None
+        wout = rest.pop(0)
+        _worker(wb, _Geo(wb, wargs[1]), g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias,
+                wout, post, rest)  # fmt: skip
+
+    worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
+    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
+    table = kb.table(list(range(tasks)), i64)
+    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    return True
+
+
+def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, u: int, nblk: int,
+            uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
+            bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
+            extras: list[SSAValue]) -> None:  # fmt: skip
+    """One task (image, output-channel group, row block); sizes from `d`, only the tile,
+    block size, kernel width, column stride and dilation from `g`."""
+    b = g.b
+    t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
+    rbk = kb.v(arith.RemUIOp(t, d.rb))
+    t2 = kb.v(arith.DivUIOp(t, d.rb))
+    fgi = kb.v(arith.RemUIOp(t2, d.fgroups))
+    n = kb.v(arith.DivUIOp(t2, d.fgroups))
+    o0 = kb.muli(rbk, d.rows)
+    o1 = kb.imin(kb.addi(o0, d.rows), d.oh)
+    # Slab rows: input rows ih0 + r for r < R (ih0 may be negative: those rows are never read).
+    ih0 = kb.subi(kb.muli(o0, d.sh), d.pt)
+    rr = kb.addi(kb.muli(kb.subi(kb.subi(o1, o0), kb.idx(1)), d.sh),
+                 kb.addi(kb.muli(kb.subi(d.kh, kb.idx(1)), d.dh), kb.idx(1)))  # fmt: skip
+    slab = kb.scratch([SLAB_ELEMENTS], f32)
+    tile = kb.scratch([nblk * u * b], f32)
+    slab_addr, tile_addr = _addr(kb, slab), _addr(kb, tile)
+    wrow = kb.imul(d.wp, b)  # slab row stride (elements)
+    xs_cb = kb.muli(rr, wrow)
+    row_elems = kb.imul(d.w, b)
+    zero = kb.const(0.0, f32)
+    r_lo = kb.imin(kb.imax(kb.subi(kb.idx(0), ih0), kb.idx(0)), rr)
+    r_hi = kb.imax(kb.imin(kb.subi(d.h, ih0), rr), r_lo)
+    left = kb.imul(d.pl, b)
+    right = kb.addi(left, row_elems)
+    with kb.loop(d.cb) as c, kb.loop(r_hi, r_lo) as r:
+        dst = kb.addi(kb.muli(c, xs_cb), kb.muli(r, wrow))
+        src = kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.cb), c), d.h), kb.addi(ih0, r)), row_elems)
+        with kb.loop(left) as e:
+            kb.store(zero, slab, [kb.addi(dst, e)])
+        with kb.loop(row_elems) as e:
+            v = kb.convert(kb.load(x, [kb.addi(src, e)]), f32)
+            kb.store(v, slab, [kb.addi(dst, kb.addi(left, e))])
+        with kb.loop(wrow, right) as e:
+            kb.store(zero, slab, [kb.addi(dst, e)])
+
+    p0 = kb.muli(fgi, d.per)
+    p1 = kb.imin(kb.addi(p0, d.per), d.pairs)
+    with kb.loop(p1, p0) as pr, kb.loop(o1, o0) as o:
+        fb0 = kb.imul(pr, nblk)
+        nb_here = kb.imin(kb.idx(nblk), kb.subi(d.fb, fb0))
+        # kernel rows reading inside the input: 0 <= o*sh - pt + kh*dh < h
+        top = kb.subi(kb.muli(o, d.sh), d.pt)
+        kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(kb.idx(0), top), kb.idx(0)),
+                                           kb.subi(d.dh, kb.idx(1))), d.dh))  # fmt: skip
+        kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), kb.idx(0)),
+                                                         kb.subi(d.dh, kb.idx(1))), d.dh)))  # fmt: skip
+        nkh = kb.imax(kb.subi(kh_hi, kh_lo), kb.idx(0))
+        kh_lo = kb.imin(kh_lo, kb.subi(d.kh, kb.idx(1)))
+        srow = kb.addi(kb.subi(top, ih0), kb.muli(kh_lo, d.dh))
+        w_el = kb.imul(kb.addi(kb.muli(fb0, kb.muli(d.cb, d.kh)), kh_lo), g.kw * b * b)
+        w_addr = kb.iadd(_addr(kb, w), kb.imul(w_el, 4))
+        with kb.loop(d.nbw) as jb:
+            ow0 = kb.imul(jb, u)
+            x_el = kb.addi(kb.muli(srow, wrow), kb.imul(ow0, g.sw * b))
+            x_addr = kb.iadd(slab_addr, kb.imul(x_el, 4))
+            call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
+                         d.wsblk, tile_addr]  # fmt: skip
+
+            def call(sym: str) -> None:
+                kb.add(func.CallOp(sym, call_args, []))
+
+            if uks[1] is None:
+                call(uks[0])
+            else:
+                tail_sym = uks[1]
+                _if(kb, kb.cmpi("eq", nb_here, kb.idx(nblk)), lambda: call(uks[0]),
+                    lambda: call(tail_sym))  # fmt: skip
+            valid = kb.imin(kb.idx(u), kb.subi(d.ow, ow0))
+            with kb.loop(nb_here) as bj, kb.loop(valid) as p:
+                f = kb.addi(fb0, bj)
+                o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
+                                                      o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
+                t_el = kb.imul(kb.addi(kb.imul(bj, u), p), b)
+                with kb.loop(b) as j:
+                    v = kb.load(tile, [kb.addi(t_el, j)])
+                    if bias is not None:
+                        v = kb.addf(v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32))
+                    at = kb.addi(o_el, j)
+                    if post is not None:
+                        v = post(kb, v, [at], extras)
+                    kb.store_c(v, out, [at])
