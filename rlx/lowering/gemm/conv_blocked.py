@@ -111,15 +111,21 @@ def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw
                 else:
                     xk, wk = at(kb, xr, kb.imul(kw, dw * b)), kb.imul(kw, b * b)
                 wrow = [at(kb, wbj, kb.iadd(wo, wk)) for wbj in wb]
-                out = list(acc3)
-                for i in range(b):
-                    wv = [vload(kb, at(kb, r, i * b), b) for r in wrow]
+
+                def over_i(i: SSAValue, acc4: list[SSAValue]) -> list[SSAValue]:
+                    # one input lane: nblk weight vectors, u broadcasts, nblk·u FMAs (a
+                    # loop, not unrolled: LLVM would hoist all B·u broadcasts and spill)
+                    xi = at(kb, xk, i)
+                    wv = [vload(kb, at(kb, r, kb.imul(i, b)), b) for r in wrow]
+                    out = list(acc4)
                     for p in range(u):
-                        s = kb.v(llvm.LoadOp(at(kb, xk, p * sw * b + i), f32, alignment=4))
+                        s = kb.v(llvm.LoadOp(at(kb, xi, p * sw * b), f32, alignment=4))
                         bs = broadcast(kb, s, b)
                         for j in range(nblk):
                             out[j * u + p] = fma(kb, bs, wv[j], out[j * u + p])
-                return out
+                    return out
+
+                return kb.loop_carry(b, acc3, over_i)
 
             if kw_ == 1:
                 return over_kw(0, acc2)

@@ -163,7 +163,12 @@ def emit_conv_nchwc(
             kb.store(kb.convert(kb.load(wf, [i]), f32), w32, [i])
         wf = _flat(kb, w32)
     geo = kb.table(list(plan.values()), i64)
-    args = [geo, _flat(kb, x), wf, *(_flat(kb, v) for v in (*([bias] if bias else []), out, *extras))]
+    args = [
+        geo,
+        _flat(kb, x),
+        wf,
+        *(_flat(kb, v) for v in (*([bias] if bias else []), out, *extras)),
+    ]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
     tail = g.fb % nblk != 0
     static = (u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
@@ -218,7 +223,9 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, u: int, nblk: int,
     right = kb.addi(left, row_elems)
     with kb.loop(d.cb) as c, kb.loop(r_hi, r_lo) as r:
         dst = kb.addi(kb.muli(c, xs_cb), kb.muli(r, wrow))
-        src = kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.cb), c), d.h), kb.addi(ih0, r)), row_elems)
+        src = kb.muli(
+            kb.addi(kb.muli(kb.addi(kb.muli(n, d.cb), c), d.h), kb.addi(ih0, r)), row_elems
+        )
         with kb.loop(left) as e:
             kb.store(zero, slab, [kb.addi(dst, e)])
         with kb.loop(row_elems) as e:
