@@ -1,0 +1,218 @@
+"""Depthwise conv2d in the blocked channel layout (NCHWc): one `vector<B x f32>` per
+output pixel, over the B channels of a block.
+
+x `[N, C/B, H, W, B]`, weights `[C/B, 1, KH, KW, 1, B]`, out `[N, C/B, OH, OW, B]`.
+Units of (image, channel block, block of output rows) run as tasks of
+`rlx_rt.parallel_call`. Per output row the kernel rows that read inside the input are
+clipped once (`kh_lo`, `kh_hi`); then
+
+* interior pixels (every kernel column inside the input) in tiles of `DW_TILE` pixels:
+  per kernel row, the taps unrolled, one weight vector and `DW_TILE` input vectors per
+  tap (`x[.., ih, (j + p)·sw + kw·dw - pl, :]`: a stride-2 conv reads whole B-vectors,
+  no strided loads), the remainder one pixel at a time;
+* the border pixels with their kernel columns clipped at run time;
+
+then `+ bias`, the epilogue and the narrowing on the tile in L1. f16/bf16 inputs and
+weights are widened into f32 copies once per call. The worker is shape-generic (sizes
+from a run-time table): one per (block size, kernel width, column stride and dilation,
+element types, epilogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.dialects.rlx_rt import ParallelCallOp
+from rlx.lowering.gemm.conv import _addr, _flat
+from rlx.lowering.gemm.conv_blocked import at, broadcast, fma, ptr, vload, vstore
+from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
+from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
+
+DW_TILE = 8
+"""Output pixels per interior tile (accumulators, with the taps' weight vectors)."""
+
+ROW_OUTPUTS = 4096
+"""Output elements per unit when images x channel blocks are too few for the pool."""
+
+MAX_TASKS = 64
+
+GEOMETRY = ("n", "cb", "h", "w", "kh", "oh", "ow", "sh", "pt", "pl", "dh", "rows", "rb",
+            "units", "per")  # fmt: skip
+
+
+class _Geo:
+    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
+        index = kb.idx(0).type
+        for i, name in enumerate(GEOMETRY):
+            setattr(self, name, kb.convert(kb.load(table, [i]), index))
+
+    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
+        raise AttributeError(name)
+
+
+def _widened(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+    """A flat f32 view of `v` (an f32 copy for f16/bf16)."""
+    flat = _flat(kb, v)
+    if isinstance(elem(v), Float32Type):
+        return flat
+    size = 1
+    for s in shape(v):
+        size *= s
+    buf = kb.scratch([size], f32)
+    with kb.loop(size) as i:
+        kb.store(kb.convert(kb.load(flat, [i]), f32), buf, [i])
+    return _flat(kb, buf)
+
+
+def emit_dw_nchwc(
+    kb: KernelBuilder,
+    g: BlockedGeom,
+    x: SSAValue,
+    w: SSAValue,
+    bias: SSAValue | None,
+    out: SSAValue,
+    post: EpilogueFn | None = None,
+    extras: Sequence[SSAValue] = (),
+    key: object = "",
+) -> bool:
+    """Emit the blocked depthwise convolution (module docstring); False without a kernel
+    registry."""
+    kernels = kb.kernels
+    if kernels is None or not g.depthwise:
+        return False
+    planes = g.n * g.cb
+    rb = 1
+    if planes < 4 * MAX_TASKS // 8:
+        rb = min(g.oh, max(1, -(-(g.oh * g.ow * g.b) // ROW_OUTPUTS)))
+    rows = -(-g.oh // rb)
+    rb = -(-g.oh // rows)
+    units = planes * rb
+    tasks = min(units, MAX_TASKS)
+    per = -(-units // tasks)
+    tasks = -(-units // per)
+    vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, kh=g.kh, oh=g.oh, ow=g.ow, sh=g.sh, pt=g.pt,
+                pl=g.pl, dh=g.dh, rows=rows, rb=rb, units=units, per=per)  # fmt: skip
+    assert tuple(vals) == GEOMETRY
+    geo = kb.table(list(vals.values()), i64)
+    rest = [_flat(kb, v) for v in (*([bias] if bias else []), out, *extras)]
+    args = [geo, _widened(kb, x), _widened(kb, w), *rest]
+    wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
+    static = (g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
+    wkey = ("conv-nchwc-dw", static, tuple(attr_text(t) for t in wtypes))
+
+    def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
+        r = wargs[4:]
+        wbias = r.pop(0) if bias is not None else None
+        wout = r.pop(0)
+        _worker(wb, _Geo(wb, wargs[1]), g, wargs[0], wargs[2], wargs[3], wbias, wout, post, r)
+
+    worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc depthwise x{g.b}", noalias=True)
+    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
+    table = kb.table(list(range(tasks)), i64)
+    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    return True
+
+
+def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAValue,
+            w: SSAValue, bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
+            extras: list[SSAValue]) -> None:  # fmt: skip
+    b, kw_, sw, dw = g.b, g.kw, g.sw, g.dw
+    t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
+    u0 = kb.muli(t, d.per)
+    u1 = kb.imin(kb.addi(u0, d.per), d.units)
+    px, pw = ptr(kb, _addr(kb, x)), ptr(kb, _addr(kb, w))
+    tile = kb.scratch([DW_TILE * b], f32)
+    ptile = ptr(kb, _addr(kb, tile))
+    zero_v = broadcast(kb, kb.const(0.0, f32), b)
+    one, zero = kb.idx(1), kb.idx(0)
+    # interior columns: 0 <= j*sw - pl and j*sw + (kw-1)*dw - pl < w
+    jlo = kb.idiv(kb.iadd(d.pl, sw - 1), sw)
+    reach = kb.iadd(kb.addi(d.w, d.pl), sw - 1 - (kw_ - 1) * dw)
+    jhi = kb.imin(d.ow, kb.idiv(kb.imax(reach, zero), sw))
+    jlo = kb.imin(jlo, d.ow)
+    jhi = kb.imax(jhi, jlo)
+    row_b = kb.imul(d.w, b)
+    with kb.loop(u1, u0) as unit:
+        blk = kb.v(arith.RemUIOp(unit, d.rb))
+        plane = kb.v(arith.DivUIOp(unit, d.rb))  # n·CB + cb
+        cb = kb.v(arith.RemUIOp(plane, d.cb))
+        o0 = kb.muli(blk, d.rows)
+        o1 = kb.imin(kb.addi(o0, d.rows), d.oh)
+        x_plane = kb.muli(kb.muli(plane, d.h), row_b)
+        w_cb = kb.muli(cb, kb.imul(d.kh, kw_ * b))
+        with kb.loop(o1, o0) as o:
+            top = kb.subi(kb.muli(o, d.sh), d.pt)
+            kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(zero, top), zero),
+                                               kb.subi(d.dh, one)), d.dh))  # fmt: skip
+            kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), zero),
+                                                             kb.subi(d.dh, one)), d.dh)))  # fmt: skip
+            kh_hi = kb.imax(kh_hi, kh_lo)
+            o_row = kb.muli(kb.addi(kb.muli(plane, d.oh), o), kb.imul(d.ow, b))
+
+            def xrow(kh: SSAValue) -> SSAValue:  # element offset of input row ih
+                ih = kb.addi(top, kb.muli(kh, d.dh))
+                return kb.addi(x_plane, kb.muli(ih, row_b))
+
+            def finish(j0: SSAValue, acc: list[SSAValue]) -> None:
+                for p, v in enumerate(acc):
+                    vstore(kb, v, at(kb, ptile, p * b))
+                with kb.loop(len(acc)) as p, kb.loop(b) as j:
+                    v = kb.load(tile, [kb.addi(kb.imul(p, b), j)])
+                    if bias is not None:
+                        bi = kb.addi(kb.imul(cb, b), j)
+                        v = kb.addf(v, kb.convert(kb.load(bias, [bi]), f32))
+                    at_ = kb.addi(o_row, kb.addi(kb.imul(kb.addi(j0, p), b), j))
+                    if post is not None:
+                        v = post(kb, v, [at_], extras)
+                    kb.store_c(v, out, [at_])
+
+            def tile_at(j0: SSAValue, u: int) -> None:
+                col0 = kb.subi(kb.imul(j0, sw * b), kb.imul(d.pl, b))
+
+                def step(kh: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    xr = at(kb, px, kb.addi(xrow(kh), col0))
+                    wr = at(kb, pw, kb.addi(w_cb, kb.imul(kh, kw_ * b)))
+                    acc = list(acc)
+                    for kw in range(kw_):
+                        wv = vload(kb, at(kb, wr, kw * b), b)
+                        for p in range(u):
+                            xv = vload(kb, at(kb, xr, (p * sw + kw * dw) * b), b)
+                            acc[p] = fma(kb, xv, wv, acc[p])
+                    return acc
+
+                finish(j0, kb.loop_carry(kh_hi, [zero_v] * u, step, lb=kh_lo))
+
+            def clipped(j: SSAValue) -> None:  # a border pixel: kernel columns clipped
+                left = kb.subi(kb.imul(j, sw), d.pl)
+                kw_lo = kb.v(arith.DivUIOp(kb.iadd(kb.imax(kb.subi(zero, left), zero), dw - 1),
+                                           kb.idx(dw)))  # fmt: skip
+                kw_hi = kb.imin(kb.idx(kw_), kb.v(arith.DivUIOp(
+                    kb.iadd(kb.imax(kb.subi(d.w, left), zero), dw - 1), kb.idx(dw))))  # fmt: skip
+                kw_hi = kb.imax(kw_hi, kw_lo)
+
+                def step(kh: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    def tap(kw: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                        iw = kb.addi(left, kb.imul(kw, dw))
+                        xv = vload(kb, at(kb, px, kb.addi(xrow(kh), kb.imul(iw, b))), b)
+                        wo = kb.addi(kb.addi(w_cb, kb.imul(kh, kw_ * b)), kb.imul(kw, b))
+                        return [fma(kb, xv, vload(kb, at(kb, pw, wo), b), a[0])]
+
+                    return kb.loop_carry(kw_hi, acc, tap, lb=kw_lo)
+
+                finish(j, kb.loop_carry(kh_hi, [zero_v], step, lb=kh_lo))
+
+            full = kb.idiv(kb.subi(jhi, jlo), DW_TILE)
+            with kb.loop(full) as jb:
+                tile_at(kb.addi(jlo, kb.imul(jb, DW_TILE)), DW_TILE)
+            with kb.loop(jhi, kb.addi(jlo, kb.imul(full, DW_TILE))) as j:
+                tile_at(j, 1)
+            with kb.loop(jlo) as j:
+                clipped(j)
+            with kb.loop(d.ow, jhi) as j:
+                clipped(j)
