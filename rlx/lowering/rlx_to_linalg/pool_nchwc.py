@@ -1,0 +1,94 @@
+"""pool2d in the blocked channel layout (NCHWc, `layout = "nchwc"`): `pool.py`'s row
+kernel with the B channels of a block as the innermost, unit-stride loop.
+
+x `[N, C/B, H, W, B]` -> out `[N, C/B, OH, OW, B]`. For each (image, channel block,
+output row) the whole row `[OW, B]` accumulates: per window row `ih` (clamped to the
+input) and kernel column `kj`, the output columns whose tap reads inside the input are
+`tap_range`'s [lo, hi), and every pixel combines a contiguous B-vector (LLVM vectorizes
+the lane loop; a stride-2 window reads whole vectors, no strided loads). Padding is
+never read: max starts from -inf (the integer minimum), the average divides by the
+number of non-padded elements of each window, as the reference does. The row lives in
+the output when the compute type is the output's type, else in an f32 scratch row.
+`rlx.pool2d` is row-parallel over (image, channel block) (`rlx_to_linalg.parallel`), so
+large pools run on the pool's threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from rlx.dialects.rlx.base import is_unsigned
+from rlx.dialects.rlx.compute import Pool2dOp
+from rlx.lowering.rlx_to_linalg.conv_common import tap_range
+from rlx.lowering.rlx_to_linalg.kernel_builder import (
+    KernelBuilder,
+    compute_type,
+    elem,
+    int_limits,
+    is_float_t,
+    shape,
+)
+
+
+def emit_pool2d_nchwc(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """max (init -inf / int min) or avg (sum / non-padded elements) pooling, blocked."""
+    assert isinstance(op, Pool2dOp)
+    x, out = ins[0], outs[0]
+    kind = op.kind
+    kh, kw = op.kernel
+    (sh, sw), (pt, pl, _, _) = op.spatial()
+    n_, c_, h, wd, b = shape(x)
+    oh, ow = shape(out)[2:4]
+    unsigned = is_unsigned(elem(op.operands[0]))
+    ct = compute_type(elem(x))
+    floaty = is_float_t(ct)
+    if kind == "max":
+        init = kb.const(float("-inf") if floaty else int_limits(ct, unsigned)[0], ct)
+    else:
+        init = kb.const(0.0, ct)
+    in_place = ct == elem(out)
+    row = None if in_place else kb.scratch([ow, b], ct)
+
+    def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
+        if kind == "avg":
+            return kb.addf(acc, v)
+        if floaty:
+            return kb.maxf(acc, v)
+        return kb.v(arith.MaxUIOp(acc, v) if unsigned else arith.MaxSIOp(acc, v))
+
+    def window(o: SSAValue, stride: int, pad: int, k: int, size: int) -> SSAValue:
+        start = kb.subi(kb.imul(o, stride), kb.idx(pad))
+        lo, hi = kb.imax(start, kb.idx(0)), kb.imin(kb.iadd(start, k), kb.idx(size))
+        return kb.imax(kb.subi(hi, lo), kb.idx(0))
+
+    with kb.nest([n_, c_, oh]) as (n, c, i):
+        acc, at = (out, [n, c, i]) if row is None else (row, [])
+        with kb.loop(ow) as j, kb.loop(b) as lane:
+            kb.store(init, acc, [*at, j, lane])
+        start = kb.subi(kb.imul(i, sh), kb.idx(pt))
+        ih_lo = kb.imax(start, kb.idx(0))
+        ih_hi = kb.imax(kb.imin(kb.iadd(start, kh), kb.idx(h)), ih_lo)
+        with kb.loop(kw) as kj:
+            lo, hi = tap_range(kb, kj, pl, wd, sw, ow)
+            with kb.loop(ih_hi, lb=ih_lo) as ih, kb.loop(hi, lb=lo) as j:
+                iw = kb.subi(kb.iadd(kb.imul(j, sw), kj), kb.idx(pl))
+                with kb.loop(b) as lane:
+                    v = kb.load_c(x, [n, c, ih, iw, lane])
+                    idx = [*at, j, lane]
+                    kb.store(combine(kb.load(acc, idx), v), acc, idx)
+        if kind == "avg" or row is not None:
+            rows = kb.subi(ih_hi, ih_lo)
+            with kb.loop(ow) as j:
+                cnt = None
+                if kind == "avg":
+                    cnt = kb.convert(kb.muli(rows, window(j, sw, pl, kw, wd)), ct)
+                with kb.loop(b) as lane:
+                    r = kb.load(acc, [*at, j, lane])
+                    if cnt is not None:
+                        r = kb.divf(r, cnt)
+                    kb.store_c(r, out, [n, c, i, j, lane])
