@@ -27,15 +27,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    MemRefType,
+    NoneAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 
+from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.conv import _addr, _flat, _if
 from rlx.lowering.gemm.conv_blocked import conv_blocked_microkernel, register_tile
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem, shape
+
+AnyConv = Conv2dOp | FusedConv2dResidualOp
 
 SLAB_ELEMENTS = 1 << 17
 """f32 elements of a task's padded input slab (512 KiB: L2)."""
@@ -80,9 +93,14 @@ class BlockedGeom:
 
     @staticmethod
     def of(op: object, x: SSAValue, w: SSAValue, out: SSAValue) -> BlockedGeom:
-        n, cb, h, wd, b = shape(x)
-        fb, _, kh, kw, bi, _ = shape(w)
-        _, _, oh, ow, _ = shape(out)
+        return BlockedGeom.of_shapes(op, shape(x), shape(w), shape(out))
+
+    @staticmethod
+    def of_shapes(op: object, xs: Sequence[int], ws: Sequence[int],
+                  os_: Sequence[int]) -> BlockedGeom:  # fmt: skip
+        n, cb, h, wd, b = xs
+        fb, _, kh, kw, bi, _ = ws
+        _, _, oh, ow, _ = os_
         (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()  # type: ignore[attr-defined]
         return BlockedGeom(b, n, cb, h, wd, fb, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr,
                            dh, dw, bi == 1 and getattr(op, "groups", 1) > 1)  # fmt: skip
@@ -280,3 +298,74 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, u: int, nblk: int,
                     if post is not None:
                         v = post(kb, v, [at], extras)
                     kb.store_c(v, out, [at])
+
+
+_FLOATS = (Float32Type, Float16Type, BFloat16Type)
+
+
+def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:
+    """The blocked kernels take the conv: float identity-layout buffers, 32-bit sizes,
+    groups 1 or depthwise, and (groups 1) a slab of one output row that fits."""
+    for t in types:
+        if not isinstance(t, MemRefType | TensorType) or not isinstance(t.element_type, _FLOATS):
+            return False
+        if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
+            return False
+    sizes = (g.n * g.cb * g.h * g.w * g.b, g.n * g.fb * g.oh * g.ow * g.b,
+             g.fb * g.cb * g.kh * g.kw * g.b * g.b)  # fmt: skip
+    if max(sizes) >= 2**31:
+        return False
+    if g.depthwise:
+        return True
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    return _plan(g, u, nblk) is not None
+
+
+def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
+    shapes = [tuple(t.get_shape()) for t in (x, w, out)]  # type: ignore[attr-defined]
+    return BlockedGeom.of_shapes(op, *shapes)
+
+
+def nchwc_path(op: AnyConv) -> str:
+    """The kernel an nchwc conv takes (dispatch report; tensor-typed op)."""
+    types = [v.type for v in (op.x, op.w, op.result)]
+    g = _geom(op, *types)
+    if op.groups != 1 and not g.depthwise or not fast_eligible(g, *types):
+        return "nchwc fallback (unblocked copies + NCHW kernel)"
+    if g.depthwise:
+        return f"nchwc depthwise x{g.b}"
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    return f"nchwc direct {u}x{nblk}x{g.b}"
+
+
+def emit_conv2d_nchwc(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """An nchwc conv2d / fused_conv2d_residual: the blocked direct or depthwise kernel,
+    else `layout.fallback_conv2d` (grouped convs, integers, oversized rows)."""
+    from rlx.lowering.rlx_to_linalg.conv import epilogue
+    from rlx.lowering.rlx_to_linalg.conv_nchwc_dw import emit_dw_nchwc
+    from rlx.lowering.rlx_to_linalg.layout import fallback_conv2d
+
+    assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    residual = isinstance(op, FusedConv2dResidualOp)
+    x, w = ins[:2]
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    bias = rest[0] if rest else None
+    out = outs[0]
+    g = _geom(op, x.type, w.type, out.type)
+    types = [v.type for v in (x, w, out, *extras, *([bias] if bias is not None else []))]
+    if (op.groups == 1 or g.depthwise) and fast_eligible(g, *types):
+        post, key = epilogue(op)
+        emit = emit_dw_nchwc if g.depthwise else emit_conv_nchwc
+        if emit(kb, g, x, w, bias, out, post, extras, key):
+            return
+    fallback_conv2d(kb, op, ins, outs)
+
+
+KERNELS: dict[type[Operation], Emitter] = {
+    Conv2dOp: emit_conv2d_nchwc,
+    FusedConv2dResidualOp: emit_conv2d_nchwc,
+}
+"""The fast entries of `layout.NCHWC` (installed by `registry`)."""

@@ -24,6 +24,7 @@ from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.compute import Pool2dOp
 from rlx.lowering.rlx_to_linalg.conv_common import tap_range
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
+    Emitter,
     KernelBuilder,
     compute_type,
     elem,
@@ -92,3 +93,7 @@ def emit_pool2d_nchwc(
                     if cnt is not None:
                         r = kb.divf(r, cnt)
                     kb.store_c(r, out, [n, c, i, j, lane])
+
+
+KERNELS: dict[type[Operation], Emitter] = {Pool2dOp: emit_pool2d_nchwc}
+"""The fast entry of `layout.NCHWC` (installed by `registry`)."""

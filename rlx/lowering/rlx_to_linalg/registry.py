@@ -7,11 +7,13 @@ from xdsl.ir import Operation
 from rlx.lowering.rlx_to_linalg import (
     attention,
     conv,
+    conv_nchwc,
     elementwise,
     layout,
     matmul,
     norms,
     pool,
+    pool_nchwc,
     quant,
     reductions,
     rng,
@@ -34,3 +36,6 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **rng.LOWERINGS,
     **layout.LOWERINGS,  # last: routes conv2d / pool2d by their layout attribute
 }
+
+layout.NCHWC.update({**conv_nchwc.KERNELS, **pool_nchwc.KERNELS})
+"""layout = "nchwc" convs and pools take the blocked kernels (they fall back themselves)."""

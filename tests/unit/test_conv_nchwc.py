@@ -1,0 +1,140 @@
+"""The blocked-layout (NCHWc) conv and pool kernels (`conv_nchwc`, `conv_nchwc_dw`,
+`pool_nchwc`) against the reference interpreter, through IR with layout = "nchwc": tile
+edges (output widths 1, primes, several pixel tiles with a partial last one), blocks 8 and
+16 (an odd number of output blocks: the one-block tail tile), strides 1/2, asymmetric
+padding, dilation 2, kernels 1x1 / 3x3 / 5x5 / 7x7, batch 2, row and channel-block task
+splits, depthwise, residual + relu / clip / silu epilogues, f32 / f16 / bf16."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rlx
+from rlx.interpreter import parse_module, run
+
+DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+TOL = {"f32": 3e-5, "f16": 3e-3, "bf16": 2e-2}
+
+
+def _t(shape: tuple[int, ...], dt: str) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + f"x{dt}>"
+
+
+def _arr(v: tuple[int, ...]) -> str:
+    return "array<i64: " + ", ".join(map(str, v)) + ">"
+
+
+def _out(size: int, k: int, s: int, p0: int, p1: int, d: int) -> int:
+    return (size + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+def _conv(x: tuple[int, ...], f: int, k: int, attrs: dict, dt: str, block: int,
+          act: str, residual: bool) -> tuple[str, list[tuple[int, ...]]]:  # fmt: skip
+    """Blocked x, weight, bias (and residual) in, blocked result out: the kernel alone."""
+    n, c, h, w = x
+    groups = attrs.get("groups", 1)
+    dw = groups > 1
+    st = attrs.get("strides", (1, 1))
+    pad = attrs.get("padding", (0, 0, 0, 0))
+    dil = attrs.get("dilations", (1, 1))
+    oh = _out(h, k, st[0], pad[0], pad[2], dil[0])
+    ow = _out(w, k, st[1], pad[1], pad[3], dil[1])
+    xb, yb = (n, c // block, h, w, block), (n, f // block, oh, ow, block)
+    w6 = (f // block, 1 if dw else c // block, k, k, 1 if dw else block, block)
+    a = [f"{key} = {_arr(v)}" for key, v in attrs.items() if key != "groups"]
+    a += [f"groups = {groups} : i64"] if dw else []
+    a += [f'activation = "{act}"', 'layout = "nchwc"']
+    if act == "clip":
+        a.append("clip = array<f64: -0.5, 0.75>")
+    shapes = [xb, w6, *([yb] if residual else []), (f,)]
+    names = ["%x", "%w", *(["%r"] if residual else []), "%b"]
+    types = [_t(s, dt) for s in shapes]
+    args = ", ".join(f"{nm}: {ty}" for nm, ty in zip(names, types, strict=True))
+    op = "rlx.fused_conv2d_residual" if residual else "rlx.conv2d"
+    text = f"""func.func @main({args}) -> {_t(yb, dt)} {{
+  %y = {op} {", ".join(names)} {{{", ".join(a)}}} : ({", ".join(types)}) -> {_t(yb, dt)}
+  func.return %y : {_t(yb, dt)}
+}}"""
+    return text, shapes
+
+
+def _check(text: str, shapes: list[tuple[int, ...]], dt: str, path: str) -> None:
+    rng = np.random.default_rng(len(text))
+    vals = [rng.standard_normal(s).astype(DTYPES[dt]) for s in shapes]
+    (want,) = run(parse_module(text), vals)
+    compiled = rlx.compile(text)
+    assert path in compiled.dispatch_report()
+    (got,) = compiled.run(*vals)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)
+    tol = TOL[dt]
+    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, np.abs(w64).max()))
+
+
+CONVS = [
+    # (x NCHW, filters, kernel, attrs, block, activation, residual)
+    ((1, 16, 5, 17), 32, 3, {"padding": (1, 1, 1, 1)}, 16, "relu", False),  # 2 tiles of 9
+    ((2, 16, 7, 31), 24, 3, {"padding": (1, 2, 0, 1), "strides": (2, 2)}, 8, "none", True),
+    ((1, 16, 20, 13), 16, 3, {"padding": (2, 2, 2, 2), "dilations": (2, 2)}, 8, "silu", False),
+    ((1, 32, 3, 1), 64, 3, {"padding": (1, 1, 1, 1)}, 16, "clip", True),  # width 1, fb split
+    ((2, 24, 6, 29), 40, 1, {}, 8, "relu", False),  # 1x1, odd block count
+    ((1, 16, 9, 11), 16, 5, {"padding": (2, 1, 2, 3)}, 16, "none", False),
+    ((1, 16, 12, 12), 32, 7, {"padding": (3, 3, 3, 3), "strides": (2, 2)}, 16, "relu", False),
+]
+
+DEPTHWISE = [
+    ((2, 16, 9, 23), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # 2 tiles + rest
+    ((1, 32, 11, 19), 3, {"padding": (1, 0, 1, 2), "strides": (2, 2)}, 16, "clip", True),
+    ((1, 16, 17, 13), 5, {"padding": (4, 4, 4, 4), "dilations": (2, 2)}, 16, "silu", False),
+    ((1, 16, 3, 2), 7, {"padding": (3, 3, 3, 3)}, 8, "none", False),  # kernel > input
+    ((1, 48, 7, 7), 3, {"padding": (1, 1, 1, 1)}, 16, "clip", False),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_direct_f32(case: int) -> None:
+    x, f, k, attrs, block, act, res = CONVS[case]
+    _check(*_conv(x, f, k, attrs, "f32", block, act, res), "f32", "nchwc direct")
+
+
+@pytest.mark.parametrize("case", range(len(DEPTHWISE)))
+def test_depthwise_f32(case: int) -> None:
+    x, k, attrs, block, act, res = DEPTHWISE[case]
+    attrs = {**attrs, "groups": x[1]}
+    _check(*_conv(x, x[1], k, attrs, "f32", block, act, res), "f32", "nchwc depthwise")
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("case", [1, 3])
+def test_low_precision(case: int, dt: str) -> None:
+    x, f, k, attrs, block, act, res = CONVS[case]
+    _check(*_conv(x, f, k, attrs, dt, block, act, res), dt, "nchwc direct")
+    x, k, attrs, block, act, res = DEPTHWISE[case - 1]
+    attrs = {**attrs, "groups": x[1]}
+    _check(*_conv(x, x[1], k, attrs, dt, block, act, res), dt, "nchwc depthwise")
+
+
+@pytest.mark.parametrize(
+    ("dt", "kind", "kernel", "strides", "pads", "block"),
+    [
+        ("f32", "max", (3, 3), (2, 2), (1, 1, 1, 1), 16),
+        ("f32", "avg", (2, 3), (1, 2), (0, 1, 1, 0), 8),
+        ("bf16", "avg", (3, 3), (1, 1), (1, 1, 1, 1), 8),
+        ("f16", "max", (2, 2), (2, 2), (0, 0, 0, 0), 16),
+    ],
+)
+def test_pool(dt: str, kind: str, kernel: tuple[int, int], strides: tuple[int, int],
+              pads: tuple[int, ...], block: int) -> None:  # fmt: skip
+    n, c, h, w = 2, 32, 9, 7
+    oh = _out(h, kernel[0], strides[0], pads[0], pads[2], 1)
+    ow = _out(w, kernel[1], strides[1], pads[1], pads[3], 1)
+    xb, yb = (n, c // block, h, w, block), (n, c // block, oh, ow, block)
+    attrs = (f'kind = "{kind}", kernel = {_arr(kernel)}, strides = {_arr(strides)}, '
+             f'padding = {_arr(pads)}, layout = "nchwc"')  # fmt: skip
+    text = f"""func.func @main(%x: {_t(xb, dt)}) -> {_t(yb, dt)} {{
+  %y = rlx.pool2d %x {{{attrs}}} : ({_t(xb, dt)}) -> {_t(yb, dt)}
+  func.return %y : {_t(yb, dt)}
+}}"""
+    _check(text, [xb], dt, "")
