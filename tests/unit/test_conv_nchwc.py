@@ -82,7 +82,12 @@ CONVS = [
     ((2, 24, 6, 29), 40, 1, {}, 8, "relu", False),  # 1x1, odd block count
     ((1, 16, 9, 11), 16, 5, {"padding": (2, 1, 2, 3)}, 16, "none", False),
     ((1, 16, 12, 12), 32, 7, {"padding": (3, 3, 3, 3), "strides": (2, 2)}, 16, "relu", False),
+    ((2, 16, 5, 14), 48, 1, {}, 16, "relu", True),  # whole tiles, no padding: x read in place
+    ((1, 16, 9, 16), 16, 3, {"strides": (1, 1)}, 8, "none", False),  # in place, 3x3
+    ((2, 16, 3, 5), 128, 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # shared copy
 ]
+
+MODES = ["slab", "slab", "slab", "slab", "slab", "slab", "slab", "inplace", "inplace", "shared"]
 
 DEPTHWISE = [
     ((2, 16, 9, 23), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # 2 tiles + rest
@@ -96,7 +101,7 @@ DEPTHWISE = [
 @pytest.mark.parametrize("case", range(len(CONVS)))
 def test_direct_f32(case: int) -> None:
     x, f, k, attrs, block, act, res = CONVS[case]
-    _check(*_conv(x, f, k, attrs, "f32", block, act, res), "f32", "nchwc direct")
+    _check(*_conv(x, f, k, attrs, "f32", block, act, res), "f32", f"({MODES[case]} input)")
 
 
 @pytest.mark.parametrize("case", range(len(DEPTHWISE)))

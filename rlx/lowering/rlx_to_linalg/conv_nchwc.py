@@ -58,8 +58,11 @@ TASKS = 8
 
 GEOMETRY = (
     "n", "cb", "h", "w", "fb", "kh", "oh", "ow", "sh", "pt", "pl", "dh", "wp", "rows",
-    "rb", "pairs", "fgroups", "per", "nbw", "wscb", "wsblk",
+    "rb", "pairs", "fgroups", "per", "nbw", "wscb", "wsblk", "srows",
 )  # fmt: skip
+
+SHARED_ELEMENTS = 1 << 22
+"""Largest padded copy of the whole input shared by the tasks (16 MiB of f32)."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,15 @@ class BlockedGeom:
                            dh, dw, bi == 1 and getattr(op, "groups", 1) > 1)  # fmt: skip
 
 
-def _plan(g: BlockedGeom, u: int, nblk: int) -> dict[str, int] | None:
-    """The task split and slab sizes (None: one output row's slab is too large)."""
+def _plan(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
+    """The input mode and the geometry table: the task split and slab sizes (None: one
+    output row's slab is too large). Modes: "inplace" (f32 x, no padding, whole pixel
+    tiles: the microkernel reads x itself), "shared" (tasks split only the output
+    channels: one padded copy of x made before the tasks), "slab" (a padded copy of its
+    rows per task)."""
     nbw = -(-g.ow // u)
-    wp = max(g.pl + g.w + g.pr, (nbw * u - 1) * g.sw + (g.kw - 1) * g.dw + 1)
+    inplace = f32_x and max(g.pt, g.pl, g.pb, g.pr) == 0 and g.ow % u == 0
+    wp = g.w if inplace else max(g.pl + g.w + g.pr, (nbw * u - 1) * g.sw + (g.kw - 1) * g.dw + 1)
     pairs = -(-g.fb // nblk)
     weights = g.fb * g.cb * g.kh * g.kw * g.b * g.b
     inputs = g.n * g.cb * g.h * g.w * g.b
@@ -125,9 +133,9 @@ def _plan(g: BlockedGeom, u: int, nblk: int) -> dict[str, int] | None:
         rb = min(g.oh, per_image)
         fgroups = min(pairs, -(-per_image // rb))
     rows = -(-g.oh // rb)
-    while rows > 1 and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
+    while not inplace and rows > 1 and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
         rows = -(-rows // 2)
-    if g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
+    if not inplace and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
         return None
     rb = -(-g.oh // rows)
     per = -(-pairs // fgroups)
@@ -135,9 +143,17 @@ def _plan(g: BlockedGeom, u: int, nblk: int) -> dict[str, int] | None:
     vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, kh=g.kh, oh=g.oh, ow=g.ow, sh=g.sh,
                 pt=g.pt, pl=g.pl, dh=g.dh, wp=wp, rows=rows, rb=rb, pairs=pairs,
                 fgroups=fgroups, per=per, nbw=nbw, wscb=g.kh * g.kw * g.b * g.b,
-                wsblk=g.cb * g.kh * g.kw * g.b * g.b)  # fmt: skip
+                wsblk=g.cb * g.kh * g.kw * g.b * g.b, srows=slab_rows(g.oh))  # fmt: skip
     assert tuple(vals) == GEOMETRY
-    return vals
+    mode = "inplace" if inplace else "slab"
+    if (
+        not inplace
+        and rb == 1
+        and fgroups > 1
+        and g.n * g.cb * slab_rows(g.oh) * wp * g.b <= SHARED_ELEMENTS
+    ):
+        mode = "shared"
+    return mode, vals
 
 
 class _Geo:
@@ -167,9 +183,10 @@ def emit_conv_nchwc(
     if kernels is None or g.depthwise:
         return False
     u, nblk = register_tile(g.fb, g.b, g.ow)
-    plan = _plan(g, u, nblk)
-    if plan is None:
+    planned = _plan(g, u, nblk, isinstance(elem(x), Float32Type))
+    if planned is None:
         return False
+    mode, plan = planned
     tasks = g.n * plan["rb"] * plan["fgroups"]
     wf = _flat(kb, w)
     if not isinstance(elem(w), Float32Type):  # f16/bf16 weights: widened once per call
@@ -181,15 +198,26 @@ def emit_conv_nchwc(
             kb.store(kb.convert(kb.load(wf, [i]), f32), w32, [i])
         wf = _flat(kb, w32)
     geo = kb.table(list(plan.values()), i64)
+    xf = _flat(kb, x)
+    if mode == "shared":  # one padded f32 copy of x for all tasks
+        rr, wrow = plan["srows"], plan["wp"] * g.b
+        slab = kb.scratch([g.n * g.cb * rr * wrow], f32)
+        with kb.loop(g.n) as n:
+            base = kb.imul(n, g.cb * rr * wrow)
+            r_lo, r_hi = min(g.pt, rr), max(min(g.h + g.pt, rr), min(g.pt, rr))
+            _fill_slab(kb, xf, slab, base, n, kb.idx(g.cb), kb.idx(g.h), kb.idx(-g.pt),
+                       kb.idx(rr), kb.idx(r_lo), kb.idx(r_hi), kb.idx(wrow), g.pl * g.b,
+                       g.w * g.b)  # fmt: skip
+        xf = _flat(kb, slab)
     args = [
         geo,
-        _flat(kb, x),
+        xf,
         wf,
         *(_flat(kb, v) for v in (*([bias] if bias else []), out, *extras)),
     ]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
     tail = g.fb % nblk != 0
-    static = (u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
+    static = (mode, u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
     uks = (
         conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw),
@@ -200,7 +228,7 @@ def emit_conv_nchwc(
         rest = wargs[4:]
         wbias = rest.pop(0) if bias is not None else None
         wout = rest.pop(0)
-        _worker(wb, _Geo(wb, wargs[1]), g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias,
+        _worker(wb, mode, _Geo(wb, wargs[1]), g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias,
                 wout, post, rest)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
@@ -210,13 +238,37 @@ def emit_conv_nchwc(
     return True
 
 
-def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, u: int, nblk: int,
+def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n: SSAValue,
+               cbs: SSAValue, h: SSAValue, ih0: SSAValue, rr: SSAValue, r_lo: SSAValue,
+               r_hi: SSAValue, wrow: SSAValue, left: int | SSAValue,
+               row_elems: int | SSAValue) -> None:  # fmt: skip
+    """slab[base + (c·rr + r)·wrow + left + e] = x[n, c, ih0 + r, e / B, e % B] (f32) for
+    the slab rows [r_lo, r_hi) that are input rows, zero in the left / right padding."""
+    zero = kb.const(0.0, f32)
+    left_v, row_v = kb.idx(left), kb.idx(row_elems)
+    right = kb.addi(left_v, row_v)
+    with kb.loop(cbs) as c, kb.loop(r_hi, r_lo) as r:
+        dst = kb.addi(base, kb.muli(kb.addi(kb.muli(c, rr), r), wrow))
+        src = kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, cbs), c), h), kb.addi(ih0, r)), row_v)
+        with kb.loop(left_v) as e:
+            kb.store(zero, slab, [kb.addi(dst, e)])
+        with kb.loop(row_v) as e:
+            v = kb.convert(kb.load(x, [kb.addi(src, e)]), f32)
+            kb.store(v, slab, [kb.addi(dst, kb.addi(left_v, e))])
+        with kb.loop(wrow, right) as e:
+            kb.store(zero, slab, [kb.addi(dst, e)])
+
+
+def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk: int,
             uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
             extras: list[SSAValue]) -> None:  # fmt: skip
-    """One task (image, output-channel group, row block); sizes from `d`, only the tile,
-    block size, kernel width, column stride and dilation from `g`."""
+    """One task (image, output-channel group, row block); sizes from `d`, only the input
+    mode, tile, block size, kernel width, column stride and dilation from `g`. `x` is the
+    input (mode "inplace"), the shared padded copy ("shared") or the input to copy rows
+    of ("slab")."""
     b = g.b
+    one = kb.idx(1)
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     rbk = kb.v(arith.RemUIOp(t, d.rb))
     t2 = kb.v(arith.DivUIOp(t, d.rb))
@@ -224,33 +276,26 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, u: int, nblk: int,
     n = kb.v(arith.DivUIOp(t2, d.fgroups))
     o0 = kb.muli(rbk, d.rows)
     o1 = kb.imin(kb.addi(o0, d.rows), d.oh)
-    # Slab rows: input rows ih0 + r for r < R (ih0 may be negative: those rows are never read).
-    ih0 = kb.subi(kb.muli(o0, d.sh), d.pt)
-    rr = kb.addi(kb.muli(kb.subi(kb.subi(o1, o0), kb.idx(1)), d.sh),
-                 kb.addi(kb.muli(kb.subi(d.kh, kb.idx(1)), d.dh), kb.idx(1)))  # fmt: skip
-    slab = kb.scratch([SLAB_ELEMENTS], f32)
     tile = kb.scratch([nblk * u * b], f32)
-    slab_addr, tile_addr = _addr(kb, slab), _addr(kb, tile)
+    tile_addr = _addr(kb, tile)
     wrow = kb.imul(d.wp, b)  # slab row stride (elements)
+    if mode == "slab":
+        # Slab rows: input rows ih0 + r for r < rr (rows outside the input are never read).
+        ih0 = kb.subi(kb.muli(o0, d.sh), d.pt)
+        rr = kb.addi(kb.muli(kb.subi(kb.subi(o1, o0), one), d.sh),
+                     kb.addi(kb.muli(kb.subi(d.kh, one), d.dh), one))  # fmt: skip
+        slab = kb.scratch([SLAB_ELEMENTS], f32)
+        slab_addr = _addr(kb, slab)
+        r_lo = kb.imin(kb.imax(kb.subi(kb.idx(0), ih0), kb.idx(0)), rr)
+        r_hi = kb.imax(kb.imin(kb.subi(d.h, ih0), rr), r_lo)
+        _fill_slab(kb, x, slab, kb.idx(0), n, d.cb, d.h, ih0, rr, r_lo, r_hi, wrow,
+                   kb.imul(d.pl, b), kb.imul(d.w, b))  # fmt: skip
+    else:  # the whole image: x itself, or the padded copy of all its rows
+        ih0 = kb.idx(0) if mode == "inplace" else kb.subi(kb.idx(0), d.pt)
+        rr = d.h if mode == "inplace" else d.srows
+        image = kb.muli(kb.muli(n, d.cb), kb.muli(rr, wrow))
+        slab_addr = kb.iadd(_addr(kb, x), kb.imul(image, 4))
     xs_cb = kb.muli(rr, wrow)
-    row_elems = kb.imul(d.w, b)
-    zero = kb.const(0.0, f32)
-    r_lo = kb.imin(kb.imax(kb.subi(kb.idx(0), ih0), kb.idx(0)), rr)
-    r_hi = kb.imax(kb.imin(kb.subi(d.h, ih0), rr), r_lo)
-    left = kb.imul(d.pl, b)
-    right = kb.addi(left, row_elems)
-    with kb.loop(d.cb) as c, kb.loop(r_hi, r_lo) as r:
-        dst = kb.addi(kb.muli(c, xs_cb), kb.muli(r, wrow))
-        src = kb.muli(
-            kb.addi(kb.muli(kb.addi(kb.muli(n, d.cb), c), d.h), kb.addi(ih0, r)), row_elems
-        )
-        with kb.loop(left) as e:
-            kb.store(zero, slab, [kb.addi(dst, e)])
-        with kb.loop(row_elems) as e:
-            v = kb.convert(kb.load(x, [kb.addi(src, e)]), f32)
-            kb.store(v, slab, [kb.addi(dst, kb.addi(left, e))])
-        with kb.loop(wrow, right) as e:
-            kb.store(zero, slab, [kb.addi(dst, e)])
 
     p0 = kb.muli(fgi, d.per)
     p1 = kb.imin(kb.addi(p0, d.per), d.pairs)
@@ -318,7 +363,7 @@ def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:
     if g.depthwise:
         return True
     u, nblk = register_tile(g.fb, g.b, g.ow)
-    return _plan(g, u, nblk) is not None
+    return _plan(g, u, nblk, False) is not None
 
 
 def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
@@ -335,7 +380,9 @@ def nchwc_path(op: AnyConv) -> str:
     if g.depthwise:
         return f"nchwc depthwise x{g.b}"
     u, nblk = register_tile(g.fb, g.b, g.ow)
-    return f"nchwc direct {u}x{nblk}x{g.b}"
+    planned = _plan(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
+    assert planned is not None
+    return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input)"
 
 
 def emit_conv2d_nchwc(
