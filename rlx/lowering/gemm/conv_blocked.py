@@ -20,19 +20,39 @@ broadcasts `u` inputs for `nblk · u` FMAs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.lowering.gemm.conv import _if
 from rlx.lowering.gemm.target import isa
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
-ARGS = ("x", "xs_cb", "xs_row", "ncb", "nkh", "w", "ws_cb", "ws_blk", "tile")
+ARGS = ("x", "xs_cb", "xs_row", "ncb", "nkh", "w", "ws_cb", "ws_blk", "dst", "valid", "os_blk",
+        "bias", "res")  # fmt: skip
+"""The microkernel's arguments (all `index`); `valid`, `os_blk`, `bias` and `res` are read
+by the fused-epilogue variant only."""
+
+
+@dataclass(frozen=True)
+class VectorEpilogue:
+    """An epilogue the microkernel applies in registers before storing straight into an
+    f32 output: `+ bias`, `+ residual`, then relu (max with 0) or clip (min(max(v, lo),
+    hi)), as `conv.epilogue` computes them (`llvm.maximum` / `llvm.minimum`, like
+    `arith.maximumf` / `minimumf`)."""
+
+    bias: bool
+    residual: bool
+    act: str
+    """"none", "relu" or "clip"."""
+    lo: float = 0.0
+    hi: float = 0.0
 
 VECTOR_REGISTERS = {"avx512": (32, 16), "avx2": (16, 8), "generic": (16, 4)}
 """(vector registers, f32 lanes of one) per instruction set."""
@@ -89,9 +109,46 @@ def fma(kb: KernelBuilder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
     return kb.v(llvm.CallIntrinsicOp(name, [x, y, acc], [t]))
 
 
+def _intrinsic(kb: KernelBuilder, name: str, a: SSAValue, c: SSAValue) -> SSAValue:
+    t: Attribute = a.type
+    full = f"llvm.{name}.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
+    return kb.v(llvm.CallIntrinsicOp(full, [a, c], [t]))
+
+
+def _store_fused(kb: KernelBuilder, acc: list[SSAValue], args: list[SSAValue], u: int,
+                 nblk: int, b: int, epi: VectorEpilogue) -> None:  # fmt: skip
+    """dst[j·os_blk + p·B : +B] = act(acc + bias[j·B:] + res[j·os_blk + p·B:]) for the
+    `valid` pixels p."""
+    dst, valid, os_blk, bias, res = args[8:]
+    pd, pb, pr = ptr(kb, dst), ptr(kb, bias), ptr(kb, res)
+    blk = kb.convert(os_blk, i64)
+    lo = broadcast(kb, kb.const(epi.lo if epi.act == "clip" else 0.0, f32), b)
+    hi = broadcast(kb, kb.const(epi.hi, f32), b)
+    for j in range(nblk):
+        off = kb.v(llvm.MulOp(blk, kb.const(j, i64)))
+        dj, rj = at(kb, pd, off), at(kb, pr, off)
+        bv = vload(kb, at(kb, pb, j * b), b) if epi.bias else None
+        for p in range(u):
+            v = acc[j * u + p]
+            if bv is not None:
+                v = kb.v(llvm.FAddOp(v, bv))
+            if epi.residual:
+                v = kb.v(llvm.FAddOp(v, vload(kb, at(kb, rj, p * b), b)))
+            if epi.act in ("relu", "clip"):
+                v = _intrinsic(kb, "maximum", v, lo)
+            if epi.act == "clip":
+                v = _intrinsic(kb, "minimum", v, hi)
+            target = at(kb, dj, p * b)
+            if p == 0:
+                vstore(kb, v, target)
+            else:
+                _if(kb, kb.cmpi("ult", kb.idx(p), valid),
+                    lambda v=v, target=target: vstore(kb, v, target))  # fmt: skip
+
+
 def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw_: int,
-          sw: int, dw: int) -> None:  # fmt: skip
-    x, xs_cb, xs_row, ncb, nkh, w, ws_cb, ws_blk, tile = args
+          sw: int, dw: int, epi: VectorEpilogue | None) -> None:  # fmt: skip
+    x, xs_cb, xs_row, ncb, nkh, w, ws_cb, ws_blk, tile = args[:9]
     px, pw, pt = ptr(kb, x), ptr(kb, w), ptr(kb, tile)
     blk64 = kb.convert(ws_blk, i64)
     wb = [pw] + [at(kb, pw, kb.v(llvm.MulOp(blk64, kb.const(j, i64)))) for j in range(1, nblk)]
@@ -134,16 +191,21 @@ def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw
         return kb.loop_carry(nkh, acc, over_kh)
 
     final = kb.loop_carry(ncb, [zero] * (nblk * u), over_cb)
+    if epi is not None:
+        _store_fused(kb, final, args, u, nblk, b, epi)
+        return
     for k, v in enumerate(final):
         vstore(kb, v, at(kb, pt, k * b))
 
 
 def conv_blocked_microkernel(kernels: Kernels, u: int, nblk: int, b: int, kw: int, sw: int,
-                             dw: int) -> str:  # fmt: skip
-    """Symbol of the blocked-conv register tile (built on first use)."""
+                             dw: int, epi: VectorEpilogue | None = None) -> str:  # fmt: skip
+    """Symbol of the blocked-conv register tile (built on first use): the accumulators
+    stored to the f32 tile at `dst` (`[nblk, u, B]`), or with `epi` the epilogue applied
+    and the `valid` pixels stored into the output at `dst` (block stride `os_blk`)."""
     return kernels.kernel(
-        ("conv-nchwc-ukernel", u, nblk, b, kw, sw, dw),
+        ("conv-nchwc-ukernel", u, nblk, b, kw, sw, dw, epi),
         [IndexType()] * len(ARGS),
-        lambda kb, args: _body(kb, args, u, nblk, b, kw, sw, dw),
-        f"conv nchwc ukernel {u}x{nblk}x{b}",
+        lambda kb, args: _body(kb, args, u, nblk, b, kw, sw, dw, epi),
+        f"conv nchwc ukernel {u}x{nblk}x{b}" + (" fused" if epi else ""),
     )

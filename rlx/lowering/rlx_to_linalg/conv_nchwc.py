@@ -43,7 +43,11 @@ from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.conv import _addr, _flat, _if
-from rlx.lowering.gemm.conv_blocked import conv_blocked_microkernel, register_tile
+from rlx.lowering.gemm.conv_blocked import (
+    VectorEpilogue,
+    conv_blocked_microkernel,
+    register_tile,
+)
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem, shape
@@ -176,9 +180,12 @@ def emit_conv_nchwc(
     post: EpilogueFn | None = None,
     extras: Sequence[SSAValue] = (),
     key: object = "",
+    vector_epi: VectorEpilogue | None = None,
 ) -> bool:
     """Emit the blocked direct convolution (module docstring); False (nothing emitted)
-    without a kernel registry or when one output row's slab exceeds `SLAB_ELEMENTS`."""
+    without a kernel registry or when one output row's slab exceeds `SLAB_ELEMENTS`.
+    `vector_epi` states `post` (with the bias) for the microkernel to apply in registers
+    when the output, bias and residual are f32 (else the tile's epilogue runs `post`)."""
     kernels = kb.kernels
     if kernels is None or g.depthwise:
         return False
@@ -217,11 +224,13 @@ def emit_conv_nchwc(
     ]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
     tail = g.fb % nblk != 0
-    static = (mode, u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
+    f32s = all(isinstance(elem(v), Float32Type) for v in (out, *extras, *([bias] if bias else [])))
+    epi = vector_epi if f32s else None
+    static = (mode, u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key, epi)
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
     uks = (
-        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw),
-        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw) if tail else None,
+        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw, epi),
+        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw, epi) if tail else None,
     )
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
@@ -229,7 +238,7 @@ def emit_conv_nchwc(
         wbias = rest.pop(0) if bias is not None else None
         wout = rest.pop(0)
         _worker(wb, mode, _Geo(wb, wargs[1]), g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias,
-                wout, post, rest)  # fmt: skip
+                wout, post, rest, epi)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
     threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
@@ -262,7 +271,7 @@ def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n
 def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk: int,
             uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
-            extras: list[SSAValue]) -> None:  # fmt: skip
+            extras: list[SSAValue], epi: VectorEpilogue | None) -> None:  # fmt: skip
     """One task (image, output-channel group, row block); sizes from `d`, only the input
     mode, tile, block size, kernel width, column stride and dilation from `g`. `x` is the
     input (mode "inplace"), the shared padded copy ("shared") or the input to copy rows
@@ -317,8 +326,18 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
             ow0 = kb.imul(jb, u)
             x_el = kb.addi(kb.muli(srow, wrow), kb.imul(ow0, g.sw * b))
             x_addr = kb.iadd(slab_addr, kb.imul(x_el, 4))
+            valid = kb.imin(kb.idx(u), kb.subi(d.ow, ow0))
+            if epi is None:
+                dst, os_blk, b_addr, r_addr = tile_addr, kb.idx(0), kb.idx(0), kb.idx(0)
+            else:  # the fused microkernel stores into the output itself
+                o_el0 = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), fb0),
+                                                                d.oh), o), d.ow), ow0), b)  # fmt: skip
+                dst = kb.iadd(_addr(kb, out), kb.imul(o_el0, 4))
+                os_blk = kb.imul(kb.muli(d.oh, d.ow), b)
+                b_addr = kb.idx(0) if bias is None else kb.iadd(_addr(kb, bias), kb.imul(fb0, 4 * b))
+                r_addr = kb.idx(0) if not extras else kb.iadd(_addr(kb, extras[0]), kb.imul(o_el0, 4))
             call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
-                         d.wsblk, tile_addr]  # fmt: skip
+                         d.wsblk, dst, valid, os_blk, b_addr, r_addr]  # fmt: skip
 
             def call(sym: str) -> None:
                 kb.add(func.CallOp(sym, call_args, []))
@@ -329,20 +348,20 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
                 tail_sym = uks[1]
                 _if(kb, kb.cmpi("eq", nb_here, kb.idx(nblk)), lambda: call(uks[0]),
                     lambda: call(tail_sym))  # fmt: skip
-            valid = kb.imin(kb.idx(u), kb.subi(d.ow, ow0))
-            with kb.loop(nb_here) as bj, kb.loop(valid) as p:
-                f = kb.addi(fb0, bj)
-                o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
-                                                      o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
-                t_el = kb.imul(kb.addi(kb.imul(bj, u), p), b)
-                with kb.loop(b) as j:
-                    v = kb.load(tile, [kb.addi(t_el, j)])
-                    if bias is not None:
-                        v = kb.addf(v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32))
-                    at = kb.addi(o_el, j)
-                    if post is not None:
-                        v = post(kb, v, [at], extras)
-                    kb.store_c(v, out, [at])
+            if epi is None:  # the tile's epilogue in L1
+                with kb.loop(nb_here) as bj, kb.loop(valid) as p:
+                    f = kb.addi(fb0, bj)
+                    o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
+                                                          o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
+                    t_el = kb.imul(kb.addi(kb.imul(bj, u), p), b)
+                    with kb.loop(b) as j:
+                        v = kb.load(tile, [kb.addi(t_el, j)])
+                        if bias is not None:
+                            v = kb.addf(v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32))
+                        at = kb.addi(o_el, j)
+                        if post is not None:
+                            v = post(kb, v, [at], extras)
+                        kb.store_c(v, out, [at])
 
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
@@ -385,6 +404,15 @@ def nchwc_path(op: AnyConv) -> str:
     return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input)"
 
 
+def _vector_epi(op: AnyConv) -> VectorEpilogue | None:
+    """The op's epilogue in registers, when it is none / relu / clip (+ residual)."""
+    act, clip = op.activation, op.clip
+    if act not in ("none", "relu", "clip"):
+        return None
+    lo, hi = (clip[0], clip[1]) if act == "clip" and clip is not None else (0.0, 0.0)
+    return VectorEpilogue(op.bias is not None, isinstance(op, FusedConv2dResidualOp), act, lo, hi)
+
+
 def emit_conv2d_nchwc(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
@@ -405,8 +433,10 @@ def emit_conv2d_nchwc(
     types = [v.type for v in (x, w, out, *extras, *([bias] if bias is not None else []))]
     if (op.groups == 1 or g.depthwise) and fast_eligible(g, *types):
         post, key = epilogue(op)
-        emit = emit_dw_nchwc if g.depthwise else emit_conv_nchwc
-        if emit(kb, g, x, w, bias, out, post, extras, key):
+        if g.depthwise:
+            if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key):
+                return
+        elif emit_conv_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
             return
     fallback_conv2d(kb, op, ins, outs)
 
