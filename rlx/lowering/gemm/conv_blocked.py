@@ -54,6 +54,7 @@ class VectorEpilogue:
     lo: float = 0.0
     hi: float = 0.0
 
+
 VECTOR_REGISTERS = {"avx512": (32, 16), "avx2": (16, 8), "generic": (16, 4)}
 """(vector registers, f32 lanes of one) per instruction set."""
 
@@ -115,6 +116,28 @@ def _intrinsic(kb: KernelBuilder, name: str, a: SSAValue, c: SSAValue) -> SSAVal
     return kb.v(llvm.CallIntrinsicOp(full, [a, c], [t]))
 
 
+def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
+                    res: SSAValue | None, epi: VectorEpilogue, lo: SSAValue,
+                    hi: SSAValue) -> SSAValue:  # fmt: skip
+    """`epi` on one accumulator vector: + the bias vector, + the residual vector at the
+    pointer `res`, then relu / clip (`lo`, `hi`: broadcast bounds, `lo` 0 for relu)."""
+    if bias is not None:
+        v = kb.v(llvm.FAddOp(v, bias))
+    if res is not None:
+        v = kb.v(llvm.FAddOp(v, vload(kb, res, v.type.get_shape()[0])))  # type: ignore[attr-defined]
+    if epi.act in ("relu", "clip"):
+        v = _intrinsic(kb, "maximum", v, lo)
+    if epi.act == "clip":
+        v = _intrinsic(kb, "minimum", v, hi)
+    return v
+
+
+def bounds(kb: KernelBuilder, epi: VectorEpilogue, b: int) -> tuple[SSAValue, SSAValue]:
+    """The broadcast lower / upper bounds of `epi`'s relu / clip."""
+    lo = broadcast(kb, kb.const(epi.lo if epi.act == "clip" else 0.0, f32), b)
+    return lo, broadcast(kb, kb.const(epi.hi, f32), b)
+
+
 def _store_fused(kb: KernelBuilder, acc: list[SSAValue], args: list[SSAValue], u: int,
                  nblk: int, b: int, epi: VectorEpilogue) -> None:  # fmt: skip
     """dst[j·os_blk + p·B : +B] = act(acc + bias[j·B:] + res[j·os_blk + p·B:]) for the
@@ -122,22 +145,14 @@ def _store_fused(kb: KernelBuilder, acc: list[SSAValue], args: list[SSAValue], u
     dst, valid, os_blk, bias, res = args[8:]
     pd, pb, pr = ptr(kb, dst), ptr(kb, bias), ptr(kb, res)
     blk = kb.convert(os_blk, i64)
-    lo = broadcast(kb, kb.const(epi.lo if epi.act == "clip" else 0.0, f32), b)
-    hi = broadcast(kb, kb.const(epi.hi, f32), b)
+    lo, hi = bounds(kb, epi, b)
     for j in range(nblk):
         off = kb.v(llvm.MulOp(blk, kb.const(j, i64)))
         dj, rj = at(kb, pd, off), at(kb, pr, off)
         bv = vload(kb, at(kb, pb, j * b), b) if epi.bias else None
         for p in range(u):
-            v = acc[j * u + p]
-            if bv is not None:
-                v = kb.v(llvm.FAddOp(v, bv))
-            if epi.residual:
-                v = kb.v(llvm.FAddOp(v, vload(kb, at(kb, rj, p * b), b)))
-            if epi.act in ("relu", "clip"):
-                v = _intrinsic(kb, "maximum", v, lo)
-            if epi.act == "clip":
-                v = _intrinsic(kb, "minimum", v, hi)
+            res_p = at(kb, rj, p * b) if epi.residual else None
+            v = vector_epilogue(kb, acc[j * u + p], bv, res_p, epi, lo, hi)
             target = at(kb, dj, p * b)
             if p == 0:
                 vstore(kb, v, target)

@@ -334,8 +334,12 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
                                                                 d.oh), o), d.ow), ow0), b)  # fmt: skip
                 dst = kb.iadd(_addr(kb, out), kb.imul(o_el0, 4))
                 os_blk = kb.imul(kb.muli(d.oh, d.ow), b)
-                b_addr = kb.idx(0) if bias is None else kb.iadd(_addr(kb, bias), kb.imul(fb0, 4 * b))
-                r_addr = kb.idx(0) if not extras else kb.iadd(_addr(kb, extras[0]), kb.imul(o_el0, 4))
+                b_addr = (
+                    kb.idx(0) if bias is None else kb.iadd(_addr(kb, bias), kb.imul(fb0, 4 * b))
+                )
+                r_addr = (
+                    kb.idx(0) if not extras else kb.iadd(_addr(kb, extras[0]), kb.imul(o_el0, 4))
+                )
             call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
                          d.wsblk, dst, valid, os_blk, b_addr, r_addr]  # fmt: skip
 
@@ -357,7 +361,9 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
                     with kb.loop(b) as j:
                         v = kb.load(tile, [kb.addi(t_el, j)])
                         if bias is not None:
-                            v = kb.addf(v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32))
+                            v = kb.addf(
+                                v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32)
+                            )
                         at = kb.addi(o_el, j)
                         if post is not None:
                             v = post(kb, v, [at], extras)
@@ -434,7 +440,7 @@ def emit_conv2d_nchwc(
     if (op.groups == 1 or g.depthwise) and fast_eligible(g, *types):
         post, key = epilogue(op)
         if g.depthwise:
-            if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key):
+            if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
                 return
         elif emit_conv_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
             return

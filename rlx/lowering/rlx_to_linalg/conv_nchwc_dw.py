@@ -28,7 +28,17 @@ from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.conv import _addr, _flat
-from rlx.lowering.gemm.conv_blocked import at, broadcast, fma, ptr, vload, vstore
+from rlx.lowering.gemm.conv_blocked import (
+    VectorEpilogue,
+    at,
+    bounds,
+    broadcast,
+    fma,
+    ptr,
+    vector_epilogue,
+    vload,
+    vstore,
+)
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
 from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
@@ -80,9 +90,10 @@ def emit_dw_nchwc(
     post: EpilogueFn | None = None,
     extras: Sequence[SSAValue] = (),
     key: object = "",
+    vector_epi: VectorEpilogue | None = None,
 ) -> bool:
     """Emit the blocked depthwise convolution (module docstring); False without a kernel
-    registry."""
+    registry. `vector_epi`: as `conv_nchwc.emit_conv_nchwc`'s."""
     kernels = kb.kernels
     if kernels is None or not g.depthwise:
         return False
@@ -103,14 +114,16 @@ def emit_dw_nchwc(
     rest = [_flat(kb, v) for v in (*([bias] if bias else []), out, *extras)]
     args = [geo, _widened(kb, x), _widened(kb, w), *rest]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
-    static = (g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key)
+    f32s = all(isinstance(elem(v), Float32Type) for v in (out, *extras, *([bias] if bias else [])))
+    epi = vector_epi if f32s else None
+    static = (g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key, epi)
     wkey = ("conv-nchwc-dw", static, tuple(attr_text(t) for t in wtypes))
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
         r = wargs[4:]
         wbias = r.pop(0) if bias is not None else None
         wout = r.pop(0)
-        _worker(wb, _Geo(wb, wargs[1]), g, wargs[0], wargs[2], wargs[3], wbias, wout, post, r)
+        _worker(wb, _Geo(wb, wargs[1]), g, wargs[0], wargs[2], wargs[3], wbias, wout, post, r, epi)
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc depthwise x{g.b}", noalias=True)
     threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
@@ -121,7 +134,7 @@ def emit_dw_nchwc(
 
 def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAValue,
             w: SSAValue, bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
-            extras: list[SSAValue]) -> None:  # fmt: skip
+            extras: list[SSAValue], epi: VectorEpilogue | None) -> None:  # fmt: skip
     b, kw_, sw, dw = g.b, g.kw, g.sw, g.dw
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     u0 = kb.muli(t, d.per)
@@ -130,6 +143,9 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
     tile = kb.scratch([DW_TILE * b], f32)
     ptile = ptr(kb, _addr(kb, tile))
     zero_v = broadcast(kb, kb.const(0.0, f32), b)
+    pout = ptr(kb, _addr(kb, out))
+    pres = ptr(kb, _addr(kb, extras[0])) if extras else None
+    lo, hi = bounds(kb, epi, b) if epi is not None else (zero_v, zero_v)
     one, zero = kb.idx(1), kb.idx(0)
     # interior columns: 0 <= j*sw - pl and j*sw + (kw-1)*dw - pl < w
     jlo = kb.idiv(kb.iadd(d.pl, sw - 1), sw)
@@ -154,12 +170,23 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
                                                              kb.subi(d.dh, one)), d.dh)))  # fmt: skip
             kh_hi = kb.imax(kh_hi, kh_lo)
             o_row = kb.muli(kb.addi(kb.muli(plane, d.oh), o), kb.imul(d.ow, b))
+            bvec = None
+            if epi is not None and epi.bias:
+                assert bias is not None
+                bvec = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(cb, b)), b)
 
             def xrow(kh: SSAValue) -> SSAValue:  # element offset of input row ih
                 ih = kb.addi(top, kb.muli(kh, d.dh))
                 return kb.addi(x_plane, kb.muli(ih, row_b))
 
             def finish(j0: SSAValue, acc: list[SSAValue]) -> None:
+                if epi is not None:  # in registers, straight into the f32 output
+                    for p, v in enumerate(acc):
+                        at_ = kb.imul(kb.addi(j0, kb.idx(p)), b)
+                        dst = at(kb, pout, kb.addi(o_row, at_))
+                        res = at(kb, pres, kb.addi(o_row, at_)) if epi.residual else None
+                        vstore(kb, vector_epilogue(kb, v, bvec, res, epi, lo, hi), dst)
+                    return
                 for p, v in enumerate(acc):
                     vstore(kb, v, at(kb, ptile, p * b))
                 with kb.loop(len(acc)) as p, kb.loop(b) as j:
