@@ -373,7 +373,7 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
 
-def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:
+def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:  # types: x, w, out, ...
     """The blocked kernels take the conv: float identity-layout buffers, 32-bit sizes,
     groups 1 or depthwise, and (groups 1) a slab of one output row that fits."""
     for t in types:
@@ -388,7 +388,7 @@ def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:
     if g.depthwise:
         return True
     u, nblk = register_tile(g.fb, g.b, g.ow)
-    return _plan(g, u, nblk, False) is not None
+    return _plan(g, u, nblk, isinstance(types[0].element_type, Float32Type)) is not None  # type: ignore[attr-defined]
 
 
 def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
