@@ -62,7 +62,7 @@ def blas_fits(g: ConvGeom, dtype: str) -> bool:
 def conv_path(op: AnyConv) -> str:
     """The kernel `emit_conv2d` gives `op` (for the dispatch report; tensor-typed op)."""
     if op.layout == "nchwc":
-        from rlx.lowering.rlx_to_linalg.conv_nchwc import nchwc_path
+        from rlx.lowering.rlx_to_linalg.conv_nchwc_dispatch import nchwc_path
 
         return nchwc_path(op)
     from rlx.lowering.gemm.conv import eligible

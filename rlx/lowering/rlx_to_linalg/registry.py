@@ -7,7 +7,7 @@ from xdsl.ir import Operation
 from rlx.lowering.rlx_to_linalg import (
     attention,
     conv,
-    conv_nchwc,
+    conv_nchwc_dispatch,
     elementwise,
     layout,
     matmul,
@@ -37,5 +37,5 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **layout.LOWERINGS,  # last: routes conv2d / pool2d by their layout attribute
 }
 
-layout.NCHWC.update({**conv_nchwc.KERNELS, **pool_nchwc.KERNELS})
+layout.NCHWC.update({**conv_nchwc_dispatch.KERNELS, **pool_nchwc.KERNELS})
 """layout = "nchwc" convs and pools take the blocked kernels (they fall back themselves)."""

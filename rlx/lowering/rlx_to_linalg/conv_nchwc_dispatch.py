@@ -1,0 +1,108 @@
+"""Dispatch of layout = "nchwc" convolutions: the blocked direct kernel (`conv_nchwc`) for
+groups == 1, the blocked depthwise kernel (`conv_nchwc_dw`), else `layout.fallback_conv2d`
+(other grouped convs, integer convs, a row slab over `SLAB_ELEMENTS`). `KERNELS` are the
+entries `registry` installs in `layout.NCHWC`; `nchwc_path` names the kernel in the
+dispatch report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    MemRefType,
+    NoneAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
+from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, BlockedGeom, emit_conv_nchwc, plan_tasks
+from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
+
+_FLOATS = (Float32Type, Float16Type, BFloat16Type)
+
+
+def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:  # types: x, w, out, ...
+    """The blocked kernels take the conv: float identity-layout buffers, 32-bit sizes,
+    groups 1 or depthwise, and (groups 1) a slab of one output row that fits."""
+    for t in types:
+        if not isinstance(t, MemRefType | TensorType) or not isinstance(t.element_type, _FLOATS):
+            return False
+        if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
+            return False
+    sizes = (g.n * g.cb * g.h * g.w * g.b, g.n * g.fb * g.oh * g.ow * g.b,
+             g.fb * g.cb * g.kh * g.kw * g.b * g.b)  # fmt: skip
+    if max(sizes) >= 2**31:
+        return False
+    if g.depthwise:
+        return True
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    return plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type)) is not None  # type: ignore[attr-defined]
+
+
+def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
+    shapes = [tuple(t.get_shape()) for t in (x, w, out)]  # type: ignore[attr-defined]
+    return BlockedGeom.of_shapes(op, *shapes)
+
+
+def nchwc_path(op: AnyConv) -> str:
+    """The kernel an nchwc conv takes (dispatch report; tensor-typed op)."""
+    types = [v.type for v in (op.x, op.w, op.result)]
+    g = _geom(op, *types)
+    if op.groups != 1 and not g.depthwise or not fast_eligible(g, *types):
+        return "nchwc fallback (unblocked copies + NCHW kernel)"
+    if g.depthwise:
+        return f"nchwc depthwise x{g.b}"
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    planned = plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
+    assert planned is not None
+    return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input)"
+
+
+def _vector_epi(op: AnyConv) -> VectorEpilogue | None:
+    """The op's epilogue in registers, when it is none / relu / clip (+ residual)."""
+    act, clip = op.activation, op.clip
+    if act not in ("none", "relu", "clip"):
+        return None
+    lo, hi = (clip[0], clip[1]) if act == "clip" and clip is not None else (0.0, 0.0)
+    return VectorEpilogue(op.bias is not None, isinstance(op, FusedConv2dResidualOp), act, lo, hi)
+
+
+def emit_conv2d_nchwc(
+    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+) -> None:
+    """An nchwc conv2d / fused_conv2d_residual: the blocked direct or depthwise kernel,
+    else `layout.fallback_conv2d` (grouped convs, integers, oversized rows)."""
+    from rlx.lowering.rlx_to_linalg.conv import epilogue
+    from rlx.lowering.rlx_to_linalg.conv_nchwc_dw import emit_dw_nchwc
+    from rlx.lowering.rlx_to_linalg.layout import fallback_conv2d
+
+    assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
+    residual = isinstance(op, FusedConv2dResidualOp)
+    x, w = ins[:2]
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    bias = rest[0] if rest else None
+    out = outs[0]
+    g = _geom(op, x.type, w.type, out.type)
+    types = [v.type for v in (x, w, out, *extras, *([bias] if bias is not None else []))]
+    if (op.groups == 1 or g.depthwise) and fast_eligible(g, *types):
+        post, key = epilogue(op)
+        if g.depthwise:
+            if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
+                return
+        elif emit_conv_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
+            return
+    fallback_conv2d(kb, op, ins, outs)
+
+
+KERNELS: dict[type[Operation], Emitter] = {
+    Conv2dOp: emit_conv2d_nchwc,
+    FusedConv2dResidualOp: emit_conv2d_nchwc,
+}
+"""The fast entries of `layout.NCHWC` (installed by `registry`)."""
