@@ -86,9 +86,10 @@ CONVS = [
     ((2, 16, 5, 14), 48, 1, {}, 16, "relu", True),  # whole tiles, no padding: x read in place
     ((1, 16, 9, 16), 16, 3, {"strides": (1, 1)}, 8, "none", False),  # in place, 3x3
     ((2, 16, 3, 5), 128, 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # shared copy
+    ((1, 16, 4, 17), 16, 3, {"padding": (1, 1, 1, 1)}, 16, "relu", True),  # partial tile + res
 ]
 
-MODES = ["slab", "slab", "slab", "slab", "slab", "slab", "slab", "inplace", "inplace", "shared"]
+MODES = ["slab"] * 7 + ["inplace", "inplace", "shared", "slab"]
 
 DEPTHWISE = [
     ((2, 16, 9, 23), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # 2 tiles + rest

@@ -151,14 +151,18 @@ def _store_fused(kb: KernelBuilder, acc: list[SSAValue], args: list[SSAValue], u
         dj, rj = at(kb, pd, off), at(kb, pr, off)
         bv = vload(kb, at(kb, pb, j * b), b) if epi.bias else None
         for p in range(u):
-            res_p = at(kb, rj, p * b) if epi.residual else None
-            v = vector_epilogue(kb, acc[j * u + p], bv, res_p, epi, lo, hi)
-            target = at(kb, dj, p * b)
+
+            def store(p: int = p, j: int = j, dj: SSAValue = dj, rj: SSAValue = rj,
+                      bv: SSAValue | None = bv) -> None:  # fmt: skip
+                # inside the pixel test: a pixel past the row reads no residual either
+                res_p = at(kb, rj, p * b) if epi.residual else None
+                v = vector_epilogue(kb, acc[j * u + p], bv, res_p, epi, lo, hi)
+                vstore(kb, v, at(kb, dj, p * b))
+
             if p == 0:
-                vstore(kb, v, target)
+                store()
             else:
-                _if(kb, kb.cmpi("ult", kb.idx(p), valid),
-                    lambda v=v, target=target: vstore(kb, v, target))  # fmt: skip
+                _if(kb, kb.cmpi("ult", kb.idx(p), valid), store)
 
 
 def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw_: int,
