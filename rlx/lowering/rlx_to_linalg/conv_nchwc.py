@@ -143,7 +143,8 @@ def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dic
     vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, kh=g.kh, oh=g.oh, ow=g.ow, sh=g.sh,
                 pt=g.pt, pl=g.pl, dh=g.dh, wp=wp, rows=rows, rb=rb, pairs=pairs,
                 fgroups=fgroups, per=per, nbw=nbw, wscb=g.kh * g.kw * g.b * g.b,
-                wsblk=g.cb * g.kh * g.kw * g.b * g.b, srows=slab_rows(g.oh))  # fmt: skip
+                wsblk=g.cb * g.kh * g.kw * g.b * g.b,
+                srows=g.h if inplace else slab_rows(g.oh))  # fmt: skip
     assert tuple(vals) == GEOMETRY
     mode = "inplace" if inplace else "slab"
     if (
@@ -222,7 +223,20 @@ def emit_conv_nchwc(
     tail = g.fb % nblk != 0
     f32s = all(isinstance(elem(v), Float32Type) for v in (out, *extras, *([bias] if bias else [])))
     epi = vector_epi if f32s else None
-    static = (mode, u, nblk, tail, g.b, g.kw, g.sw, g.dw, bias is not None, len(extras), key, epi)
+    static = (
+        mode == "slab",
+        u,
+        nblk,
+        tail,
+        g.b,
+        g.kw,
+        g.sw,
+        g.dw,
+        bias is not None,
+        len(extras),
+        key,
+        epi,
+    )
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
     uks = (
         conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw, epi),
@@ -296,8 +310,9 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
         _fill_slab(kb, x, slab, kb.idx(0), n, d.cb, d.h, ih0, rr, r_lo, r_hi, wrow,
                    kb.imul(d.pl, b), kb.imul(d.w, b))  # fmt: skip
     else:  # the whole image: x itself, or the padded copy of all its rows
-        ih0 = kb.idx(0) if mode == "inplace" else kb.subi(kb.idx(0), d.pt)
-        rr = d.h if mode == "inplace" else d.srows
+        # (one worker for both: in place, pt = 0 and srows = h)
+        ih0 = kb.subi(kb.idx(0), d.pt)
+        rr = d.srows
         image = kb.muli(kb.muli(n, d.cb), kb.muli(rr, wrow))
         slab_addr = kb.iadd(_addr(kb, x), kb.imul(image, 4))
     xs_cb = kb.muli(rr, wrow)
