@@ -147,3 +147,16 @@ def test_pool(dt: str, kind: str, kernel: tuple[int, int], strides: tuple[int, i
   func.return %y : {_t(yb, dt)}
 }}"""
     _check(text, [xb], dt, "")
+
+
+def test_integer_conv_falls_back() -> None:
+    """An i32 nchwc conv is not the blocked kernels' (floats only): the fallback takes it."""
+    text, shapes = _conv((1, 8, 5, 6), 8, 3, {"padding": (1, 1, 1, 1)}, "f32", 8, "none", False)
+    text = text.replace("f32", "i32")
+    rng = np.random.default_rng(0)
+    vals = [rng.integers(-3, 4, s).astype(np.int32) for s in shapes]
+    (want,) = run(parse_module(text), vals)
+    compiled = rlx.compile(text)
+    assert "nchwc fallback" in compiled.dispatch_report()
+    (got,) = compiled.run(*vals)
+    np.testing.assert_array_equal(got, want)
