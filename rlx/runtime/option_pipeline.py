@@ -141,6 +141,18 @@ class Row:
     """Status of a non-default value when `stage` is None: "applied" or "no effect"."""
 
 
+def blocked_layout_on(o: CompileOptions) -> bool:
+    """Whether `blocked-layout` runs: as set, or by default (None) when the conv weight
+    reorders it adds cost no run time: folded into bound weights (`param_bindings`) or
+    computed once in `@prepare` (`cache_param_invariant`). Param weights outside
+    `@prepare` would be reordered at every run (slower than the NCHW kernels reading them
+    in place)."""
+    v = o.blocked_layout()
+    if v is not None:
+        return bool(v)
+    return bool(o.cache_param_invariant() or o.param_bindings() is not None)
+
+
 def _on_cpu(o: Opts) -> bool:
     """Fusion runs for the CPU target unless disabled (target "none" or skip_fusion)."""
     return o.fusion_target() != "none" and not o.fusion_opts().skip_fusion
@@ -162,9 +174,10 @@ ROWS: tuple[Row, ...] = (
     Row("fusion_target", "fusion", _on_cpu, _fusion, note="None means the device's target: cpu"),
     Row("fusion_opts", "fusion", _on_cpu, _fusion_opts),
     Row("assert_fusion_clean", "fusion", lambda o: o.assert_fusion_clean(), lambda o, w: {"assert_clean": True}),
-    Row("blocked_layout", "blocked-layout", lambda o: o.blocked_layout(),
+    Row("blocked_layout", "blocked-layout", lambda o: blocked_layout_on(o),
         lambda o, w: {"prepare_weights": o.cache_param_invariant()},
-        note="NCHWc (channel blocks of the vector width) for conv-heavy regions, after fusion"),
+        note="NCHWc (channel blocks of the vector width) for conv-heavy regions, after fusion; "
+             "default (None): on with cache_param_invariant or param_bindings"),
     Row("kernel_dispatch", "kernel-dispatch", lambda o: o.kernel_dispatch() != KernelDispatchConfig(), _dispatch),
     Row("supported_ops", "kernel-dispatch", lambda o: o.supported_ops() is not None,
         lambda o, w: {"supported_ops": o.supported_ops()}),

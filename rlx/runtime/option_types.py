@@ -306,7 +306,7 @@ _CHECKS: dict[str, Any] = {
     "cache_param_invariant": _flag("cache_param_invariant"),
     "extra_passes": check_extra_passes,
     "check_equivalence": _flag("check_equivalence"),
-    "blocked_layout": _flag("blocked_layout"),
+    "blocked_layout": lambda v: None if v is None else _bool("blocked_layout", v),
 }
 """Knob name (RLX field name, in RLX order) -> validator returning the normalised value."""
 _PLAIN = ("dce", "constant_folding", "verbose")

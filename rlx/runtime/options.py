@@ -98,7 +98,8 @@ class CompileOptions:
     _cache_param_invariant: bool = False
     _extra_passes: tuple[tuple[str, str], ...] = ()  # see rlx.runtime.extra_passes
     _check_equivalence: bool = False  # reference interpreter before/after every pass
-    _blocked_layout: bool = False  # NCHWc for conv-heavy regions (blocked-layout pass)
+    _blocked_layout: bool | None = None  # NCHWc for conv-heavy regions (blocked-layout pass);
+    # None: on when the weight reorders cost no run time (`blocked_layout_on`)
 
     def __init__(
         self,
@@ -126,7 +127,7 @@ class CompileOptions:
         cache_param_invariant: bool = _UNSET,
         extra_passes: Mapping[str, str] | None = None,
         check_equivalence: bool = False,
-        blocked_layout: bool = False,
+        blocked_layout: bool | None = None,
     ) -> None:
         given = dict(locals())
         if verbose is _UNSET:
