@@ -28,34 +28,19 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr, TensorType
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.gemm import PackedMatmulOp, PackRhsOp
-from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.lowering.gemm.driver import eligible_types
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
-from rlx.transforms.hoist_param_invariant import KIND_ATTR, LINK_ATTR, PREP_PREFIX, PREPARED
+from rlx.transforms.prepare_func import PrepareFunc, erase_dead
 
 _MATMULS = ("rlx.matmul", "rlx.fused_matmul_bias_act")
-_LAYOUT = ("rlx.concat", "rlx.transpose", "rlx.reshape")
-"""Ops of `@main` over weights that `@prepare` computes too (the concatenated q/k/v weights
-of `shared_input_matmul`): cloned there, so the packed weight is computed once."""
-
-
-def _func(module: builtin.ModuleOp, pred: object) -> func.FuncOp | None:
-    return next((f for f in module.ops if isinstance(f, func.FuncOp) and pred(f)), None)  # type: ignore[operator]
-
-
-def _arg_attr(fn: func.FuncOp, i: int, key: str) -> str | None:
-    if fn.arg_attrs is None:
-        return None
-    a = fn.arg_attrs.data[i].data.get(key)
-    return a.data if isinstance(a, StringAttr) else None
 
 
 def _wanted(op: Operation) -> bool:
@@ -71,113 +56,25 @@ def _wanted(op: Operation) -> bool:
     return eligible_types(a, b, out)
 
 
-class _Prepare:
-    """`@prepare` of the entry (created on first use), grown by one output per weight."""
+class _Packer:
+    """Packs each weight once: `pack_rhs` of it in `@prepare`, read by `@main` as a new
+    prepared argument."""
 
-    def __init__(self, module: builtin.ModuleOp, main: func.FuncOp) -> None:
-        self.module, self.main = module, main
-        self.fn = _func(module, lambda f: _link(f) == main.sym_name.data)
+    def __init__(self, prep: PrepareFunc, width: int) -> None:
+        self.prep, self.width = prep, width
         self.packed: dict[SSAValue, BlockArgument] = {}
 
-    def _ensure(self) -> func.FuncOp:
-        if self.fn is None:
-            if _func(self.module, lambda f: f.sym_name.data == "prepare") is not None:
-                raise PassFailedException(
-                    "pack-weights: the module has a @prepare of another function"
-                )
-            block = Block()
-            block.add_op(func.ReturnOp())
-            self.fn = func.FuncOp("prepare", func.FunctionType.from_lists([], []), Region(block))
-            self.fn.attributes[LINK_ATTR] = StringAttr(self.main.sym_name.data)
-            Rewriter.insert_op(self.fn, InsertPoint.before(self.main))
-        return self.fn
-
-    def source(self, w: SSAValue) -> SSAValue | None:
-        """The weight as a value of `@prepare` (cloning a param/constant), or None."""
-        owner = w.owner
-        main_block = self.main.body.block
-        if isinstance(owner, ParamOp | ConstantOp) and owner.parent is main_block:
-            prep = self._ensure()
-            ret = prep.body.block.last_op
-            assert ret is not None
-            clone = owner.clone()
-            Rewriter.insert_op(clone, InsertPoint.before(ret))
-            return clone.results[0]
-        if isinstance(owner, Operation) and owner.parent is main_block and owner.name in _LAYOUT:
-            srcs = [self.source(v) for v in owner.operands]  # a weight-only concat/transpose
-            if owner.regions or any(v is None for v in srcs):
-                return None
-            ret = self._ensure().body.block.last_op
-            assert ret is not None
-            clone = owner.clone(value_mapper=dict(zip(owner.operands, srcs, strict=True)))
-            Rewriter.insert_op(clone, InsertPoint.before(ret))
-            return clone.results[0]
-        if isinstance(w, BlockArgument) and w.owner is main_block and self.fn is not None:
-            name = _arg_attr(self.main, w.index, "rlx.name") or ""
-            if _arg_attr(self.main, w.index, KIND_ATTR) == PREPARED and name.startswith(
-                PREP_PREFIX
-            ):
-                ret = self.fn.body.block.last_op
-                idx = int(name[len(PREP_PREFIX) :])
-                if isinstance(ret, func.ReturnOp) and idx < len(ret.arguments):
-                    return ret.arguments[idx]
-        return None
-
-    def pack(self, w: SSAValue, width: int) -> BlockArgument | None:
-        """A new prepared argument of `@main` holding pack_rhs(w), or None."""
+    def pack(self, w: SSAValue) -> BlockArgument | None:
+        """The prepared argument of `@main` holding pack_rhs(w), or None."""
         if w in self.packed:
             return self.packed[w]
-        src = self.source(w)
+        src = self.prep.source(w)
         if src is None:
             return None
-        prep = self.fn
-        assert prep is not None
-        ret = prep.body.block.last_op
-        assert isinstance(ret, func.ReturnOp)
-        packed = PackRhsOp(src, width=width)
-        Rewriter.insert_op(packed, InsertPoint.before(ret))
-        outs = [*ret.arguments, packed.results[0]]
-        Rewriter.replace_op(ret, func.ReturnOp(*outs))
-        prep.function_type = func.FunctionType.from_lists([], [v.type for v in outs])
-        main, block = self.main, self.main.body.block
-        n_prep = sum(1 for i in range(len(block.args)) if _arg_attr(main, i, KIND_ATTR) == PREPARED)
-        old = (
-            list(main.arg_attrs.data)
-            if main.arg_attrs is not None
-            else [DictionaryAttr({})] * len(block.args)
-        )
-        arg = block.insert_arg(packed.results[0].type, len(block.args))
-        arg.name_hint = f"packed{n_prep}"
-        attrs = {
-            KIND_ATTR: StringAttr(PREPARED),
-            "rlx.name": StringAttr(f"{PREP_PREFIX}{len(outs) - 1}"),
-        }
-        main.arg_attrs = ArrayAttr([*old, DictionaryAttr(attrs)])
-        main.function_type = func.FunctionType.from_lists(
-            [a.type for a in block.args], list(main.function_type.outputs.data)
-        )
+        packed = self.prep.insert(PackRhsOp(src, width=self.width))
+        arg = self.prep.add_output(packed.results[0], f"packed{self.prep.n_prepared()}")
         self.packed[w] = arg
         return arg
-
-
-def _erase_dead(w: SSAValue) -> None:
-    """Erase the weight's producer in `@main` once unused (and so on up a weight-only chain)."""
-    owner = w.owner
-    if not isinstance(owner, ParamOp | ConstantOp) and not (
-        isinstance(owner, Operation) and owner.name in _LAYOUT
-    ):
-        return
-    if any(r.uses for r in owner.results):
-        return
-    operands = list(owner.operands)
-    Rewriter.erase_op(owner)
-    for v in operands:
-        _erase_dead(v)
-
-
-def _link(f: func.FuncOp) -> str | None:
-    a = f.attributes.get(LINK_ATTR)
-    return a.data if isinstance(a, StringAttr) else None
 
 
 def _activation(op: Operation) -> str:
@@ -189,16 +86,18 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
     """Rewrite the matmuls of `@entry` (module docstring); returns how many."""
     from rlx.lowering.blas_abi import gemm_mode
 
-    main = _func(module, lambda f: f.sym_name.data == entry)
+    main = next(
+        (f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry), None
+    )
     if main is None or main.is_declaration or gemm_mode() == "blas":
         return 0
-    prep = _Prepare(module, main)
+    packer = _Packer(PrepareFunc(module, main, "pack-weights"), width)
     done = 0
     for op in list(main.body.block.ops):
         if not _wanted(op):
             continue
         x, w = op.operands[0], op.operands[1]
-        arg = prep.pack(w, width)
+        arg = packer.pack(w)
         if arg is None:
             continue
         n = w.type.get_shape()[1]  # type: ignore[attr-defined]
@@ -211,7 +110,7 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
             activation=_activation(op),
         )
         Rewriter.replace_op(op, new)
-        _erase_dead(w)
+        erase_dead(w)
         done += 1
     return done
 

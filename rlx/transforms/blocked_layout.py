@@ -43,10 +43,10 @@ from rlx.dialects.rlx.base import shape_of, tensor
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
-from rlx.transforms.blocked_layout_prepare import PrepareWeights
 from rlx.transforms.blocked_layout_rules import ACT, MIN_BLOCK, SPREAD, WEIGHT, Plan, plan
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
+from rlx.transforms.prepare_func import PrepareFunc, erase_dead
 
 WEIGHT_PERMUTATION = (0, 2, 4, 5, 3, 1)
 """`[F/B, B, Cg/Bi, Bi, KH, KW]` -> `[F/B, Cg/Bi, KH, KW, Bi, B]` ("OIhw{B}i{B}o")."""
@@ -205,6 +205,16 @@ class _Blocker:
                 Rewriter.erase_op(op)
 
 
+def _move_to_prepare(prep: PrepareFunc, w: SSAValue) -> None:
+    """Compute the weight reorder `w` in `@prepare` and read it in `@main` as a prepared
+    argument (`hoist-param-invariant` ran before fusion and never saw it); left in `@main`
+    when its weight is computed there."""
+    src = prep.source(w)
+    if src is not None:
+        w.replace_all_uses_with(prep.add_output(src, f"blocked_w{prep.n_outputs()}"))
+        erase_dead(w)
+
+
 @dataclass
 class _Only(RewritePattern):
     """`pattern` on the ops of `ops` only (the weight reorders this pass created)."""
@@ -242,7 +252,7 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         if self.prepare_weights:
             main = next((f for f in fns if f.sym_name.data == "main"), None)
             if main is not None:
-                prep = PrepareWeights(op, main)
+                prep = PrepareFunc(op, main, "blocked-layout")
                 for chain in blocker.chains:
                     if all(o.parent is main.body.block for o in chain):
-                        prep.move(chain)
+                        _move_to_prepare(prep, chain[-1].results[0])

@@ -17,20 +17,18 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import RlxOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
-
-PREP_PREFIX = "__rlx_prep_"
-"""`rlx.name` of the i-th prepared argument of `@main`: `__rlx_prep_<i>`."""
-KIND_ATTR, PREPARED = "rlx.kind", "prepared"
-LINK_ATTR = "rlx.prepare_for"
-"""Attribute of `@prepare`: the name of the function whose prepared arguments it computes."""
+from rlx.transforms.prepare_func import KIND_ATTR as KIND_ATTR
+from rlx.transforms.prepare_func import LINK_ATTR as LINK_ATTR
+from rlx.transforms.prepare_func import PREP_PREFIX as PREP_PREFIX
+from rlx.transforms.prepare_func import PREPARED as PREPARED
+from rlx.transforms.prepare_func import PrepareFunc
 
 
 def _top(op: Operation, block: Block) -> Operation:
@@ -103,49 +101,22 @@ def hoist(module: builtin.ModuleOp, entry: str = "main") -> func.FuncOp | None:
             "hoist-param-invariant: the module already has a function @prepare"
         )
 
-    # @prepare: every non-dynamic op, cloned in order, then dead-code eliminated.
-    prep_block = Block()
+    # @prepare: every non-dynamic op, cloned in order, returning the boundary; @main: the
+    # boundary values become trailing prepared arguments. Then both are dead-code eliminated.
+    prep = PrepareFunc(module, main, "hoist-param-invariant")
     mapping: dict[SSAValue, SSAValue] = {}
     for op in block.ops:
         if op not in dynamic:
-            new = op.clone(value_mapper=mapping)
-            prep_block.add_op(new)
+            new = prep.insert(op.clone(value_mapper=mapping))
             mapping.update(zip(op.results, new.results, strict=True))
-    ret = func.ReturnOp(*(mapping[v] for v in boundary))
-    prep_block.add_op(ret)
-    _dce(prep_block, {ret})
-    prepare = func.FuncOp(
-        "prepare",
-        func.FunctionType.from_lists([], [v.type for v in boundary]),
-        Region(prep_block),
-    )
-    prepare.attributes[LINK_ATTR] = StringAttr(entry)
-    Rewriter.insert_op(prepare, InsertPoint.before(main))
-
-    # @main: boundary values become trailing arguments; the static part left dead goes.
-    n_args = len(block.args)
     for i, v in enumerate(boundary):
-        arg = block.insert_arg(v.type, len(block.args))
-        arg.name_hint = f"prep{i}"
+        arg = prep.add_output(mapping[v], f"prep{i}")
         for use in list(v.uses):
             if _top(use.operation, block) in dynamic:
                 use.operation.operands[use.index] = arg
+    prepare = prep.ensure()
+    _dce(prepare.body.block, set())  # its return has no results: never erased
     _dce(block, dynamic)
-    old = main.arg_attrs.data if main.arg_attrs is not None else [DictionaryAttr({})] * n_args
-    main.arg_attrs = ArrayAttr(
-        [
-            *old,
-            *(
-                DictionaryAttr(
-                    {KIND_ATTR: StringAttr(PREPARED), "rlx.name": StringAttr(f"{PREP_PREFIX}{i}")}
-                )
-                for i in range(len(boundary))
-            ),
-        ]
-    )
-    main.function_type = func.FunctionType.from_lists(
-        [a.type for a in block.args], list(main.function_type.outputs.data)
-    )
     return prepare
 
 
