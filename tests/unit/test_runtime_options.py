@@ -160,6 +160,7 @@ REGISTRY = {
     "bind-dims": lambda: _fake("bind-dims", dims=""),
     "bind-params": lambda: _fake("bind-params", path=""),
     "fusion": lambda: _fake("fusion", target="cpu", swiglu=True, max_steps=0, assert_clean=False),
+    "blocked-layout": lambda: _fake("blocked-layout", prepare_weights=False),
     "scan-unroll": lambda: _fake("scan-unroll", max_length=64),
     "pack-weights": lambda: _fake("pack-weights", width=0),
     "rng": lambda: _fake("rng", seed=42, backend="philox"),
@@ -182,7 +183,7 @@ def test_plan_order_and_option_mapping(tmp_path: Path) -> None:
     plan = _plan(o, tmp_path)
     assert [p.name for p in plan.passes] == [
         "bind-params", "bind-dims", "canonicalize", "dce", "fold-batch-norm", "constant-folding",
-        "fusion",
+        "fusion", "blocked-layout",
         "scan-unroll", "rng", "convert-rlx-to-linalg", "plan-memory", "split-graph",
     ]  # fmt: skip
     by = {p.name: p.instance for p in plan.passes}
@@ -224,7 +225,7 @@ def test_every_field_has_a_registered_pass(tmp_path: Path) -> None:
     assert "dce" not in names and "canonicalize" not in names and "fusion" not in names
     assert names == [
         "scaled-quant", "bind-dims", "fold-batch-norm", "constant-folding", "hoist-param-invariant",
-        "kernel-dispatch", "legalize", "scan-unroll", "precision", "pack-weights", "rng", "convert-rlx-to-linalg",
+        "blocked-layout", "kernel-dispatch", "legalize", "scan-unroll", "precision", "pack-weights", "rng", "convert-rlx-to-linalg",
         "plan-memory", "split-graph",
     ]  # fmt: skip
     assert all("not yet" not in r.line() for r in plan.report)
