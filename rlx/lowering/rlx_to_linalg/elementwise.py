@@ -16,6 +16,7 @@ from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.control import ElementwiseRegionOp
@@ -32,6 +33,8 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     is_float_t,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.kernels import op_key
+from rlx.lowering.rlx_to_linalg.strided import Layout, broadcast, row_major, strided_call
 from rlx.lowering.rlx_to_linalg.traps import checked_div, checked_pow, guard_region_ops
 
 _MATH = {
@@ -162,31 +165,26 @@ def emit_where(
 def emit_region(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """The region body becomes the generic body (its rlx.yield a linalg.yield)."""
-    import xdsl.dialects.linalg.ops as linalg
-    from xdsl.dialects.builtin import AffineMapAttr
-    from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+    """The region body inlined into the loop of the shape-generic strided worker (one per
+    body, element types and broadcast pattern: the sizes come from a table); its rlx.yield
+    becomes the stored values."""
+    out = shape(outs[0])
+    lays = [broadcast(shape(x), out) for x in ins] + [Layout(0, row_major(out))]
 
-    maps, iters = _maps(op)
-    region = op.regions[0].clone()
-    blk = region.block
-    blk.insert_arg(elem(outs[0]), len(blk.args))
-    term = blk.last_op
-    assert term is not None
-    vals = list(term.operands)
-    term.detach()
-    term.erase()
-    with kb.at(blk):
-        vals = [kb.convert(v, elem(outs[0])) for v in vals]
-        kb.add(linalg.YieldOp(*vals))
-    if kb.status is not None:
-        guard_region_ops(kb, blk)
-    kb.add(
-        linalg.GenericOp(
-            list(ins), list(outs), region, [AffineMapAttr(m) for m in maps],
-            [IteratorTypeAttr.parallel() for _ in iters],
-        )
-    )  # fmt: skip
+    def body(wb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:
+        blk = op.regions[0].clone().block
+        term = blk.last_op
+        assert term is not None
+        args = list(blk.args)
+        yielded = list(term.operands)
+        term.detach()
+        term.erase()
+        if wb.status is not None:
+            guard_region_ops(wb, blk)
+        Rewriter.inline_block(blk, wb.ip, vals)
+        return [vals[args.index(v)] if v in args else v for v in yielded]
+
+    strided_call(kb, ("region", op_key(op)[3]), body, ins, outs, out, lays, "rlx.elementwise_region")
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {
