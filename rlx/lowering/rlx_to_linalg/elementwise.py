@@ -184,7 +184,9 @@ def emit_region(
         Rewriter.inline_block(blk, wb.ip, vals)
         return [vals[args.index(v)] if v in args else v for v in yielded]
 
-    strided_call(kb, ("region", op_key(op)[3]), body, ins, outs, out, lays, "rlx.elementwise_region")
+    strided_call(
+        kb, ("region", op_key(op)[3]), body, ins, outs, out, lays, "rlx.elementwise_region"
+    )
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {

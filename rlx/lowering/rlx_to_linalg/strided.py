@@ -60,13 +60,13 @@ def broadcast(shp: Sequence[int], out: Sequence[int]) -> Layout:
     """A contiguous buffer of shape `shp` read over the NumPy broadcast space `out`."""
     lead = len(out) - len(shp)
     st = row_major(shp)
-    strides = [0] * lead + [0 if d == 1 and o != 1 else s for d, o, s in zip(shp, out[lead:], st)]
+    strides = [0] * lead + [
+        0 if d == 1 and o != 1 else s for d, o, s in zip(shp, out[lead:], st, strict=True)
+    ]
     return Layout(0, tuple(strides))
 
 
-def collapse(
-    sizes: Sequence[int], layouts: Sequence[Layout]
-) -> tuple[list[int], list[Layout]]:
+def collapse(sizes: Sequence[int], layouts: Sequence[Layout]) -> tuple[list[int], list[Layout]]:
     """The same accesses over fewer dimensions: size-1 dimensions dropped, and a dimension
     merged into the next inner one when it steps by exactly that one's extent in every
     buffer (so contiguous or broadcast alike)."""
@@ -92,12 +92,14 @@ def check_layouts(
         raise ValueError(f"strided worker: negative size in {list(sizes)}")
     for lay, n, name in zip(layouts, extents, names, strict=True):
         if len(lay.strides) != len(sizes):
-            raise ValueError(f"strided worker: {name}: {len(lay.strides)} strides for rank {len(sizes)}")
+            raise ValueError(
+                f"strided worker: {name}: {len(lay.strides)} strides for rank {len(sizes)}"
+            )
         if lay.offset < 0 or any(s < 0 for s in lay.strides):
             raise ValueError(f"strided worker: {name}: negative offset or stride in {lay}")
         if prod(sizes) == 0:
             continue
-        last = lay.offset + sum((s - 1) * st for s, st in zip(sizes, lay.strides))
+        last = lay.offset + sum((s - 1) * st for s, st in zip(sizes, lay.strides, strict=True))
         if last >= n:
             raise ValueError(
                 f"strided worker: {name}: element {last} is out of bounds of a buffer of {n}"
@@ -129,13 +131,16 @@ def _loops(
 
     def level(d: int, bases: list[SSAValue]) -> None:
         if d == rank:
-            vals = [kb.load(b, [a]) for b, a in zip(bufs[:n_in], bases)]
+            vals = [kb.load(b, [a]) for b, a in zip(bufs[:n_in], bases[:n_in], strict=True)]
             res = body(kb, vals)
             for v, b, a in zip(res, bufs[n_in:], bases[n_in:], strict=True):
                 kb.store(kb.convert(v, elem(b)), b, [a])
             return
         with kb.loop(dims[d]) as iv:
-            level(d + 1, [kb.addi(bs, kb.muli(iv, st[d])) for bs, st in zip(bases, strides)])
+            level(
+                d + 1,
+                [kb.addi(bs, kb.muli(iv, st[d])) for bs, st in zip(bases, strides, strict=True)],
+            )
 
     level(0, offsets)
 
@@ -172,7 +177,7 @@ def strided_call(
         get = lambda: wb.convert(table(next(at)), index)  # noqa: E731
         d = [get() for _ in range(rank)]
         offs, strides = [], []
-        for lay, c in zip(lays, inner, strict=True):
+        for c in inner:
             offs.append(get())
             st = [get() for _ in range(rank)]
             if c is not None and rank:
