@@ -117,11 +117,19 @@ def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
     return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
 
 
+def _step(kb: KernelBuilder, base: SSAValue, iv: SSAValue, stride: SSAValue | int) -> SSAValue:
+    """`base + iv * stride` (a constant 0 or 1 stride folded here, so the loop's access
+    pattern is plain for LLVM's vectorizer)."""
+    if isinstance(stride, int):
+        return base if stride == 0 else kb.addi(base, iv)
+    return kb.addi(base, kb.muli(iv, stride))
+
+
 def _loops(
     kb: KernelBuilder,
     dims: list[SSAValue],
     offsets: list[SSAValue],
-    strides: list[list[SSAValue]],
+    strides: list[list[SSAValue | int]],
     bufs: list[SSAValue],
     n_in: int,
     body: BodyFn,
@@ -137,10 +145,7 @@ def _loops(
                 kb.store(kb.convert(v, elem(b)), b, [a])
             return
         with kb.loop(dims[d]) as iv:
-            level(
-                d + 1,
-                [kb.addi(bs, kb.muli(iv, st[d])) for bs, st in zip(bases, strides, strict=True)],
-            )
+            level(d + 1, [_step(kb, bs, iv, st[d]) for bs, st in zip(bases, strides, strict=True)])
 
     level(0, offsets)
 
@@ -173,15 +178,16 @@ def strided_call(
 
     def emit(wb: KernelBuilder, table: Callable[[int], SSAValue], fl: list[SSAValue]) -> None:
         index = wb.idx(0).type
-        at = iter(range(len(values)))
-        get = lambda: wb.convert(table(next(at)), index)  # noqa: E731
-        d = [get() for _ in range(rank)]
-        offs, strides = [], []
-        for c in inner:
-            offs.append(get())
-            st = [get() for _ in range(rank)]
-            if c is not None and rank:
-                st[-1] = wb.idx(c)
+        get = lambda i: wb.convert(table(i), index)  # noqa: E731
+        d = [get(i) for i in range(rank)]
+        offs: list[SSAValue] = []
+        strides: list[list[SSAValue | int]] = []
+        for k, c in enumerate(inner):
+            at = rank + k * (rank + 1)  # this buffer's offset, then its strides
+            offs.append(get(at))
+            st: list[SSAValue | int] = [get(at + 1 + j) for j in range(rank - 1)]
+            if rank:
+                st.append(get(at + rank) if c is None else c)
             strides.append(st)
         _loops(wb, d, offs, strides, fl, n_in, body)
 
