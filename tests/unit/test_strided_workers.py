@@ -166,3 +166,24 @@ def test_bad_layout_tables_are_value_errors() -> None:
         check_layouts([2, 3], [Layout(0, (1,))], [6], ["input 0"])
     check_layouts([0, 3], [Layout(100, (3, 1))], [0], ["input 0"])  # empty: nothing is read
     np.testing.assert_equal(row_major([2, 3, 4]), (12, 4, 1))
+
+
+def test_without_registry_the_loops_are_inline() -> None:
+    """A builder without a kernel registry (no module to put a worker in) emits the loop
+    nest itself, with the sizes as constants."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType, MemRefType, f32
+
+    from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+    from rlx.lowering.rlx_to_linalg.strided import broadcast, strided_call
+
+    a, b = MemRefType(f32, [3, 4]), MemRefType(f32, [4])
+    fn = func.FuncOp("k", FunctionType.from_lists([a, b, a], []))
+    kb = KernelBuilder(fn.body.block)
+    x, y, o = fn.body.block.args
+    lays = [Layout(0, row_major([3, 4])), broadcast([4], [3, 4]), Layout(0, row_major([3, 4]))]
+    strided_call(kb, "add", lambda wb, v: [wb.addf(v[0], v[1])], [x, y], [o], [3, 4], lays, "add")
+    kb.finish()
+    fn.verify()
+    text = str(fn)
+    assert "func.call" not in text and text.count("scf.for") == 2 and "arith.addf" in text
