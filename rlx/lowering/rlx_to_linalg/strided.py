@@ -113,8 +113,13 @@ def _inner(lay: Layout) -> int | None:
 
 
 def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
-    t = MemRefType(elem(mem), [FLAT])
-    return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
+    """`mem` (contiguous) as a flat view, made once per kernel (the same pointer)."""
+    if mem not in kb.flat_views:
+        t = MemRefType(elem(mem), [FLAT])
+        kb.flat_views[mem] = kb.hoist(
+            memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t)
+        )
+    return kb.flat_views[mem]
 
 
 def _step(kb: KernelBuilder, base: SSAValue, iv: SSAValue, stride: SSAValue | int) -> SSAValue:
