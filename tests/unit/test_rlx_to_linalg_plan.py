@@ -104,7 +104,8 @@ def test_identical_layers_share_kernels() -> None:
     k1 = [o for o in m1.ops if isinstance(o, func.FuncOp) and "rlx.kernel" in o.attributes]
     k3 = [o for o in m3.ops if isinstance(o, func.FuncOp) and "rlx.kernel" in o.attributes]
     # 9 op kernels, plus the flash worker and GEMM microkernel the attention kernel calls
-    assert len(k1) == len(k3) == 11
+    # and the shape-generic workers of the transposes (copy) and the residual adds
+    assert len(k1) == len(k3) == 13
     main = next(o for o in m3.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
     assert sum(isinstance(o, func.CallOp) for o in main.walk()) == 3 * 17
 

@@ -1,8 +1,9 @@
 """Elementwise ops: unary math, binary arithmetic (NumPy broadcasting as indexing maps with
 constant-0 results), compare, where, cast and `rlx.elementwise_region`.
 
-Each op is one `linalg.generic` whose iteration space is the result shape and whose body is
-the op's formula (`rlx.dialects.rlx.formula`) built by `KernelScalar`. Floats compute in
+Each op is a call of a shape-generic strided worker (`strided`) whose loop body is the op's
+formula (`rlx.dialects.rlx.formula`) built by `KernelScalar`, or the region's body: one
+worker per formula (or body), element types and broadcast pattern serves every shape. Floats compute in
 f32 (f64 for f64) with only the `contract` fast-math flag; integer division truncates
 toward zero; x/0, INT_MIN/-1 and a negative integer pow exponent are run-time errors
 reported through the status record (`traps`), never a CPU trap.
@@ -16,6 +17,7 @@ from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 from rlx.dialects.rlx.base import is_unsigned
 from rlx.dialects.rlx.control import ElementwiseRegionOp
@@ -23,15 +25,14 @@ from rlx.dialects.rlx.elementwise import BINARY_OPS, UNARY_OPS, CastOp, CompareO
 from rlx.dialects.rlx.formula import activation_formula
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_CONTRACT,
-    PARALLEL,
     Emitter,
     KernelBuilder,
-    bcast_map,
     elem,
-    identity,
     is_float_t,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.kernels import op_key
+from rlx.lowering.rlx_to_linalg.strided import Layout, broadcast, row_major, strided_call
 from rlx.lowering.rlx_to_linalg.traps import checked_div, checked_pow, guard_region_ops
 
 _MATH = {
@@ -130,10 +131,11 @@ def activation(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
     return activation_formula(kind)(KernelScalar(kb), x)
 
 
-def _maps(op: Operation) -> tuple[list, list[str]]:
-    out = shape(op.results[0])
-    maps = [bcast_map(shape(o), out) for o in op.operands] + [identity(len(out))]
-    return maps, [PARALLEL] * len(out)
+def _layouts(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> tuple[tuple[int, ...], list]:
+    """The iteration space (the result shape) and the buffers' layouts over it: inputs with
+    NumPy broadcasting (stride 0 where broadcast), the output contiguous."""
+    out = shape(outs[0])
+    return out, [broadcast(shape(x), out) for x in ins] + [Layout(0, row_major(out))]
 
 
 def _unsigned(v: SSAValue) -> bool:
@@ -144,49 +146,54 @@ def _unsigned(v: SSAValue) -> bool:
 def emit_formula(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """One `linalg.generic` whose body is the op's formula (unary, binary, compare, cast)."""
-    b = KernelScalar(kb, _unsigned(op.operands[0]))
-    maps, iters = _maps(op)
-    kb.generic(ins, outs, maps, iters, lambda *args: [op.formula(b, *args[:-1])])  # type: ignore[attr-defined]
+    """The op's formula (unary, binary, compare, cast) in the loop of the shape-generic
+    strided worker: one per op kind, attributes, element types and broadcast pattern."""
+    unsigned = _unsigned(op.operands[0])
+
+    def body(wb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:
+        b = KernelScalar(wb, unsigned)
+        return [op.formula(b, *(wb.to_compute(v) for v in vals))]  # type: ignore[attr-defined]
+
+    out, lays = _layouts(ins, outs)
+    strided_call(kb, ("formula", *op_key(op)[:2], unsigned), body, ins, outs, out, lays, op.name)
 
 
 def emit_where(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """`rlx.where` selects stored values (no widening to the compute type)."""
-    b = KernelScalar(kb)
-    maps, iters = _maps(op)
-    kb.generic(ins, outs, maps, iters, lambda c, x, y, _o: [op.formula(b, c, x, y)], compute=False)  # type: ignore[attr-defined]
+
+    def body(wb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:
+        return [op.formula(KernelScalar(wb), *vals)]  # type: ignore[attr-defined]
+
+    out, lays = _layouts(ins, outs)
+    strided_call(kb, ("formula", *op_key(op)[:2]), body, ins, outs, out, lays, op.name)
 
 
 def emit_region(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """The region body becomes the generic body (its rlx.yield a linalg.yield)."""
-    import xdsl.dialects.linalg.ops as linalg
-    from xdsl.dialects.builtin import AffineMapAttr
-    from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+    """The region body inlined into the loop of the shape-generic strided worker (one per
+    body, element types and broadcast pattern: the sizes come from a table); its rlx.yield
+    becomes the stored values."""
+    out, lays = _layouts(ins, outs)
 
-    maps, iters = _maps(op)
-    region = op.regions[0].clone()
-    blk = region.block
-    blk.insert_arg(elem(outs[0]), len(blk.args))
-    term = blk.last_op
-    assert term is not None
-    vals = list(term.operands)
-    term.detach()
-    term.erase()
-    with kb.at(blk):
-        vals = [kb.convert(v, elem(outs[0])) for v in vals]
-        kb.add(linalg.YieldOp(*vals))
-    if kb.status is not None:
-        guard_region_ops(kb, blk)
-    kb.add(
-        linalg.GenericOp(
-            list(ins), list(outs), region, [AffineMapAttr(m) for m in maps],
-            [IteratorTypeAttr.parallel() for _ in iters],
-        )
-    )  # fmt: skip
+    def body(wb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:
+        blk = op.regions[0].clone().block
+        term = blk.last_op
+        assert term is not None
+        args = list(blk.args)
+        yielded = list(term.operands)
+        term.detach()
+        term.erase()
+        if wb.status is not None:
+            guard_region_ops(wb, blk)
+        Rewriter.inline_block(blk, wb.ip, vals)
+        return [vals[args.index(v)] if v in args else v for v in yielded]
+
+    strided_call(
+        kb, ("region", op_key(op)[3]), body, ins, outs, out, lays, "rlx.elementwise_region"
+    )
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {

@@ -1,6 +1,8 @@
-"""Data-movement ops: reshape (a view: collapse to 1-D then expand, no copy), transpose,
-slice, broadcast_to and concat as `linalg.generic` copies (concat: one per operand with a
-shifted output map), gather as an `scf.for` nest with an index load."""
+"""Data-movement ops: reshape (a view: collapse to 1-D then expand, no copy); transpose,
+slice, broadcast_to and concat (one copy per operand into its window of the output) as
+calls of the shape-generic copy worker (`strided`: one per element type and collapsed
+rank, sizes and strides from a run-time table); gather as an `scf.for` nest with an index
+load."""
 
 from __future__ import annotations
 
@@ -22,17 +24,8 @@ from xdsl.ir import Operation, SSAValue
 from rlx import errors
 from rlx.dialects.rlx.base import is_unsigned, normalize_axis
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, SliceOp, TransposeOp
-from rlx.lowering.rlx_to_linalg.kernel_builder import (
-    PARALLEL,
-    Emitter,
-    KernelBuilder,
-    amap,
-    bcast_map,
-    dim,
-    elem,
-    identity,
-    shape,
-)
+from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.strided import Layout, broadcast, row_major, strided_call
 from rlx.lowering.rlx_to_linalg.traps import trap
 
 if TYPE_CHECKING:
@@ -78,69 +71,60 @@ def _expand(fl: FuncLowering, src: SSAValue, groups: list[list[int]], to: MemRef
     )
 
 
+def _copy_body(_kb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:
+    return [vals[0]]
+
+
 def emit_transpose(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     """Iterate in output order (unit-stride stores); input dim perm[i] is output dim i."""
     perm = op.permutation
     assert perm is not None
-    n = len(perm)
-    inv = [0] * n
-    for i, p in enumerate(perm):
-        inv[p] = i
-    kb.generic(
-        ins,
-        outs,
-        [amap(n, [dim(inv[j]) for j in range(n)]), identity(n)],
-        [PARALLEL] * n,
-        lambda x, _o: [x],
-        compute=False,
-    )
+    out = shape(outs[0])
+    src = row_major(shape(ins[0]))
+    lays = [Layout(0, tuple(src[p] for p in perm)), Layout(0, row_major(out))]
+    strided_call(kb, "copy", _copy_body, ins, outs, out, lays, "copy")
 
 
 def emit_slice(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """A copy out of a static strided subview."""
+    """A copy out of a static strided window of the input."""
     out = shape(outs[0])
     n = len(out)
     starts = op.starts
-    strides = op.strides or (1,) * n
-    assert starts is not None and strides is not None
-    src = kb.subview(ins[0], starts, out, strides)
-    kb.generic(
-        [src], outs, [identity(n), identity(n)], [PARALLEL] * n, lambda x, _o: [x], compute=False
-    )
+    steps = op.strides or (1,) * n
+    assert starts is not None and steps is not None
+    src = row_major(shape(ins[0]))
+    offset = sum(a * s for a, s in zip(starts, src, strict=True))
+    lays = [Layout(offset, tuple(k * s for k, s in zip(steps, src, strict=True))),
+            Layout(0, row_major(out))]  # fmt: skip
+    strided_call(kb, "copy", _copy_body, ins, outs, out, lays, "copy")
 
 
 def emit_broadcast_to(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
     out = shape(outs[0])
-    n = len(out)
-    kb.generic(
-        ins,
-        outs,
-        [bcast_map(shape(ins[0]), out), identity(n)],
-        [PARALLEL] * n,
-        lambda x, _o: [x],
-        compute=False,
-    )
+    lays = [broadcast(shape(ins[0]), out), Layout(0, row_major(out))]
+    strided_call(kb, "copy", _copy_body, ins, outs, out, lays, "copy")
 
 
 def emit_concat(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """One copy per operand into its subview of the output."""
-    n = len(shape(outs[0]))
+    """One copy per operand into its window of the output (one shared copy worker: a
+    concat along channels of a batch-1 tensor is a flat copy at a channel offset)."""
+    out = shape(outs[0])
+    n = len(out)
     axis = normalize_axis(op.axis or 0, n)
+    dst = row_major(out)
     off = 0
     for x in ins:
         xs = shape(x)
-        dst = kb.subview(outs[0], [off if i == axis else 0 for i in range(n)], xs)
-        kb.generic(
-            [x], [dst], [identity(n), identity(n)], [PARALLEL] * n, lambda v, _o: [v], compute=False
-        )
+        lays = [Layout(0, row_major(xs)), Layout(off * dst[axis], dst)]
+        strided_call(kb, "copy", _copy_body, [x], outs, xs, lays, "copy")
         off += xs[axis]
 
 

@@ -1,22 +1,28 @@
 // RUN: rlx-opt %s -p convert-rlx-to-linalg --split-input-file | filecheck %s
 
-// Broadcasting is explicit in the indexing maps: a size-1 dim broadcast against a larger
-// one maps to 0, a missing leading dim is dropped. Elementwise ops only allow `contract`.
+// Elementwise ops call a shape-generic worker with a table of sizes, offsets and strides:
+// broadcasting is explicit in the strides (a size-1 dim broadcast against a larger one and
+// a missing leading dim step by 0). Elementwise ops only allow `contract`.
 
 func.func @bcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
   %c = rlx.add %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   func.return %c : tensor<4x3xf32>
 }
 
+// CHECK:       "memref.global"() <{sym_name = "[[T:rlx_table[0-9]+]]", type = memref<11xi64>, initial_value = dense<[4, 3, 0, 1, 0, 0, 0, 1, 0, 3, 1]> : tensor<11xi64>
 // CHECK-LABEL: func.func @bcast_add(
 // CHECK-SAME:    %a: memref<4x1xf32> {rlx.kind = "input", rlx.name = "arg0"},
 // CHECK-SAME:    %b: memref<3xf32> {rlx.kind = "input", rlx.name = "arg1"},
 // CHECK-SAME:    %out0: memref<4x3xf32> {rlx.kind = "output", rlx.name = "out0"}) {
 // CHECK-NEXT:    func.call @[[K:rlx_k[0-9]+]](%a, %b, %out0) : (memref<4x1xf32>, memref<3xf32>, memref<4x3xf32>) -> ()
 // CHECK-NEXT:    func.return
+// CHECK:       func.func private @[[W:rlx_k[0-9]+]](%{{.*}}: memref<11xi64> {llvm.noalias}, %{{.*}}: memref<2147483647xf32> {llvm.noalias}, %{{.*}}: memref<2147483647xf32> {llvm.noalias}, %{{.*}}: memref<2147483647xf32> {llvm.noalias}) attributes {rlx.kernel = "rlx.add (any shape)"}
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK:       func.func private @[[K]](%{{.*}}: memref<4x1xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<4x3xf32>) attributes {rlx.kernel = "rlx.add"}
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-// CHECK:         arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK:         %[[TV:.*]] = memref.get_global @[[T]] : memref<11xi64>
+// CHECK-NEXT:    func.call @[[W]](%[[TV]], %{{.*}}, %{{.*}}, %{{.*}})
 
 // -----
 

@@ -12,8 +12,11 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   func.return %z : tensor<4x8xf32>
 }
 
-// Stage 1: one kernel per op, destination-passing style on memrefs; the bias is read
-// through the broadcast map (d0, d1) -> (d1).
+// Stage 1: one kernel per op, destination-passing style on memrefs. The op's kernel
+// passes its buffers as flat views, with a constant table, to the shape-generic worker of
+// the add: sizes 4x8, then offset and strides of x (8, 1), of the bias (0, 1: the
+// broadcast over the rows) and of the output (8, 1).
+// LINALG:       "memref.global"() <{sym_name = "[[TADD:rlx_table[0-9]+]]", type = memref<11xi64>, initial_value = dense<[4, 8, 0, 8, 1, 0, 0, 1, 0, 8, 1]> : tensor<11xi64>
 // LINALG-LABEL: func.func @main(
 // LINALG-SAME:    %x: memref<4x8xf32> {rlx.kind = "input", rlx.name = "arg0"}
 // LINALG-SAME:    %b: memref<8xf32> {rlx.kind = "input", rlx.name = "arg1"}
@@ -21,12 +24,17 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // LINALG-NEXT:    %[[Y:.*]] = memref.alloc() {{.*}}: memref<4x8xf32>
 // LINALG-NEXT:    func.call @[[ADD:rlx_k[0-9]+]](%x, %b, %[[Y]])
 // LINALG-NEXT:    func.call @[[RELU:rlx_k[0-9]+]](%[[Y]], %out0)
+// LINALG:       func.func private @[[ADDW:rlx_k[0-9]+]]({{.*}}: memref<11xi64> {llvm.noalias}, {{.*}}: memref<2147483647xf32> {llvm.noalias}, {{.*}}) attributes {rlx.kernel = "rlx.add (any shape)"}
+// LINALG:         scf.for
+// LINALG:           scf.for
+// LINALG:             arith.addf
 // LINALG:       func.func private @[[ADD]]({{.*}}) attributes {rlx.kernel = "rlx.add"}
-// LINALG-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-// LINALG:           arith.addf
+// LINALG-NEXT:    memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [2147483647], strides: [1] : memref<4x8xf32> to memref<2147483647xf32>
+// LINALG:         memref.get_global @[[TADD]] : memref<11xi64>
+// LINALG-NEXT:    func.call @[[ADDW]](
+// LINALG:       func.func private @{{rlx_k[0-9]+}}({{.*}}) attributes {rlx.kernel = "rlx.relu (any shape)"}
+// LINALG:             arith.maximumf
 // LINALG:       func.func private @[[RELU]]({{.*}}) attributes {rlx.kernel = "rlx.relu"}
-// LINALG:           arith.maximumf
-
 // Stage 2: the intermediate is a view of the arena argument.
 // PLAN-LABEL: func.func @main(
 // PLAN-SAME:    %arena: memref<128xi8> {rlx.kind = "arena", rlx.name = "arena"})
@@ -46,11 +54,13 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // LLVM:         %[[Y:.*]] = llvm.getelementptr inbounds %arena[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // LLVM-NEXT:    llvm.call @[[ADD:rlx_k[0-9]+]](%x, %b, %[[Y]])
 // LLVM-NEXT:    llvm.call @{{rlx_k[0-9]+}}(%[[Y]], %out0)
-// LLVM:       llvm.func internal @[[ADD]](%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %[[C:.*]]: !llvm.ptr)
+// LLVM:       llvm.func internal @[[ADDW:rlx_k[0-9]+]](%{{.*}}: !llvm.ptr {llvm.noalias}, %[[A:.*]]: !llvm.ptr {llvm.noalias}, %[[B:.*]]: !llvm.ptr {llvm.noalias}, %[[C:.*]]: !llvm.ptr {llvm.noalias})
 // LLVM:         llvm.getelementptr inbounds %[[A]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // LLVM:         llvm.getelementptr inbounds %[[B]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // LLVM:         llvm.fadd %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
 // LLVM:         llvm.store
+// LLVM:       llvm.func internal @[[ADD]](
+// LLVM:         llvm.call @[[ADDW]](
 // LLVM:       llvm.call_intrinsic "llvm.maximum.f32"
 // LLVM-NOT:   func.
 // LLVM-NOT:   memref.
@@ -59,7 +69,9 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // The LLVM module (before LLVM's optimizer).
 // IR-LABEL: define void @main(ptr noalias dereferenceable(128) %{{.*}}, ptr noalias dereferenceable(32) %{{.*}}, ptr noalias align 64 dereferenceable(128) %{{.*}}, ptr noalias align 64 dereferenceable(128) %{{.*}}) nounwind {
 // IR:         call void @[[ADD:rlx_k[0-9]+]](
-// IR:       define internal void @[[ADD]](
+// IR:       define internal void @[[ADDW:rlx_k[0-9]+]](ptr noalias
 // IR:         getelementptr inbounds float, ptr
 // IR:         fadd contract float
+// IR:       define internal void @[[ADD]](
+// IR:         call void @[[ADDW]](
 // IR:       call float @llvm.maximum.f32(

@@ -14,7 +14,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // IR: emit-errors.mlir: error: --emit=llvm-ir needs the llvm dialect: add --lower-to-llvm (the module still has 'func.func')
 // ASM: emit-errors.mlir: error: --emit=asm needs the llvm dialect: add --lower-to-llvm (the module still has 'func.func')
-// LINALG: error: --emit=llvm-ir needs the llvm dialect: add --lower-to-llvm (the module still has 'func.func')
+// LINALG: error: --emit=llvm-ir needs the llvm dialect: add --lower-to-llvm (the module still has 'memref.global')
 // CHOICE: rlx-opt: error: argument --emit: invalid choice: 'bitcode' (choose from 'mlir', 'llvm-ir', 'asm')
 // TARGET: rlx-opt: error: --emit=asm cannot be combined with -t/--target llvm
 // MLIR: rlx.exp

@@ -28,7 +28,8 @@ func.func @main(%x: tensor<10xf32>) -> tensor<10xf32> {
 // --print-ir-after-all shows the whole lowering as one pass.
 // DUMP:     // -----// IR Dump After lower-to-llvm //----- //
 // DUMP-NEXT: builtin.module {
-// DUMP-NEXT:   llvm.func @main(
+// DUMP-NEXT:   llvm.mlir.global private constant @rlx_table0(
+// DUMP:        llvm.func @main(
 // DUMP-NOT: IR Dump After
 
 // BAD: error: plan-memory: alignment must be a power of two, got 3
