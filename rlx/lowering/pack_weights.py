@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.gemm import PackedMatmulOp, PackRhsOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
+from rlx.ir_checks import graph_block
 from rlx.lowering.gemm.driver import eligible_types
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
 from rlx.transforms.hoist_param_invariant import KIND_ATTR, LINK_ATTR, PREP_PREFIX, PREPARED
@@ -192,9 +193,10 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
     main = _func(module, lambda f: f.sym_name.data == entry)
     if main is None or main.is_declaration or gemm_mode() == "blas":
         return 0
+    block = graph_block(main, "pack-weights")
     prep = _Prepare(module, main)
     done = 0
-    for op in list(main.body.block.ops):
+    for op in list(block.ops):
         if not _wanted(op):
             continue
         x, w = op.operands[0], op.operands[1]

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import RlxOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
+from rlx.ir_checks import graph_block
 
 PREP_PREFIX = "__rlx_prep_"
 """`rlx.name` of the i-th prepared argument of `@main`: `__rlx_prep_<i>`."""
@@ -93,7 +94,7 @@ def hoist(module: builtin.ModuleOp, entry: str = "main") -> func.FuncOp | None:
     )
     if main is None or main.is_declaration:
         return None
-    block = main.body.block
+    block = graph_block(main, "hoist-param-invariant")
     dynamic = _dynamic_ops(block)
     boundary = _boundary(block, dynamic)
     if not boundary:

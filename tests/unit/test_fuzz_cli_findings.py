@@ -1,0 +1,100 @@
+"""What `tools/fuzz/fuzz_cli.py` found (rlx-opt internal errors, exit 2, on mutated
+shipped .mlir files), one row each: every input is a located diagnostic with exit 1,
+through `rlx-opt` and through `rlx.compile` (docs/fuzzing.md).
+
+* xDSL's parsers raising AssertionError / ValueError / IndexError / OverflowError on
+  malformed text (`rlx.parser.MALFORMED_TEXT_ERRORS`: reported at the op);
+* xDSL verifiers raising a bare `Exception` (`rlx.ir_checks.FOREIGN_VERIFIER_ERRORS`);
+* rlx graph passes on a function with several blocks (`rlx.ir_checks.graph_block`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import rlx
+from rlx.runtime.compiler import CompileError
+from rlx.tools.rlx_opt import main
+
+LOCATED = re.compile(r"^in\.mlir:(\d+):(\d+): error: (.*)$", re.M)
+
+SWITCH = """func.func @switch(%i: i32) {{
+  cf.switch %i : {t}, [
+    default: ^bb1,
+    {v}: ^bb1
+  ]
+^bb1:
+  func.return
+}}
+"""
+PARSE_CASES = [
+    ("%b = rlx.constant dense<3.0> : tensor<complex<f32>>\n", "malformed 'rlx.constant' op"),
+    ("%b = rlx.constant dense<3.0e+300> : tensor<f32>\n",
+     "invalid 'rlx.constant' op: a literal is out of the range of its element type"),
+    ("%b = rlx.constant dense<70000> : tensor<2xi16>\n", "invalid 'rlx.constant' op: Integer value"),
+    (SWITCH.format(t="i32", v="4294967296"), "invalid 'cf.switch' op: Integer value 4294967296"),
+    (SWITCH.format(t="f16", v="0"), "malformed 'cf.switch' op: the parser failed (AssertionError"),
+    ("linalg.add @f(%x: tensor<2x3xf32>) {\n  func.return\n}\n", "malformed 'linalg.add' op"),
+    ("""func.func @f(%a: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>], iterator_types = ["bogus"]}
+    outs(%a : memref<4xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %o : f32
+  }
+  func.return
+}
+""", "invalid 'linalg.generic' op: 'bogus' is not a valid IteratorType"),
+]  # fmt: skip
+VERIFY_CASES = [
+    ("""func.func @f(%g: memref<2x2xf32>) -> f32 {
+  %c1 = arith.constant 1 : index
+  %v = memref.load %g[%c1, %c1, %c1] : memref<2x2xf32>
+  func.return %v : f32
+}
+""", "'memref.load' op expected an index for each dimension"),
+]  # fmt: skip
+MULTI_BLOCK = """func.func @main(%c: i1, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  cf.cond_br %c, ^a, ^b(%y : tensor<4xf32>)
+^a:
+  %z = rlx.neg %y : (tensor<4xf32>) -> tensor<4xf32>
+  cf.br ^b(%z : tensor<4xf32>)
+^b(%v: tensor<4xf32>):
+  func.return %v : tensor<4xf32>
+}
+"""
+
+
+def run_opt(tmp_path, capsys, text: str, *flags: str) -> tuple[int, str]:
+    (tmp_path / "in.mlir").write_text(text)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code = main(["in.mlir", *flags])
+    finally:
+        os.chdir(cwd)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "message"), PARSE_CASES + VERIFY_CASES)
+def test_malformed_ops_are_located_diagnostics(tmp_path, capsys, text, message) -> None:
+    code, err = run_opt(tmp_path, capsys, text)
+    assert code == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    m = LOCATED.search(err)
+    assert m is not None and message in m.group(3), err
+    with pytest.raises(CompileError, match=re.escape(message)):
+        rlx.compile(text)
+
+
+@pytest.mark.parametrize(
+    "passes", ['bind-dims{dims="n=2"}', "fold-batch-norm", "hoist-param-invariant", "pack-weights"]
+)
+def test_graph_passes_refuse_multi_block_functions(tmp_path, capsys, passes) -> None:
+    code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "-p", passes)
+    assert code == 1, err
+    name = passes.split("{")[0]
+    assert f"error: {name}: @main must have a single block (it has 3)" in err, err
