@@ -54,10 +54,17 @@ from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
 from rlx.runtime import counters, llvm_worker, option_pipeline, parallel
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
-from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.compiled import (
+    ArgSpec,
+    Artifact,
+    CompiledGraph,
+    Signature,
+    check_prepared,
+    np_dtype,
+)
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
-from rlx.runtime.jit import JitModule, to_llvm_ir
+from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
 
@@ -204,6 +211,11 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
                 raise CompileError(f"@{entry} is a declaration (no body): nothing to compile")
             if f.sym_visibility is not None and f.sym_visibility.data == "private":
                 raise CompileError(f"@{entry} is private: the entry function must be public")
+            if len(f.body.blocks) != 1:
+                raise CompileError(
+                    f"@{entry} has {len(f.body.blocks)} blocks: a graph function is one block "
+                    "(no cf branches; rlx.if and rlx.scan hold regions)"
+                )
             return f
     names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
     raise CompileError(f"no function @{entry} in the module (functions: {names})")
@@ -279,7 +291,7 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
             and isinstance(name, StringAttr)
             and isinstance(t, MemRefType)
         ):
-            raise RuntimeError(
+            raise CompileError(
                 f"lowered @{entry}: argument {i} lacks rlx.kind/rlx.name or is not a memref ({t})"
             )
         k = kind.data
@@ -434,6 +446,10 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     align = opts.arena_alignment()
     sig = extract_signature(module, entry, align, ref)
     prep = None if prep_name is None else extract_signature(module, prep_name, align, prep_ref)
+    try:
+        check_prepared(sig, prep)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}
     for p in option_pipeline.llvm_pipeline():
@@ -454,6 +470,8 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         engine = JitModule(ir)
         address = engine.address(entry)
         prep_address = 0 if prep is None else engine.address(prep.entry)
+    except UnresolvedSymbolError as e:
+        raise CompileError(str(e)) from None
     except Exception as e:
         raise RuntimeError(
             f"internal error in LLVM code generation: {type(e).__name__}: {e}"

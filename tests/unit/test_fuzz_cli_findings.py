@@ -98,3 +98,70 @@ def test_graph_passes_refuse_multi_block_functions(tmp_path, capsys, passes) -> 
     assert code == 1, err
     name = passes.split("{")[0]
     assert f"error: {name}: @main must have a single block (it has 3)" in err, err
+
+
+@pytest.mark.parametrize(
+    "passes", ["precision{precision=bf16}", "precision-policy{policy=auto-mixed}"]
+)
+def test_precision_refuses_multi_block_functions(tmp_path, capsys, passes) -> None:
+    code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "-p", passes)
+    assert code == 1 and "error: precision: @main must have a single block" in err, err
+    code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "-p", "dce")
+    assert code == 0, err  # dce leaves CFG functions' returns alone
+
+
+def test_compile_refuses_a_multi_block_entry() -> None:
+    with pytest.raises(CompileError, match=r"@main has 3 blocks: a graph function is one block"):
+        rlx.compile(MULTI_BLOCK)
+
+
+LOWERED = """func.func private @k1(memref<4xf32>, memref<4xf32>) -> ()
+func.func @main(%x: memref<4xf32> {{rlx.kind = "input", rlx.name = "x"}}, %out0: memref<4xf32> {attrs}) {{
+  func.call @k1(%x, %out0) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}}
+"""
+
+
+def test_compile_refuses_calls_of_undefined_functions() -> None:
+    """A lowered module calling a declared-only function segfaulted (call of address 0)."""
+    text = LOWERED.format(attrs='{rlx.kind = "output", rlx.name = "out0"}')
+    with pytest.raises(CompileError, match=r"calls undefined function\(s\) @k1"):
+        rlx.compile(text)
+    with pytest.raises(CompileError, match=r"argument 1 lacks rlx.kind/rlx.name"):
+        rlx.compile(LOWERED.format(attrs=""))
+
+
+PREPARED = """func.func @prepare() -> tensor<4xf32> attributes {{rlx.prepare_for = "main"}} {{
+  %w = rlx.param "w" : tensor<4xf32>
+  %t = rlx.exp %w : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %t : tensor<4xf32>
+}}
+func.func @main(%x: tensor<{n}xf32>, %p: tensor<{n}xf32> {{rlx.kind = "prepared", rlx.name = "{name}"}}) -> tensor<{n}xf32> {{
+  %y = rlx.add %x, %p : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+  func.return %y : tensor<{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("n", "name", "message"),
+    [
+        (4, "nchwc", "prepared argument 'nchwc' is not computed by a @prepare function"),
+        (
+            64,
+            "__rlx_prep_0",
+            "prepared argument '__rlx_prep_0' is float32 [64], but @prepare computes float32 [4]",
+        ),
+    ],
+)
+def test_prepared_arguments_must_match_prepare(n, name, message) -> None:
+    """A hand-hoisted module naming a value @prepare does not compute: a KeyError at the
+    first run, or (another size) a read out of bounds."""
+    with pytest.raises(CompileError, match=re.escape(message)):
+        rlx.compile(PREPARED.format(n=n, name=name))
+    import numpy as np
+
+    g = rlx.compile(PREPARED.format(n=4, name="__rlx_prep_0"))
+    g.set_param("w", np.zeros(4, np.float32))
+    np.testing.assert_array_equal(g.run(np.ones(4, np.float32))[0], np.full(4, 2, np.float32))
