@@ -165,3 +165,26 @@ def test_prepared_arguments_must_match_prepare(n, name, message) -> None:
     g = rlx.compile(PREPARED.format(n=4, name="__rlx_prep_0"))
     g.set_param("w", np.zeros(4, np.float32))
     np.testing.assert_array_equal(g.run(np.ones(4, np.float32))[0], np.full(4, 2, np.float32))
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_rlx_run_bench_needs_a_positive_count(capsys, n) -> None:
+    from pathlib import Path
+
+    from rlx.tools.rlx_run import main as run_main
+
+    mlp = Path(__file__).resolve().parents[2] / "examples" / "mlp.mlir"
+    assert run_main([str(mlp), "--bench", n]) == 1
+    assert f"--bench: must be a positive number of runs, got {int(n)}" in capsys.readouterr().err
+
+
+def test_rlx_bake_unknown_entry_is_an_error() -> None:
+    """A module's only function is the default entry; an explicit other name is an error
+    (it was silently ignored)."""
+    from rlx.bake.bake import entry_func
+
+    module = rlx.Graph("f")
+    module.output(module.input("x", (2,), "f32"))
+    assert entry_func(module.module).sym_name.data == "f"
+    with pytest.raises(ValueError, match=r"no function @nope in the module \(functions: @f\)"):
+        entry_func(module.module, "nope")
