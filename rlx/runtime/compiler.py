@@ -364,6 +364,32 @@ def _check_argument_count(module: ModuleOp, entry: str) -> None:
         )
 
 
+def _physical_memory() -> int | None:
+    """Bytes of RAM of this machine (None where unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(sig: Signature, prep: Signature | None) -> None:
+    """CompileError when one run needs more memory (arena, outputs, params, prepared
+    values) than the machine has: an ONNX AveragePool with pads of 2^40 compiled to a
+    12 TiB arena; a graph needing somewhat more than RAM would be allocated lazily and then
+    thrash or be killed, far from its cause."""
+    ram = _physical_memory()
+    if ram is None:
+        return
+    need = sum(s.arena_bytes + sum(a.nbytes for a in s.args if a.kind != "arena")
+               for s in (sig, prep) if s is not None)  # fmt: skip
+    if need > ram:
+        gib = 1 << 30
+        raise CompileError(
+            f"@{sig.entry} needs {need / gib:.1f} GiB per run (arena {sig.arena_bytes / gib:.1f} "
+            f"GiB, inputs, outputs, params) but this machine has {ram / gib:.1f} GiB"
+        )
+
+
 def _check_static(module: ModuleOp) -> None:
     """Code generation needs static shapes: name the dynamic dims still unbound."""
 
@@ -452,6 +478,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         raise CompileError(str(e)) from None
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}
+    _check_memory(sig, prep)
     for p in option_pipeline.llvm_pipeline():
         _run_pass(p.name, p, module, ctx, log, sources, verify=False)
         if capture and p.name == "convert-linalg-to-loops":

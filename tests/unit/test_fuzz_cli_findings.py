@@ -188,3 +188,16 @@ def test_rlx_bake_unknown_entry_is_an_error() -> None:
     assert entry_func(module.module).sym_name.data == "f"
     with pytest.raises(ValueError, match=r"no function @nope in the module \(functions: @f\)"):
         entry_func(module.module, "nope")
+
+
+def test_graph_needing_more_memory_than_the_machine_is_refused() -> None:
+    """An ONNX AveragePool with pads of 2^40 compiled to a 12 TiB output (a MemoryError, or
+    worse, lazily allocated pages, at the first run)."""
+    n = 2**40 + 3
+    text = f"""func.func @main(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x{n}x3xf32> {{
+  %y = rlx.pool2d %x {{kind = "avg", kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>, padding = array<i64: {2**40}, 0, 0, 0>}} : (tensor<1x1x4x4xf32>) -> tensor<1x1x{n}x3xf32>
+  func.return %y : tensor<1x1x{n}x3xf32>
+}}
+"""
+    with pytest.raises(CompileError, match=r"@main needs 12288.0 GiB per run .* this machine has"):
+        rlx.compile(text)
