@@ -81,6 +81,12 @@ CASES = {
               [const("sp", np.array([1, 1]))]),
         "split sizes [1, 1] must be 2 non-negative sizes adding up to the axis length 3",
     ),
+    "OneHot of a negative depth": (
+        model([h.make_node("OneHot", ["i", "d", "v"], ["y"])],
+              [h.make_tensor_value_info("i", T.INT64, [3])], [ANY],
+              [const("d", np.int64(-3)), const("v", np.array([0, 1], np.float32))]),
+        "node 'y' (OneHot): depth must be non-negative, got -3",
+    ),
     "initializer dims larger than its data": (_bad_dims([4, 4]), "initializer 'w' (dims [4, 4])"),
     "initializer with a negative dim": (_bad_dims([3, -3]), "initializer 'w' has negative dims"),
 }  # fmt: skip
