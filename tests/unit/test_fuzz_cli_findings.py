@@ -201,3 +201,8 @@ def test_graph_needing_more_memory_than_the_machine_is_refused() -> None:
 """
     with pytest.raises(CompileError, match=r"@main needs 12288.0 GiB per run .* this machine has"):
         rlx.compile(text)
+
+
+def test_negative_equivalence_seed_is_a_usage_error(tmp_path, capsys) -> None:
+    code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "--check-equivalence-seed", "-1")
+    assert code == 1 and "--check-equivalence-seed: must be a non-negative integer, got -1" in err
