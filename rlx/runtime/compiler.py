@@ -319,7 +319,7 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
         or order.count("s") > 1
         or order != "".join(sorted(order, key="irposa".index))
     ):
-        raise RuntimeError(
+        raise CompileError(
             f"lowered @{entry}: unexpected argument kinds order {order!r} "
             "(want inputs, prepared, params, outputs, status (optional), arena)"
         )
@@ -334,10 +334,18 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
         a = f.attributes.get(name) or f.properties.get(name)
         return a.value.data if isinstance(a, IntegerAttr) else 0
 
+    arena_bytes = i64("rlx.arena_bytes")
+    for a in args:  # the runtime sizes these buffers by the signature: they must agree
+        if a.kind == "status" and (a.shape, a.dtype) != ((5,), "int64"):
+            raise CompileError(f"lowered @{entry}: the status record must be memref<5xi64>")
+        if a.kind == "arena" and a.nbytes > max(arena_bytes, 1):
+            raise CompileError(
+                f"lowered @{entry}: the arena argument holds {a.nbytes} bytes but "
+                f"rlx.arena_bytes is {arena_bytes}"
+            )
     return Signature(
-        entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment,
-        error_sites=sites,
-    )  # fmt: skip
+        entry, args, arena_bytes, i64("rlx.unplanned_bytes"), alignment, error_sites=sites
+    )
 
 
 # ----------------------------------------------------------------------------- pipeline

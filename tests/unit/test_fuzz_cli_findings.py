@@ -206,3 +206,23 @@ def test_graph_needing_more_memory_than_the_machine_is_refused() -> None:
 def test_negative_equivalence_seed_is_a_usage_error(tmp_path, capsys) -> None:
     code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "--check-equivalence-seed", "-1")
     assert code == 1 and "--check-equivalence-seed: must be a non-negative integer, got -1" in err
+
+
+ARENA = """func.func @main(%x: memref<4xf32> {{rlx.kind = "input", rlx.name = "x"}}, %o: memref<4xf32> {{rlx.kind = "{kind}", rlx.name = "o"}}, %a: memref<1024xi8> {{rlx.kind = "arena", rlx.name = "arena"}}) attributes {{rlx.arena_bytes = {n} : i64}} {{
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "message"),
+    [
+        ("output", 64, "the arena argument holds 1024 bytes but rlx.arena_bytes is 64"),
+        ("bogus", 1024, "unexpected argument kinds order 'i?a'"),
+    ],
+)
+def test_lowered_signature_must_match_its_buffers(kind, n, message) -> None:
+    """The runtime sizes every buffer from the signature (the arena from rlx.arena_bytes):
+    a lowered module whose types say more would be run out of bounds."""
+    with pytest.raises(CompileError, match=re.escape(message)):
+        rlx.compile(ARENA.format(kind=kind, n=n))
