@@ -91,7 +91,14 @@ def test_malformed_ops_are_located_diagnostics(tmp_path, capsys, text, message) 
 
 
 @pytest.mark.parametrize(
-    "passes", ['bind-dims{dims="n=2"}', "fold-batch-norm", "hoist-param-invariant", "pack-weights"]
+    "passes",
+    [
+        'bind-dims{dims="n=2"}',
+        "fold-batch-norm",
+        "hoist-param-invariant",
+        "pack-weights",
+        "blocked-layout",
+    ],
 )
 def test_graph_passes_refuse_multi_block_functions(tmp_path, capsys, passes) -> None:
     code, err = run_opt(tmp_path, capsys, MULTI_BLOCK, "-p", passes)
