@@ -233,3 +233,19 @@ def test_lowered_signature_must_match_its_buffers(kind, n, message) -> None:
     a lowered module whose types say more would be run out of bounds."""
     with pytest.raises(CompileError, match=re.escape(message)):
         rlx.compile(ARENA.format(kind=kind, n=n))
+
+
+@pytest.mark.parametrize(
+    ("passes", "message"),
+    [
+        ("constant-folding{max-elements=-1}", "constant-folding: max-elements must be >= 0, got -1"),
+        ("convert-memref-to-llvm{max-alloca-bytes=-1}", "max-alloca-bytes and max-stack-bytes must be >= 0"),
+        ("convert-rlx-to-linalg{rng-seed=-1}", "convert-rlx-to-linalg: rng-seed must be in [0, 2**64), got -1"),
+    ],
+)  # fmt: skip
+def test_negative_pass_options_are_errors(tmp_path, capsys, passes, message) -> None:
+    """Accepted silently before (the rng pass already refused a negative seed)."""
+    code, err = run_opt(
+        tmp_path, capsys, "%x = rlx.constant dense<1.0> : tensor<2xf32>\n", "-p", passes
+    )
+    assert code == 1 and message in err, err
