@@ -191,7 +191,17 @@ class Graph:
         if self._module is not None:
             raise ValueError("graph is finished (module already built)")
         cls: type[RlxOp] = OPS_BY_NAME[name]
-        attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
+        known = {f.ir_name for f in cls.fields().values()}
+        unknown = sorted(k for k in attrs if k not in known and not k.startswith("rlx."))
+        if unknown:  # the op's verifier would say so only in `finish` (a VerifyException)
+            raise ValueError(
+                f"{name}: unknown attribute '{unknown[0]}'; expected one of: "
+                f"{', '.join(sorted(known)) or 'none'}"
+            )
+        try:
+            attributes = {k: to_attr(v) for k, v in attrs.items() if v is not None}
+        except (TypeError, OverflowError, VerifyException) as e:
+            raise ValueError(f"{name}: bad attribute value: {e}") from None
         types = [v.type for v in operands]
         try:
             result_types = cls.infer_from(types, attributes, given)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
 INT64_MAX = 2**63 - 1
 DYNAMIC = frozenset({DYNAMIC_INDEX, -1})
@@ -173,6 +173,14 @@ def check_op(op: Operation, dominance: DominanceChecker | None = None) -> None:
     (dominance or DominanceChecker()).check(op)
 
 
+FOREIGN_VERIFIER_ERRORS = (AssertionError, ValueError, LookupError, TypeError, ArithmeticError,
+                           AttributeError)  # fmt: skip
+"""What (besides a bare `Exception`) the verifiers of xDSL's own dialects may raise on a malformed op instead of a
+`VerifyException` (xDSL 0.75's `memref.load` raises a bare `Exception("expected an index
+for each dimension")`: docs/xdsl-workarounds.md, item 9): reported as that op's verifier
+error. An rlx op's verifier raising anything else stays an internal error (a bug)."""
+
+
 def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
     """Verify `op` and everything nested, innermost first; the first failing op and error.
 
@@ -198,6 +206,26 @@ def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
             check_op(op, dominance)
         except DiagnosticException as e:
             return op, e
+        except Exception as e:
+            foreign = type(e) is Exception or isinstance(e, FOREIGN_VERIFIER_ERRORS)
+            if not foreign or op.name.startswith("rlx."):
+                raise  # rlx verifiers raise VerifyException: anything else is a bug in rlx
+            text = str(e) if type(e) is Exception else f"{type(e).__name__}: {e}".rstrip(": ")
+            return op, VerifyException(text)
         return None
 
     return visit(op)
+
+
+def graph_block(f: Operation, what: str) -> Block:
+    """The one block of graph function `f` (a `func.func`); `PassFailedException` naming
+    `what` (the pass) when it has several (cf branches): rlx's graph passes work on
+    single-block functions, as `convert-rlx-to-linalg` requires (a multi-block function made
+    them crash on xDSL's `Region.block`)."""
+    region = f.regions[0]
+    if len(region.blocks) != 1:
+        name = getattr(getattr(f, "sym_name", None), "data", "?")
+        raise PassFailedException(
+            f"{what}: @{name} must have a single block (it has {len(region.blocks)})"
+        )
+    return region.blocks[0]

@@ -92,6 +92,35 @@ def prescan(text: str, name: str = "<unknown>") -> ParseError | None:
     return None
 
 
+MALFORMED_TEXT_ERRORS = (AssertionError, ValueError, LookupError, TypeError, ArithmeticError,
+                         AttributeError)  # fmt: skip
+"""What xDSL 0.75's op, attribute and type parsers raise on some malformed text instead of
+a `ParseError` (docs/xdsl-workarounds.md, item 9): a bare `assert` on an unexpected token,
+`ValueError` for a literal out of its type's range or an unknown enum value,
+`IndexError` for a missing region, `OverflowError` packing a float too large for f32.
+`LocatingParser.parse_operation` reports them as a `ParseError` at the op's start."""
+
+_OP_NAME_RE = re.compile(r'\s*(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.]*)')
+
+
+def _malformed(text: str, start: int, e: BaseException) -> str:
+    """The message for exception `e` of the op whose text starts at `start`."""
+    m = _OP_NAME_RE.match(text, start)
+    what = f"'{m.group(1)}' op" if m else "op"
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if isinstance(e, OverflowError) and "pack" in detail:
+        return f"invalid {what}: a literal is out of the range of its element type"
+    if isinstance(e, ValueError | ArithmeticError) and detail:
+        return f"invalid {what}: {detail}"
+    origin = ""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        origin = f" in {tb.tb_frame.f_globals.get('__name__', '?')}"
+    return f"malformed {what}: the parser failed ({type(e).__name__}{origin}{': ' + detail if detail else ''})"
+
+
 class LocatingParser(Parser):
     """An xDSL `Parser` that sets `op.location` to `loc("file":line:col)` for each op.
 
@@ -131,6 +160,12 @@ class LocatingParser(Parser):
         start = self.pos
         try:
             op = super().parse_operation()
+        except MALFORMED_TEXT_ERRORS as e:
+            if self.failed_op_position is None:
+                self.failed_op_position = start
+            raise ParseError(
+                Span(start, start + 1, self.lexer.input), _malformed(self._text, start, e)
+            ) from e
         except BaseException:
             if self.failed_op_position is None:
                 self.failed_op_position = start

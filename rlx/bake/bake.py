@@ -105,9 +105,10 @@ def entry_func(module: ModuleOp, entry: str = "main") -> func.FuncOp:
     for f in funcs:
         if f.sym_name.data == entry:
             return f
-    if len(funcs) == 1:
-        return funcs[0]
-    raise ValueError(f"no function @{entry} in the module")
+    if len(funcs) == 1 and entry == "main":
+        return funcs[0]  # the default entry: a module's only function, whatever its name
+    names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
+    raise ValueError(f"no function @{entry} in the module (functions: {names})")
 
 
 def _io(t: Any, name: str) -> dict[str, Any]:

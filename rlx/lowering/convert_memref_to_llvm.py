@@ -49,6 +49,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
 
 from rlx.lowering.llvm_common import (
     NSW,
@@ -481,5 +482,10 @@ class ConvertMemRefToLLVMPass(ModulePass):
     """Stack budget per function for such promoted allocs (the rest uses aligned_alloc)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if min(self.max_alloca_bytes, self.max_stack_bytes) < 0:
+            raise PassFailedException(
+                f"{self.name}: max-alloca-bytes and max-stack-bytes must be >= 0, got "
+                f"{self.max_alloca_bytes} and {self.max_stack_bytes}"
+            )
         patterns = memref_to_llvm_patterns(self.max_alloca_bytes, self.max_stack_bytes)
         convert_module(op, patterns, DIALECTS, self.name)

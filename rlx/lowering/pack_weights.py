@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.gemm import PackedMatmulOp, PackRhsOp
+from rlx.ir_checks import graph_block
 from rlx.lowering.gemm.driver import eligible_types
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
@@ -91,9 +92,10 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
     )
     if main is None or main.is_declaration or gemm_mode() == "blas":
         return 0
+    block = graph_block(main, "pack-weights")
     packer = _Packer(PrepareFunc(module, main, "pack-weights"), width)
     done = 0
-    for op in list(main.body.block.ops):
+    for op in list(block.ops):
         if not _wanted(op):
             continue
         x, w = op.operands[0], op.operands[1]

@@ -150,6 +150,33 @@ class Artifact:
     """Texts of the dispatch and fusion reports ("dispatch", "fusion")."""
 
 
+def check_prepared(sig: Signature, prep: Signature | None) -> None:
+    """ValueError unless every `prepared` argument of `sig` is an output of `prep` (the
+    `@prepare` function) of the same shape and element size (the signless ABI may name one
+    buffer `int8` on one side and `uint8` on the other). A module hoisted by hand (or a
+    cache entry or artifact saying otherwise) could name a value nothing computes (a
+    KeyError at the first run) or one of another size (read out of bounds)."""
+    made = {} if prep is None else {
+        f"{PREP_PREFIX}{j}": (o.shape, o.dtype) for j, o in enumerate(prep.of("output"))
+    }  # fmt: skip
+    size = {name: (shape, np_dtype(dt).itemsize) for name, (shape, dt) in made.items()}
+    for a in sig.of("prepared"):
+        if a.name not in made:
+            have = (
+                f"@{prep.entry} computes {', '.join(made) or 'nothing'}" if prep else "no @prepare"
+            )
+            raise ValueError(
+                f"@{sig.entry}: prepared argument '{a.name}' is not computed by a @prepare "
+                f"function ({have}; prepared values are named {PREP_PREFIX}<i>)"
+            )
+        if size[a.name] != (a.shape, a.np_dtype.itemsize):
+            shape, dtype = made[a.name]
+            raise ValueError(
+                f"@{sig.entry}: prepared argument '{a.name}' is {a.dtype} {list(a.shape)}, "
+                f"but @{prep.entry if prep else '?'} computes {dtype} {list(shape)}"
+            )
+
+
 def _cfunc(address: int, n: int) -> Any:
     fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(address)
     fn.argtypes = [ctypes.c_void_p] * n
@@ -164,6 +191,7 @@ class CompiledGraph:
     ) -> None:
         self._art = artifact
         sig = self._sig = artifact.signature
+        check_prepared(sig, artifact.prepare)
         self._regenerate = regenerate
         self._align = max(sig.alignment, 64)
         self._fn = _cfunc(artifact.address, len(sig.args))

@@ -54,10 +54,17 @@ from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
 from rlx.runtime import counters, llvm_worker, option_pipeline, parallel
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
-from rlx.runtime.compiled import ArgSpec, Artifact, CompiledGraph, Signature, np_dtype
+from rlx.runtime.compiled import (
+    ArgSpec,
+    Artifact,
+    CompiledGraph,
+    Signature,
+    check_prepared,
+    np_dtype,
+)
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
-from rlx.runtime.jit import JitModule, to_llvm_ir
+from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
 
@@ -204,6 +211,11 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
                 raise CompileError(f"@{entry} is a declaration (no body): nothing to compile")
             if f.sym_visibility is not None and f.sym_visibility.data == "private":
                 raise CompileError(f"@{entry} is private: the entry function must be public")
+            if len(f.body.blocks) != 1:
+                raise CompileError(
+                    f"@{entry} has {len(f.body.blocks)} blocks: a graph function is one block "
+                    "(no cf branches; rlx.if and rlx.scan hold regions)"
+                )
             return f
     names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
     raise CompileError(f"no function @{entry} in the module (functions: {names})")
@@ -279,7 +291,7 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
             and isinstance(name, StringAttr)
             and isinstance(t, MemRefType)
         ):
-            raise RuntimeError(
+            raise CompileError(
                 f"lowered @{entry}: argument {i} lacks rlx.kind/rlx.name or is not a memref ({t})"
             )
         k = kind.data
@@ -307,7 +319,7 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
         or order.count("s") > 1
         or order != "".join(sorted(order, key="irposa".index))
     ):
-        raise RuntimeError(
+        raise CompileError(
             f"lowered @{entry}: unexpected argument kinds order {order!r} "
             "(want inputs, prepared, params, outputs, status (optional), arena)"
         )
@@ -322,10 +334,18 @@ def extract_signature(module: ModuleOp, entry: str, alignment: int,
         a = f.attributes.get(name) or f.properties.get(name)
         return a.value.data if isinstance(a, IntegerAttr) else 0
 
+    arena_bytes = i64("rlx.arena_bytes")
+    for a in args:  # the runtime sizes these buffers by the signature: they must agree
+        if a.kind == "status" and (a.shape, a.dtype) != ((5,), "int64"):
+            raise CompileError(f"lowered @{entry}: the status record must be memref<5xi64>")
+        if a.kind == "arena" and a.nbytes > max(arena_bytes, 1):
+            raise CompileError(
+                f"lowered @{entry}: the arena argument holds {a.nbytes} bytes but "
+                f"rlx.arena_bytes is {arena_bytes}"
+            )
     return Signature(
-        entry, args, i64("rlx.arena_bytes"), i64("rlx.unplanned_bytes"), alignment,
-        error_sites=sites,
-    )  # fmt: skip
+        entry, args, arena_bytes, i64("rlx.unplanned_bytes"), alignment, error_sites=sites
+    )
 
 
 # ----------------------------------------------------------------------------- pipeline
@@ -349,6 +369,32 @@ def _check_argument_count(module: ModuleOp, entry: str) -> None:
             f"@{entry} would take {n} buffer arguments (inputs, {len(params)} params, outputs, "
             f"arena); the runtime supports at most {MAX_ARGS}: bind weights with param_bindings "
             "or pack them into fewer params"
+        )
+
+
+def _physical_memory() -> int | None:
+    """Bytes of RAM of this machine (None where unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(sig: Signature, prep: Signature | None) -> None:
+    """CompileError when one run needs more memory (arena, outputs, params, prepared
+    values) than the machine has: an ONNX AveragePool with pads of 2^40 compiled to a
+    12 TiB arena; a graph needing somewhat more than RAM would be allocated lazily and then
+    thrash or be killed, far from its cause."""
+    ram = _physical_memory()
+    if ram is None:
+        return
+    need = sum(s.arena_bytes + sum(a.nbytes for a in s.args if a.kind != "arena")
+               for s in (sig, prep) if s is not None)  # fmt: skip
+    if need > ram:
+        gib = 1 << 30
+        raise CompileError(
+            f"@{sig.entry} needs {need / gib:.1f} GiB per run (arena {sig.arena_bytes / gib:.1f} "
+            f"GiB, inputs, outputs, params) but this machine has {ram / gib:.1f} GiB"
         )
 
 
@@ -434,8 +480,13 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     align = opts.arena_alignment()
     sig = extract_signature(module, entry, align, ref)
     prep = None if prep_name is None else extract_signature(module, prep_name, align, prep_ref)
+    try:
+        check_prepared(sig, prep)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}
+    _check_memory(sig, prep)
     for p in option_pipeline.llvm_pipeline():
         _run_pass(p.name, p, module, ctx, log, sources, verify=False)
         if capture and p.name == "convert-linalg-to-loops":
@@ -454,6 +505,8 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         engine = JitModule(ir)
         address = engine.address(entry)
         prep_address = 0 if prep is None else engine.address(prep.entry)
+    except UnresolvedSymbolError as e:
+        raise CompileError(str(e)) from None
     except Exception as e:
         raise RuntimeError(
             f"internal error in LLVM code generation: {type(e).__name__}: {e}"

@@ -26,6 +26,17 @@ PASS_FLAGS_HELP = (
 )
 
 
+def _seed(text: str) -> int:
+    """A non-negative seed (NumPy's `default_rng`; a negative one was an internal error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {n}")
+    return n
+
+
 def _flag(parser: argparse.ArgumentParser, *names: str, help: str, **kw: object) -> None:
     """A `store_true` flag unless `kw` says otherwise."""
     kw.setdefault("action", "store_true")
@@ -102,7 +113,7 @@ def add_driver_arguments(
     )
     add(
         "--check-equivalence-seed",
-        type=int,
+        type=_seed,
         default=0,
         metavar="N",
         help="seed of --check-equivalence's inputs",

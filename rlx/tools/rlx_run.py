@@ -28,6 +28,17 @@ from rlx.tools.cli import Parser, UsageError, run_main
 PROG = "rlx-run"
 
 
+def _count(text: str) -> int:
+    """A positive run count (`--bench 0` or `-3` silently timed nothing)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number of runs, got {n}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Compile and run an RLX graph (.mlir) on NumPy data.")
     p.add_argument("file", help="the .mlir file")
@@ -36,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--params", metavar="FILE", help="weights: .npz, .safetensors or .gguf")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs/params")
     p.add_argument(
-        "--bench", type=int, default=0, metavar="N", help="time N runs, print the median"
+        "--bench", type=_count, default=0, metavar="N", help="time N runs, print the median"
     )
     p.add_argument("--output-dir", metavar="DIR", help="save each output as DIR/<name>.npy")
     p.add_argument(

@@ -13,6 +13,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.ir_checks import graph_block
 from rlx.transforms.shape_inference import reinfer_function
 
 DIMS_ATTR = "rlx.dims"
@@ -35,7 +36,11 @@ def parse_binding(text: str) -> dict[str, int]:
 def arg_dim_names(f: func.FuncOp) -> list[list[str | int] | None]:
     """The `rlx.dims` attribute of each argument (names for dynamic dims, ints for static)."""
     names: list[list[str | int] | None] = []
-    attrs = f.arg_attrs.data if f.arg_attrs is not None else [None] * len(f.body.block.args)
+    attrs = (
+        f.arg_attrs.data
+        if f.arg_attrs is not None
+        else [None] * len(graph_block(f, "bind-dims").args)
+    )
     for a in attrs:
         dims = a.data.get(DIMS_ATTR) if a is not None else None
         if isinstance(dims, ArrayAttr):
@@ -57,7 +62,7 @@ def unbound_dims(module: builtin.ModuleOp) -> list[str]:
     for f in module.ops:
         if not isinstance(f, func.FuncOp) or f.is_declaration:
             continue
-        for i, (arg, names) in enumerate(zip(f.body.block.args, arg_dim_names(f), strict=True)):
+        for i, (arg, names) in enumerate(zip(f.body.blocks[0].args, arg_dim_names(f), strict=True)):
             if not isinstance(arg.type, TensorType):
                 continue
             for axis, d in enumerate(shape_of(arg.type)):
@@ -74,7 +79,7 @@ def bind_dims(module: builtin.ModuleOp, binding: dict[str, int]) -> None:
     for f in list(module.ops):
         if not isinstance(f, func.FuncOp) or f.is_declaration:
             continue
-        for arg, names in zip(f.body.block.args, arg_dim_names(f), strict=True):
+        for arg, names in zip(graph_block(f, "bind-dims").args, arg_dim_names(f), strict=True):
             if not isinstance(arg.type, TensorType):
                 continue
             shape = list(shape_of(arg.type))

@@ -43,6 +43,7 @@ from rlx.dialects.rlx.base import shape_of, tensor
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.ir_checks import graph_block
 from rlx.transforms.blocked_layout_rules import ACT, MIN_BLOCK, SPREAD, WEIGHT, Plan, plan
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
@@ -242,7 +243,7 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         blocker = _Blocker(self.fold_weights)
         fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and not f.is_declaration]
         for fn in fns:
-            for region in regions(fn.body.block):
+            for region in regions(graph_block(fn, "blocked-layout")):
                 convs = sum(p.convs for _, p in region)
                 if convs < self.min_convs or edge_conversions(region) > convs:
                     continue

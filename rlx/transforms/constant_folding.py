@@ -17,6 +17,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN, shape_of
 from rlx.dialects.rlx.control import YieldOp
@@ -83,6 +84,10 @@ class ConstantFoldingPass(ModulePass):
     max_elements: int = 1 << 20
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.max_elements < 0:
+            raise PassFailedException(
+                f"constant-folding: max-elements must be >= 0, got {self.max_elements}"
+            )
         pattern = GreedyRewritePatternApplier(
             [FoldConstantOp(self.max_elements), *simplify_patterns()], dce_enabled=False
         )

@@ -52,6 +52,7 @@ from rlx.dialects.rlx.base import DYN, RlxOp, is_float, shape_of, tensor
 from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp, NegOp, SubOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp
+from rlx.ir_checks import graph_block
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.dce import RemoveDeadOp
 from rlx.transforms.hoist_param_invariant import _dynamic_ops
@@ -203,7 +204,7 @@ class FoldBatchNorm(ModulePass):
         for f in [o for o in op.body.ops if isinstance(o, func.FuncOp)]:
             if f.is_declaration:
                 continue
-            block = f.body.block
+            block = graph_block(f, "fold-batch-norm")
             invariant = _invariant_values(block)
             for conv in [o for o in block.ops if isinstance(o, Conv2dOp)]:
                 chain = _chain(conv, invariant)

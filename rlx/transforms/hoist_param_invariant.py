@@ -24,6 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import RlxOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
+from rlx.ir_checks import graph_block
 from rlx.transforms.prepare_func import KIND_ATTR as KIND_ATTR
 from rlx.transforms.prepare_func import LINK_ATTR as LINK_ATTR
 from rlx.transforms.prepare_func import PREP_PREFIX as PREP_PREFIX
@@ -91,7 +92,7 @@ def hoist(module: builtin.ModuleOp, entry: str = "main") -> func.FuncOp | None:
     )
     if main is None or main.is_declaration:
         return None
-    block = main.body.block
+    block = graph_block(main, "hoist-param-invariant")
     dynamic = _dynamic_ops(block)
     boundary = _boundary(block, dynamic)
     if not boundary:

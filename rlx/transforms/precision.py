@@ -30,6 +30,7 @@ from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import CastOp
 from rlx.dialects.rlx.traits import precision_class
 from rlx.dtypes import element_type, type_name
+from rlx.ir_checks import graph_block
 from rlx.transforms.declarations import POLICIES, PRECISIONS, RETYPED_CLASSES
 
 CLASSES = RETYPED_CLASSES
@@ -124,7 +125,7 @@ class _FunctionRewrite:
 
     def __init__(self, f: func.FuncOp, target: TargetFn):
         self.f = f
-        self.block: Block = f.body.block
+        self.block: Block = graph_block(f, "precision")
         self.target = target
         self.casts: dict[tuple[SSAValue, Attribute], SSAValue] = {}
         self.original: dict[SSAValue, Attribute] = {}

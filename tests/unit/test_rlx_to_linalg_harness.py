@@ -89,9 +89,13 @@ class Compiled:
             (d.data["rlx.kind"].data, d.data["rlx.name"].data) for d in f.arg_attrs.data
         ]  # type: ignore[union-attr]
         self.param_types = {}
-        for (kind, name), t in zip(self.arg_attrs, f.function_type.inputs.data, strict=True):
+        self.arg_types = list(f.function_type.inputs.data)
+        """The lowered memref type of each argument: what a buffer for it must hold."""
+        for (kind, name), t in zip(self.arg_attrs, self.arg_types, strict=True):
             if kind == "param":
                 self.param_types[name] = t
+        sites = f.attributes.get("rlx.error_sites")
+        self.error_sites = [s.data for s in sites.data] if sites is not None else []  # type: ignore[attr-defined]
         arena = f.attributes.get("rlx.arena_bytes")
         self.arena_bytes = arena.value.data if arena is not None else 0  # type: ignore[attr-defined]
         self.unplanned_bytes = f.attributes["rlx.unplanned_bytes"].value.data if plan else 0  # type: ignore[attr-defined]
@@ -117,6 +121,7 @@ class Compiled:
         args: list[int] = []
         it_in, it_out = iter(ins), iter(outs)
         keep = []
+        status: np.ndarray | None = None
         for kind, name in self.arg_attrs:
             if kind == "input":
                 args.append(next(it_in).ctypes.data)
@@ -131,12 +136,31 @@ class Compiled:
                 )
                 keep.append(p)
                 args.append(p.ctypes.data)
+            elif kind == "status":
+                # the status record (memref<5xi64>): the entry writes word 4 before every
+                # checked call, so it must be a zeroed buffer of its own type (a 1-byte
+                # "arena" here was a heap overflow, docs/fuzzing.md)
+                status = aligned(None, t_shape(self.arg_types[len(args)]), np.int64)
+                status[...] = 0
+                keep.append(status)
+                args.append(status.ctypes.data)
             else:
                 arena = aligned(None, (max(self.arena_bytes, 1),), np.uint8)
                 keep.append(arena)
                 args.append(arena.ctypes.data)
         self.fn(*args)
+        if status is not None and status[0]:
+            from rlx import errors
+
+            code, site, value, bound = (int(v) for v in status[:4])
+            where = self.error_sites[site] if 0 <= site < len(self.error_sites) else f"#{site}"
+            raise errors.status_error(where, code, value, bound)
         return outs
+
+
+def t_shape(memref_type: object) -> tuple[int, ...]:
+    """The static shape of a lowered argument's memref type."""
+    return tuple(memref_type.get_shape())  # type: ignore[attr-defined]
 
 
 _CACHE: dict[tuple[str, bool, int], Compiled] = {}

@@ -251,7 +251,7 @@ class Importer:
                 elif b is not None:
                     self.values[vi.name] = b
             for t in graph.initializer:
-                self.known[t.name] = numpy_helper.to_array(t)
+                self.known[t.name] = initializer_array(t)
             for proto in graph.node:
                 self._convert(proto)
             return [  # in a region, weights stay params (not constants baked in the body)
@@ -301,7 +301,7 @@ class Importer:
             )
         graph = self.model.graph
         for t in graph.initializer:
-            arr = numpy_helper.to_array(t)
+            arr = initializer_array(t)
             onnx_elem(t.data_type)
             self.known[t.name] = arr
             self.initializers.add(t.name)
@@ -372,6 +372,18 @@ class Importer:
         self.values[vi.name] = v
 
     def _convert(self, proto: onnx.NodeProto) -> None:
+        """Convert one node; an unexpected exception of a converter or of the folding is
+        reported as an OnnxImportError naming the node (a malformed model: a blocksize of
+        0 dividing, a missing If branch, ...), never raised as it is."""
+        try:
+            self._convert_node(proto)
+        except OnnxImportError:
+            raise
+        except NODE_ERRORS as e:
+            detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            raise Node(self, proto).error(f"malformed node ({detail})") from e
+
+    def _convert_node(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
@@ -409,6 +421,22 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
+
+
+NODE_ERRORS = (ValueError, ArithmeticError, LookupError, TypeError, AttributeError,
+               AssertionError, MemoryError, onnx.checker.ValidationError)  # fmt: skip
+"""What converters and NumPy raise on malformed nodes (`Importer._convert`)."""
+
+
+def initializer_array(t: onnx.TensorProto) -> np.ndarray:
+    """The value of initializer `t`; OnnxImportError naming it when its data does not fit
+    its dims (negative dims, too few values) or cannot be read (external data)."""
+    if any(d < 0 for d in t.dims):
+        raise OnnxImportError(f"initializer '{t.name}' has negative dims {list(t.dims)}")
+    try:
+        return numpy_helper.to_array(t)
+    except NODE_ERRORS as e:
+        raise OnnxImportError(f"initializer '{t.name}' (dims {list(t.dims)}): {e}") from None
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -93,6 +93,8 @@ def _unsq(n: Node, v: SSAValue, dims: list, at: int) -> SSAValue:  # noqa: ANN00
 def one_hot(n: Node) -> list[SSAValue]:
     idx = n.input(0)
     depth = int(np.asarray(n.const(1, "depth ")).reshape(()))
+    if depth < 0:
+        raise n.error(f"depth must be non-negative, got {depth}")  # was an empty axis
     values = n.input(2)
     rank = len(shape(idx)) + 1
     axis = n.attr("axis", -1)

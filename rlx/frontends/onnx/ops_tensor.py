@@ -104,10 +104,13 @@ def unsqueeze(n: Node) -> Out:
 
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
-    """NumPy broadcasting of two shapes (dynamic-aware, `?` when unknown)."""
+    """NumPy broadcasting of two shapes (dynamic-aware, `?` when unknown); ValueError when
+    they do not broadcast (an `Expand` of [2, 3] to [5, 3] silently kept [2, 3])."""
     r = max(len(a), len(b))
     a = [1] * (r - len(a)) + list(a)
     b = [1] * (r - len(b)) + list(b)
+    if any(x != y and 1 not in (x, y) and DYN not in (x, y) for x, y in zip(a, b, strict=True)):
+        raise ValueError(f"shapes {dims_text(a)} and {dims_text(b)} do not broadcast")
     return [
         y if x == 1 else x if y == 1 else x if x != DYN else y for x, y in zip(a, b, strict=True)
     ]
@@ -220,9 +223,15 @@ def split(n: Node) -> Out:
         k = n.attr("num_outputs", k)
         chunk = -(-dim // k)
         sizes = [min(chunk, dim - i * chunk) for i in range(k)]
+    sizes = [int(v) for v in sizes]
+    if any(sz < 0 for sz in sizes) or sum(sizes) != dim or len(sizes) != n.n_outputs:
+        raise n.error(
+            f"split sizes {sizes} must be {n.n_outputs} non-negative sizes adding up to the "
+            f"axis length {dim}"
+        )
     outs: Out = []
     start = 0
-    for sz in [int(v) for v in sizes]:
+    for sz in sizes:
         outs.append(slice_axis(n, x, axis, start, start + sz, 1))
         start += sz
     return outs
@@ -269,7 +278,23 @@ def constant_of_shape(n: Node) -> Out:
         mark(n.ctx, y, syms)
         return [y]
     dims = [int(d) for d in t]
+    _bounded(n, dims)
     return [np.full(dims, fill, dtype=fill.dtype)]
+
+
+MAX_CONSTANT_ELEMENTS = 1 << 28
+"""Most elements a constant made at import time (ConstantOfShape, Range) may have (1 GiB
+of f32): a model asking for more is refused instead of allocating it."""
+
+
+def _bounded(n: Node, dims: list[int]) -> None:
+    if any(d < 0 for d in dims):
+        raise n.error(f"negative dimension in shape {dims}")
+    if prod(dims) > MAX_CONSTANT_ELEMENTS:
+        raise n.error(
+            f"a constant of shape {dims} ({prod(dims)} elements) is larger than the "
+            f"importer makes ({MAX_CONSTANT_ELEMENTS} elements)"
+        )
 
 
 @converter("Range", attrs=())
@@ -285,7 +310,17 @@ def range_(n: Node) -> Out:
         if int(d0) != 1:
             r = n.emit("mul", r, n.constant(int(d0), r))
         return [n.emit("add", r, n.constant(int(s0), r)) if int(s0) else r]
-    return [np.arange(start, limit, delta).astype(start.dtype)]
+    s, lim, d = (np.asarray(v, dtype=np.float64) for v in (start, limit, delta))
+    if s.size == lim.size == d.size == 1:
+        s, lim, d = (float(v.reshape(-1)[0]) for v in (s, lim, d))
+        if not all(np.isfinite([s, lim, d])) or d == 0:
+            raise n.error(
+                f"Range({s:g}, {lim:g}, {d:g}): start, limit and delta must be finite and "
+                "delta nonzero"
+            )
+        _bounded(n, [max(0, int(np.ceil((lim - s) / d)))])
+    a, b, c = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))  # scalars or [1]
+    return [np.arange(a, b, c).astype(start.dtype)]
 
 
 @converter("Tile", attrs=())
@@ -304,6 +339,8 @@ def depth_space(n: Node) -> Out:
     x = n.input(0)
     b_, c, h, w = _static(n, x, n.op_type)
     bs = n.attr("blocksize")
+    if not isinstance(bs, int) or bs < 1:
+        raise n.error(f"blocksize must be a positive integer, got {bs!r}")
     if n.op_type == "SpaceToDepth":
         y = n.reshape(x, [b_, c, h // bs, bs, w // bs, bs])
         perm = [0, 3, 5, 1, 2, 4] if n.attr("mode", "DCR") == "DCR" else [0, 1, 3, 5, 2, 4]

@@ -449,6 +449,10 @@ class ConvertRlxToLinalgPass(ModulePass):
     """Chunk large row-parallel ops into `rlx_rt.parallel_call` (threads, cache blocking)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 0 <= self.rng_seed < 2**64:  # as the rng pass (a negative one was accepted)
+            raise PassFailedException(
+                f"{PASS}: rng-seed must be in [0, 2**64), got {self.rng_seed}"
+            )
         seed, backend = self.rng_seed, self.rng_backend
         seed_attr, backend_attr = (
             op.attributes.get("rlx.rng_seed"),

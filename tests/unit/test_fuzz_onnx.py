@@ -1,0 +1,116 @@
+"""Malformed ONNX models (onnx.helper-built, the ones a hostile-model sweep broke): each is
+an OnnxImportError naming the node or initializer, never a raw ZeroDivisionError /
+AttributeError / MemoryError, a terabyte allocation or a silently wrong shape
+(docs/fuzzing.md)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+from rlx.frontends.onnx import OnnxImportError, import_model
+
+X = h.make_tensor_value_info("x", T.FLOAT, [2, 3])
+Y = h.make_tensor_value_info("y", T.FLOAT, [2, 3])
+ANY = h.make_tensor_value_info("y", T.FLOAT, None)
+IMG = h.make_tensor_value_info("a", T.FLOAT, [1, 4, 2, 2])
+
+
+def model(nodes, inputs, outputs, inits=()):  # type: ignore[no-untyped-def]
+    m = h.make_model(h.make_graph(nodes, "g", inputs, outputs, list(inits)),
+                     opset_imports=[h.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    return m
+
+
+def const(name: str, v: object) -> object:
+    return nh.from_array(np.asarray(v), name)
+
+
+def _bad_dims(dims: list[int], values: int = 9) -> object:
+    t = nh.from_array(np.ones(values, np.float32), "w")
+    t.dims[:] = dims
+    return model([h.make_node("MatMul", ["x", "w"], ["y"])], [X], [Y], [t])
+
+
+RANGE = ["a", "b", "c"]
+CASES = {
+    "range of 1e12 elements": (
+        model([h.make_node("Range", RANGE, ["y"])], [], [ANY],
+              [const("a", np.float32(0)), const("b", np.float32(1e12)), const("c", np.float32(1))]),
+        "node 'y' (Range): a constant of shape [999999995904]",
+    ),
+    "range with delta 0": (
+        model([h.make_node("Range", RANGE, ["y"])], [], [ANY],
+              [const("a", np.float32(0)), const("b", np.float32(5)), const("c", np.float32(0))]),
+        "delta nonzero",
+    ),
+    "constant of shape 2^62": (
+        model([h.make_node("ConstantOfShape", ["s"], ["y"])], [], [ANY],
+              [const("s", np.array([2**31, 2**31], np.int64))]),
+        "node 'y' (ConstantOfShape): a constant of shape [2147483648, 2147483648]",
+    ),
+    "depth_to_space blocksize 0": (
+        model([h.make_node("DepthToSpace", ["a"], ["y"], blocksize=0)], [IMG], [ANY]),
+        "blocksize must be a positive integer, got 0",
+    ),
+    "LRN size 0": (
+        model([h.make_node("LRN", ["a"], ["y"], size=0)], [IMG], [ANY]),
+        "node 'y' (LRN): malformed node (ZeroDivisionError",
+    ),
+    "If without branches": (
+        model([h.make_node("If", ["c"], ["y"])], [h.make_tensor_value_info("c", T.BOOL, [])], [Y]),
+        "node 'y' (If): malformed node (AttributeError",
+    ),
+    "Loop without body": (
+        model([h.make_node("Loop", ["m", "c"], ["y"])],
+              [h.make_tensor_value_info("m", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, [])], [Y]),
+        "node 'y' (Loop): malformed node (AttributeError",
+    ),
+    "Expand to a shape that does not broadcast": (
+        model([h.make_node("Expand", ["x", "s"], ["y"])], [X], [Y], [const("s", np.array([5, 3]))]),
+        "shapes [2, 3] and [5, 3] do not broadcast",
+    ),
+    "Split sizes not adding up": (
+        model([h.make_node("Split", ["x", "sp"], ["y", "z"], axis=1)], [X], [Y],
+              [const("sp", np.array([1, 1]))]),
+        "split sizes [1, 1] must be 2 non-negative sizes adding up to the axis length 3",
+    ),
+    "OneHot of a negative depth": (
+        model([h.make_node("OneHot", ["i", "d", "v"], ["y"])],
+              [h.make_tensor_value_info("i", T.INT64, [3])], [ANY],
+              [const("d", np.int64(-3)), const("v", np.array([0, 1], np.float32))]),
+        "node 'y' (OneHot): depth must be non-negative, got -3",
+    ),
+    "initializer dims larger than its data": (_bad_dims([4, 4]), "initializer 'w' (dims [4, 4])"),
+    "initializer with a negative dim": (_bad_dims([3, -3]), "initializer 'w' has negative dims"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_model_is_an_import_error(case: str) -> None:
+    m, message = CASES[case]
+    with pytest.raises(OnnxImportError, match=re.escape(message)):
+        import_model(m)
+
+
+def test_external_data_outside_the_model_is_refused() -> None:
+    t = h.make_tensor("w", T.FLOAT, [3, 3], [1.0] * 9)
+    t.data_location = T.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "/etc/passwd"
+    m = model([h.make_node("MatMul", ["x", "w"], ["y"])], [X], [Y], [t])
+    with pytest.raises(OnnxImportError, match="initializer 'w'.*should be a relative path"):
+        import_model(m)
+
+
+def test_range_still_folds_small_ranges() -> None:
+    m = model([h.make_node("Range", RANGE, ["y"])], [], [ANY],
+              [const("a", np.array([2], np.int64)), const("b", np.int64(9)), const("c", np.int64(3))])  # fmt: skip
+    module, _ = import_model(m)
+    assert "dense<[2, 5, 8]>" in str(module)
