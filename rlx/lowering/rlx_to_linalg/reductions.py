@@ -88,15 +88,29 @@ def combine(kb: KernelBuilder, kind: str, acc: SSAValue, x: SSAValue, unsigned: 
 def emit_reduce(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    kind = op.kind
-    assert kind is not None
-    xs = shape(ins[0])
+    n = len(shape(ins[0]))
+    axes = op.axes if op.axes is not None else range(n)
+    reduce_into(kb, op.kind, ins[0], outs[0], axes, op.keepdims, elem(op.operands[0]))
+
+
+def reduce_into(
+    kb: KernelBuilder,
+    kind: str,
+    x: SSAValue,
+    out: SSAValue,
+    axes: Sequence[int],
+    keep: bool,
+    e: Attribute | None = None,
+) -> None:
+    """out = the `kind` reduction of buffer `x` over `axes` (`e`: x's element type as the
+    op states it, signedness included; default: the buffer's). Float sums accumulate in
+    the compute type; a convolution's fused global pool (`reduce = "mean"`) calls this
+    on its scratch planes."""
+    xs = shape(x)
     n = len(xs)
-    axes = {normalize_axis(x, n) for x in (op.axes if op.axes is not None else range(n))}
-    keep = op.keepdims
-    e = elem(op.operands[0])
+    axes = {normalize_axis(a, n) for a in axes}
+    e = elem(x) if e is None else e
     unsigned = _unsigned(e)
-    out = outs[0]
     oe = elem(out)
     at = compute_type(oe) if is_float_t(e) else (i64 if kind == "mean" else signless(e))
     acc = out if at == oe else kb.scratch(shape(out), at)
@@ -108,10 +122,10 @@ def emit_reduce(
     )
     iters = [REDUCTION if i in axes else PARALLEL for i in range(n)]
 
-    def body(x: SSAValue, av: SSAValue) -> list[SSAValue]:
-        return [combine(kb, kind, av, kb.convert(x, at, signed=not unsigned), unsigned)]
+    def body(xv: SSAValue, av: SSAValue) -> list[SSAValue]:
+        return [combine(kb, kind, av, kb.convert(xv, at, signed=not unsigned), unsigned)]
 
-    kb.generic([ins[0]], [acc], [identity(n), amap(n, out_exprs)], iters, body)
+    kb.generic([x], [acc], [identity(n), amap(n, out_exprs)], iters, body)
     if kind != "mean" and acc is out:
         return
     count = prod(xs[i] for i in axes)
