@@ -27,6 +27,7 @@ from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.gemm.driver import EpilogueFn
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
 from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
+from rlx.lowering.rlx_to_linalg.conv_small import small_pointwise
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
@@ -90,6 +91,8 @@ def conv_path(op: AnyConv) -> str:
     blas_ok = dtype is not None and blas_fits(g, dtype) and available(dtype)
     if gemm_mode() == "blas" and blas_ok:
         return "openblas (im2col)"
+    if small_pointwise(g):
+        return "direct"
     if eligible(g, *types):
         from rlx.lowering.gemm.conv import conv_tile
 
@@ -233,6 +236,9 @@ def _emit_conv(
     g = ConvGeom.of(op, x, w, out)
     post, key = epilogue(op)
     if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out, post, extras):
+        return
+    if small_pointwise(g):  # dot products over C (squeeze-excite): a GEMM wastes its lanes
+        emit_direct(kb, g, x, w, bias, out, post, extras, key)
         return
     if emit_conv_gemm(kb, g, x, w, bias, out, post, extras, key):
         return
