@@ -59,6 +59,7 @@ class FusionPatterns:
     attention: bool = True
     conv_bias_act: bool = True
     conv_global_pool: bool = True
+    conv_input_scale: bool = True
     elementwise_region: bool = True
 
 
