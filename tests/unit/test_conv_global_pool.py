@@ -92,3 +92,28 @@ def test_dispatch_report_names_the_unreduced_path() -> None:
     report = rlx.compile(text).dispatch_report()
     assert "fused_conv2d_residual ×1: generated implicit GEMM" in report
     assert "conv2d ×1: direct" in report
+
+
+BLOCKED = """
+func.func @main(%x: tensor<2x8x11x9xf32>, %w: tensor<16x8x3x3xf32>, %w2: tensor<16x16x3x3xf32>,
+                %w3: tensor<16x16x1x1xf32>) -> tensor<2x16x1x1xf32> {
+  %c = rlx.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, activation = "relu"} : (tensor<2x8x11x9xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x11x9xf32>
+  %d = rlx.conv2d %c, %w2 {padding = array<i64: 1, 1, 1, 1>, activation = "relu"} : (tensor<2x16x11x9xf32>, tensor<16x16x3x3xf32>) -> tensor<2x16x11x9xf32>
+  %e = rlx.conv2d %d, %w3 {activation = "silu"} : (tensor<2x16x11x9xf32>, tensor<16x16x1x1xf32>) -> tensor<2x16x11x9xf32>
+  %m = rlx.reduce %e {kind = "mean", axes = array<i64: 2, 3>, keepdims = true} : (tensor<2x16x11x9xf32>) -> tensor<2x16x1x1xf32>
+  func.return %m : tensor<2x16x1x1xf32>
+}
+"""
+
+
+def test_pooled_conv_with_blocked_layout() -> None:
+    """`blocked-layout` (after fusion) blocks the convs before a pooled conv and leaves
+    the pooled one NCHW (its result is [N, F, 1, 1]); the numbers hold."""
+    rng = np.random.default_rng(2)
+    vals = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+            for s in ((2, 8, 11, 9), (16, 8, 3, 3), (16, 16, 3, 3), (16, 16, 1, 1))]  # fmt: skip
+    want = run(parse_module(BLOCKED), vals)
+    compiled = rlx.compile(BLOCKED, rlx.CompileOptions(blocked_layout=True))
+    ir = compiled.ir("rlx")
+    assert ir.count('layout = "nchwc"') == 2 and ir.count('reduce = "mean"') == 1
+    _check(compiled, vals, want, "f32")
