@@ -2,7 +2,11 @@
 RLX against onnxruntime, OpenVINO and torch in one run.
 
     python bench/cnn.py [--threads 2] [--reps 20] [--models resnet18,...] [--keep-bn]
-                        [--openblas-threads N] [--json PATH]
+                        [--openblas-threads N] [--json PATH] [--profile]
+
+`--profile` prints, instead of the rows, where each model's time goes: RLX's ops of the
+compiled graph each compiled and timed alone (`op_breakdown.py`), and onnxruntime's own
+per-node profile (`SessionOptions.enable_profiling`), both summed by op kind.
 
 `bench/peers.py` runs these rows after its own (`--no-cnn` skips them). Each model is
 built by the installed torchvision with random weights and randomized batch-norm
@@ -155,8 +159,65 @@ HEADER = (
 )
 
 
+def ort_profile(path: Path, x: np.ndarray, reps: int) -> dict[str, tuple[int, float]]:
+    """onnxruntime's own per-node kernel times (`SessionOptions.enable_profiling`),
+    summed by op type: {op type: (nodes, ms)}, each node's time the median of the
+    faster half of `reps` runs."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if THREADS:
+        so.intra_op_num_threads = so.inter_op_num_threads = THREADS
+    so.enable_profiling = True
+    so.profile_file_prefix = str(path.with_suffix(""))
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    for _ in range(reps + 2):
+        sess.run(None, {"x": x})
+    events = json.loads(Path(sess.end_profiling()).read_text())
+    per: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per.setdefault(e["name"], []).append(e["dur"] / 1e3)
+            kinds[e["name"]] = e["args"].get("op_name", "?")
+    out: dict[str, tuple[int, float]] = {}
+    for name, ts in per.items():
+        fast = sorted(ts)[: max(1, len(ts) // 2)]
+        n, ms = out.get(kinds[name], (0, 0.0))
+        out[kinds[name]] = (n + 1, ms + float(np.median(fast)))
+    return out
+
+
+def print_profile(name: str, path: Path, x: np.ndarray, reps: int) -> None:
+    """RLX's per-op kernel times (`op_breakdown.py`: each op of the compiled graph alone)
+    and onnxruntime's profile, by op kind, side by side."""
+    from op_breakdown import breakdown
+
+    rlx_kinds: dict[str, tuple[int, float]] = {}
+    for ms, kind, _ in breakdown(str(path), reps):
+        n, t = rlx_kinds.get(kind, (0, 0.0))
+        rlx_kinds[kind] = (n + 1, t + ms)
+    try:
+        ort_kinds = ort_profile(path, x, reps)
+    except ImportError:
+        ort_kinds = {}
+    rows = [(f"rlx {k}", n, t) for k, (n, t) in rlx_kinds.items()]
+    rows += [(f"ort {k}", n, t) for k, (n, t) in ort_kinds.items()]
+    print(f"profile {name} (ms summed per kind; RLX: fastest of {reps} per op, alone)")
+    for side in ("rlx", "ort"):
+        mine = sorted((r for r in rows if r[0].startswith(side)), key=lambda r: -r[2])
+        print(f"  {side} total {sum(r[2] for r in mine):.2f} ms")
+        for label, n, t in mine:
+            print(f"    {label[4:]:32s} x{n:3d} {t:8.3f}")
+
+
 def cnn_rows(
-    reps: int, models: tuple[str, ...] = MODELS, keep_bn: bool = False, openblas_threads: int = 0
+    reps: int,
+    models: tuple[str, ...] = MODELS,
+    keep_bn: bool = False,
+    openblas_threads: int = 0,
+    profile: bool = False,
 ) -> list[dict[str, Any]]:
     """Export, compile and time each model; prints one line per model and returns the rows
     (an empty list, after one skip line, without torch / torchvision)."""
@@ -169,13 +230,17 @@ def cnn_rows(
             __import__(peer)
         except ImportError:
             print(f"skip {peer} (CNN rows): not installed (pip install {peer})")
-    print(HEADER)
+    if not profile:
+        print(HEADER)
     rows: list[dict[str, Any]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rlx-cnn-onnx-"))
     try:
         for name in models:
             path = tmp / f"{name}.onnx"
             model, x = export(name, path, keep_bn)
+            if profile:
+                print_profile(name, path, x, min(reps, 10))
+                continue
             rlx_run, t_import, t_compile, t_params = rlx_compile(path, x)
             runners: dict[str, Runner | None] = {
                 "rlx": with_openblas_threads(rlx_run, openblas_threads),
@@ -214,12 +279,16 @@ def main() -> None:
                     help="export with BatchNormalization nodes (RLX's fold-batch-norm folds them)")  # fmt: skip
     ap.add_argument("--openblas-threads", type=int, default=0,
                     help="cap OpenBLAS at N threads in RLX's runs (0: as --threads)")  # fmt: skip
+    ap.add_argument("--profile", action="store_true",
+                    help="per-op-kind kernel times of RLX and onnxruntime instead of the rows")  # fmt: skip
     ap.add_argument("--json", default=str(Path(__file__).with_name("cnn.json")))
     args = ap.parse_args()
     info = machine()
     print(info | {"openblas_threads_rlx": args.openblas_threads or "as --threads"})
     models = tuple(m for m in args.models.split(",") if m)
-    rows = cnn_rows(reps_of(args), models, args.keep_bn, args.openblas_threads)
+    rows = cnn_rows(reps_of(args), models, args.keep_bn, args.openblas_threads, args.profile)
+    if args.profile:
+        return
     Path(args.json).write_text(json.dumps({"machine": info, "rows": rows}, indent=1))
     print(f"wrote {args.json}")
 

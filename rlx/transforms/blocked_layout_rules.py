@@ -123,8 +123,8 @@ _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 def _conv(op: Operation) -> Plan | None:
     assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
     xs, ws, out = (_static4(v.type) for v in (op.x, op.w, op.results[0]))
-    if op.layout != "nchw" or xs is None or ws is None or out is None:
-        return None
+    if op.layout != "nchw" or op.reduce != "none" or xs is None or ws is None or out is None:
+        return None  # a pooled conv (reduce = "mean") stays NCHW: its result is [N, F, 1, 1]
     if not isinstance(op.x.type.element_type, _FLOATS):  # type: ignore[attr-defined]
         return None
     c, f, g = xs[1], ws[0], op.groups

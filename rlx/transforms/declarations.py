@@ -58,6 +58,8 @@ class FusionPatterns:
     swiglu: bool = True
     attention: bool = True
     conv_bias_act: bool = True
+    conv_global_pool: bool = True
+    conv_input_scale: bool = True
     elementwise_region: bool = True
 
 

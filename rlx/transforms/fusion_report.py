@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.diagnostics import OpError, loc_from_attr
 from rlx.dialects.rlx.base import shape_of
-from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp
+from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp, ReduceOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, MulOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
@@ -36,6 +36,7 @@ from rlx.transforms.fusion.conv_bias_act import (
     clip_chain,
     residual_operand,
 )
+from rlx.transforms.fusion.conv_pool import AnyConv, pooled_conv, spatial_reduce
 from rlx.transforms.fusion.matmul_bias_act import FUSABLE_ACTIVATIONS
 from rlx.transforms.fusion.shared_input_matmul import shared_group
 from rlx.transforms.fusion.swiglu import dual_matmuls
@@ -88,6 +89,15 @@ REASONS = {
     "conv_clip": (
         "clip not fusable into conv2d",
         "a clip fuses as max by a scalar constant, then min by a scalar constant >= it",
+    ),
+    "pool_users": (
+        "convolution under a global mean has several users",
+        "the mean over H, W fuses into the convolution (reduce = \"mean\") only when it "
+        "is the convolution's only user",
+    ),
+    "pool_left": (
+        "global mean left unfused",
+        "enable the conv-global-pool pattern (floating-point convolutions)",
     ),
 }
 """Miss kind -> (reason, hint)."""
@@ -221,6 +231,8 @@ class _Scanner:
                 self.epilogue(op)
             elif isinstance(op, Conv2dOp) and float_tensor(op.result):
                 self.conv(op)
+            if isinstance(op, ReduceOp):
+                self.global_pool(op)
         order = {id(op): i for i, op in enumerate(ops)}
         self.missed.sort(key=lambda m: order.get(id(m.op), -1))
         return self.missed
@@ -298,6 +310,18 @@ class _Scanner:
                 self.miss("conv_bias_act", uses[0], "conv_clip", f" ({uses[0].name})")
         elif isinstance(uses[0], UnaryOp) and uses[0].name not in CONV_EPILOGUES:
             self.miss("conv_bias_act", uses[0], "conv_activation", f" ({uses[0].name})")
+
+    def global_pool(self, red: ReduceOp) -> None:
+        """Why a reduce over H, W of a float convolution stayed a separate op."""
+        conv = red.x.owner
+        if not isinstance(conv, AnyConv) or not spatial_reduce(red) or conv.reduce != "none":
+            return
+        if not float_tensor(conv.result) or red.kind != "mean":
+            return
+        if pooled_conv(red) is None:
+            self.miss("conv_global_pool", red, "pool_users")
+        else:
+            self.miss("conv_global_pool", red, "pool_left")
 
     def epilogue(self, fused: FusedMatmulBiasActOp) -> None:
         if fused.activation != "none":

@@ -436,9 +436,26 @@ def _conv2d_nchw_type(operand_types: Types, attrs: Attrs) -> TensorType:
     return tensor((xs[0], ws[0], oh, ow), e)
 
 
+CONV_REDUCTIONS = ("none", "mean")
+"""What a convolution does with its activated result: keep it, or average each plane
+(`mean`: the result is [N, F, 1, 1], a global average pool fused into the convolution)."""
+
+
+def conv_reduced(out: TensorType, attrs: Attrs) -> TensorType:
+    """The result type of a convolution whose unreduced result type is `out`."""
+    if attrs.reduce == "none":
+        return out
+    e = out.element_type
+    require(is_float(e), f"reduce 'mean' needs floating-point operands, got {e}")
+    require(attrs.layout == "nchw", "reduce 'mean' needs layout 'nchw'")
+    xs = shape_of(out)
+    return tensor((xs[0], xs[1], 1, 1), e)
+
+
 @irdl_op_definition
 class Conv2dOp(RlxOp):
-    """NCHW 2-D cross-correlation; w is [F, C/groups, KH, KW]; optional bias [F]."""
+    """NCHW 2-D cross-correlation; w is [F, C/groups, KH, KW]; optional bias [F]; with
+    `reduce = "mean"` each activated output plane is averaged (a fused global pool)."""
 
     name = "rlx.conv2d"
     x = operand_def(TensorType)
@@ -455,6 +472,9 @@ class Conv2dOp(RlxOp):
     )
     clip = floats_def(None, doc="[min, max] of activation 'clip' (relu6: [0, 6]).")
     layout = enum_def(LAYOUTS, "nchw", doc='"nchwc": blocked x, w, result (docs/layout.md).')
+    reduce = enum_def(
+        CONV_REDUCTIONS, "none", doc="'mean': average each output plane (result [N, F, 1, 1])."
+    )
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""
@@ -462,7 +482,7 @@ class Conv2dOp(RlxOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs, given: Given = None) -> list[TensorType]:
-        return [conv2d_type(operand_types, attrs)]
+        return [conv_reduced(conv2d_type(operand_types, attrs), attrs)]
 
 
 POOL_KINDS = ("max", "avg")

@@ -32,6 +32,7 @@ from rlx.dialects.rlx.compute import (
     LayerNormOp,
     RmsNormOp,
     conv2d_type,
+    conv_reduced,
     epsilon_def,
     matmul_shape,
 )
@@ -159,7 +160,8 @@ _CONV_FIELDS = Conv2dOp.fields()
 @irdl_op_definition
 class FusedConv2dResidualOp(RlxOp):
     """activation(conv2d(x, w) + bias + residual): a convolution whose epilogue adds a
-    tensor of the result's type (a residual shortcut) before the activation."""
+    tensor of the result's type (a residual shortcut) before the activation (the residual
+    has the unreduced type when `reduce = "mean"` averages each plane)."""
 
     name = "rlx.fused_conv2d_residual"
     x = operand_def(TensorType)
@@ -175,6 +177,7 @@ class FusedConv2dResidualOp(RlxOp):
     activation = _CONV_FIELDS["activation"]
     clip = _CONV_FIELDS["clip"]
     layout = _CONV_FIELDS["layout"]
+    reduce = _CONV_FIELDS["reduce"]
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""
@@ -192,4 +195,4 @@ class FusedConv2dResidualOp(RlxOp):
             types_compatible(out, r),
             f"residual must have the convolution's result type {out}, got {r}",
         )
-        return [out]
+        return [conv_reduced(out, attrs)]

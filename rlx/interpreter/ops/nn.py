@@ -196,7 +196,10 @@ def _conv_activation(ctx: OpContext, out: np.ndarray) -> np.ndarray:
     if act == "clip":
         lo, hi = ctx.op.clip
         return np.minimum(np.maximum(out, lo), hi)
-    return out if act == "none" else FLOAT_UNARY[act](out)
+    out = out if act == "none" else FLOAT_UNARY[act](out)
+    if ctx.op.reduce == "mean":  # the fused global average pool, on the rounded planes
+        out = out.astype(ctx.result_dtype()).mean(axis=(2, 3), keepdims=True, dtype=np.float64)
+    return out
 
 
 def _block(ctx: OpContext, x: np.ndarray) -> int:

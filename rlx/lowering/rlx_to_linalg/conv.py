@@ -14,16 +14,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.base import shape_of
+from rlx.dialects.rlx.compute import Conv2dOp, conv2d_type
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.gemm.driver import EpilogueFn
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
 from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
+from rlx.lowering.rlx_to_linalg.conv_small import small_pointwise
 from rlx.lowering.rlx_to_linalg.elementwise import activation
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,
@@ -38,6 +42,7 @@ from rlx.lowering.rlx_to_linalg.matmul import (
     _ptr,
     blas_ready,
 )
+from rlx.lowering.rlx_to_linalg.reductions import reduce_into
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
 
@@ -59,6 +64,16 @@ def blas_fits(g: ConvGeom, dtype: str) -> bool:
     )
 
 
+def unreduced_type(op: AnyConv) -> TensorType:
+    """The type of `op`'s convolution before its `reduce` (the result type without one;
+    a residual has it)."""
+    if op.reduce == "none":
+        return op.result.type  # type: ignore[return-value]
+    if isinstance(op, FusedConv2dResidualOp):
+        return op.residual.type  # type: ignore[return-value]
+    return conv2d_type([v.type for v in op.operands], Conv2dOp.attr_values(op.attributes))  # type: ignore[misc]
+
+
 def conv_path(op: AnyConv) -> str:
     """The kernel `emit_conv2d` gives `op` (for the dispatch report; tensor-typed op)."""
     if op.layout == "nchwc":
@@ -68,12 +83,16 @@ def conv_path(op: AnyConv) -> str:
     from rlx.lowering.gemm.conv import eligible
     from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of
 
-    types = [memref_of(v.type) for v in (op.x, op.w, op.result)]  # type: ignore[arg-type]
-    g = ConvGeom.of(op, op.x, op.w, op.result)
+    full = unreduced_type(op)
+    types = [memref_of(t) for t in (op.x.type, op.w.type, full)]  # type: ignore[arg-type]
+    _, _, oh, ow = shape_of(full)
+    g = replace(ConvGeom.of(op, op.x, op.w, op.result), oh=oh, ow=ow)
     dtype = _blas_dtype_t(*types)
     blas_ok = dtype is not None and blas_fits(g, dtype) and available(dtype)
     if gemm_mode() == "blas" and blas_ok:
         return "openblas (im2col)"
+    if small_pointwise(g):
+        return "direct"
     if eligible(g, *types):
         from rlx.lowering.gemm.conv import conv_tile
 
@@ -197,10 +216,29 @@ def emit_conv2d(
     extras = [ins[2]] if residual else []
     rest = ins[3:] if residual else ins[2:]
     bias = rest[0] if rest else None
-    out = outs[0]
+    pooled = op.reduce == "mean"
+    out = kb.scratch(shape_of(unreduced_type(op)), elem(outs[0])) if pooled else outs[0]
+    _emit_conv(kb, op, x, w, bias, out, extras)
+    if pooled:  # the fused global average pool, on the planes just written (hot in cache)
+        reduce_into(kb, "mean", out, outs[0], (2, 3), keep=True)
+
+
+def _emit_conv(
+    kb: KernelBuilder,
+    op: AnyConv,
+    x: SSAValue,
+    w: SSAValue,
+    bias: SSAValue | None,
+    out: SSAValue,
+    extras: list[SSAValue],
+) -> None:
+    """The convolution into `out` (its unreduced result) on the first path that takes it."""
     g = ConvGeom.of(op, x, w, out)
     post, key = epilogue(op)
     if gemm_mode() == "blas" and _conv_gemm(kb, op, x, w, bias, out, post, extras):
+        return
+    if small_pointwise(g):  # dot products over C (squeeze-excite): a GEMM wastes its lanes
+        emit_direct(kb, g, x, w, bias, out, post, extras, key)
         return
     if emit_conv_gemm(kb, g, x, w, bias, out, post, extras, key):
         return

@@ -13,7 +13,10 @@ The iteration space is the input's dims in their order, so a last-axis reduction
 reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
 memory with unit stride. Float sums use reassoc+contract (vectorizable, still IEEE for
 inf/NaN); max/min use NaN-propagating maximumf/minimumf. f16/bf16 accumulate in an f32
-scratch buffer, integer means in i64.
+scratch buffer, integer means in i64. Float sums and means over trailing axes (global
+average pools, last-axis sums) are rows instead (`_row_sums`): one loop per output element
+carrying its sum in a register; EfficientNet-B0's squeeze-excite means ran 3-4x faster
+(144x56x56: 0.100 -> 0.024 ms on 2 threads).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, memref
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerType, f32, f64, i64
+from xdsl.dialects.builtin import IntegerType, MemRefType, NoneAttr, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx import errors
@@ -88,15 +91,31 @@ def combine(kb: KernelBuilder, kind: str, acc: SSAValue, x: SSAValue, unsigned: 
 def emit_reduce(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    kind = op.kind
-    assert kind is not None
-    xs = shape(ins[0])
+    n = len(shape(ins[0]))
+    axes = op.axes if op.axes is not None else range(n)
+    reduce_into(kb, op.kind, ins[0], outs[0], axes, op.keepdims, elem(op.operands[0]))
+
+
+def reduce_into(
+    kb: KernelBuilder,
+    kind: str,
+    x: SSAValue,
+    out: SSAValue,
+    axes: Sequence[int],
+    keep: bool,
+    e: Attribute | None = None,
+) -> None:
+    """out = the `kind` reduction of buffer `x` over `axes` (`e`: x's element type as the
+    op states it, signedness included; default: the buffer's). Float sums accumulate in
+    the compute type; a convolution's fused global pool (`reduce = "mean"`) calls this
+    on its scratch planes."""
+    xs = shape(x)
     n = len(xs)
-    axes = {normalize_axis(x, n) for x in (op.axes if op.axes is not None else range(n))}
-    keep = op.keepdims
-    e = elem(op.operands[0])
+    axes = {normalize_axis(a, n) for a in axes}
+    e = elem(x) if e is None else e
+    if _row_sums(kb, kind, x, out, axes, e):
+        return
     unsigned = _unsigned(e)
-    out = outs[0]
     oe = elem(out)
     at = compute_type(oe) if is_float_t(e) else (i64 if kind == "mean" else signless(e))
     acc = out if at == oe else kb.scratch(shape(out), at)
@@ -108,10 +127,10 @@ def emit_reduce(
     )
     iters = [REDUCTION if i in axes else PARALLEL for i in range(n)]
 
-    def body(x: SSAValue, av: SSAValue) -> list[SSAValue]:
-        return [combine(kb, kind, av, kb.convert(x, at, signed=not unsigned), unsigned)]
+    def body(xv: SSAValue, av: SSAValue) -> list[SSAValue]:
+        return [combine(kb, kind, av, kb.convert(xv, at, signed=not unsigned), unsigned)]
 
-    kb.generic([ins[0]], [acc], [identity(n), amap(n, out_exprs)], iters, body)
+    kb.generic([x], [acc], [identity(n), amap(n, out_exprs)], iters, body)
     if kind != "mean" and acc is out:
         return
     count = prod(xs[i] for i in axes)
@@ -131,6 +150,52 @@ def emit_reduce(
         kb.generic([], [out], [identity(on)], [PARALLEL] * on, lambda o: [fin(o)])
     else:
         kb.generic([acc], [out], [identity(on)] * 2, [PARALLEL] * on, lambda av, _o: [fin(av)])
+
+
+def _contiguous(mem: SSAValue) -> bool:
+    t = mem.type
+    return isinstance(t, MemRefType) and isinstance(t.layout, NoneAttr)
+
+
+def _as(kb: KernelBuilder, mem: SSAValue, shp: list[int]) -> SSAValue:
+    """Contiguous `mem` viewed with shape `shp` (same element count)."""
+    strides = [prod(shp[i + 1 :]) for i in range(len(shp))]
+    t = MemRefType(elem(mem), shp)
+    return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], shp, strides, t))
+
+
+def _row_sums(
+    kb: KernelBuilder, kind: str, x: SSAValue, out: SSAValue, axes: set[int], e: Attribute
+) -> bool:
+    """A float sum / mean over trailing axes (a global average pool: [N, C, H, W] over
+    H, W) as rows: per output element one unit-stride loop carrying its sum in a
+    register (LLVM vectorizes and interleaves it, reassoc). The generic nest instead
+    accumulates through the output buffer, which LLVM cannot keep in a register while
+    it might alias the input: 1.5-2.5x slower on EfficientNet's squeeze-excite means.
+    False (nothing emitted) for other reductions."""
+    xs = list(shape(x))
+    n = len(xs)
+    if kind not in ("sum", "mean") or not is_float_t(e) or not axes:
+        return False
+    if axes != set(range(n - len(axes), n)) or not (_contiguous(x) and _contiguous(out)):
+        return False
+    length = prod(xs[n - len(axes) :])
+    rows = prod(xs[: n - len(axes)])
+    if length == 0 or rows == 0:
+        return False
+    at = compute_type(elem(out))
+    xm, om = _as(kb, x, [rows, length]), _as(kb, out, [rows])
+    zero = kb.const(0.0, at)
+    with kb.loop(rows) as r:
+
+        def step(i: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            return [kb.addf(acc[0], kb.convert(kb.load(xm, [r, i]), at), FM_RED)]
+
+        (total,) = kb.loop_carry(length, [zero], step)
+        if kind == "mean":
+            total = kb.divf(total, kb.const(float(length), at))
+        kb.store(kb.convert(total, elem(out)), om, [r])
+    return True
 
 
 def emit_softmax(

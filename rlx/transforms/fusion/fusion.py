@@ -17,6 +17,8 @@ from rlx.transforms import fusion_report  # a module: fusion_report imports fusi
 from rlx.transforms.declarations import FUSION_TARGETS, PATTERN_ORDER, FusionToggles
 from rlx.transforms.fusion.attention import FuseAttention
 from rlx.transforms.fusion.conv_bias_act import FuseConvBiasAct
+from rlx.transforms.fusion.conv_input_scale import FuseConvInputScale
+from rlx.transforms.fusion.conv_pool import FuseConvGlobalPool
 from rlx.transforms.fusion.elementwise_region import FuseElementwiseRegion
 from rlx.transforms.fusion.matmul_bias_act import FuseMatmulBiasAct
 from rlx.transforms.fusion.norms import (
@@ -66,6 +68,8 @@ class FusionPass(FusionToggles, ModulePass):
             "swiglu": FuseSwiglu(),
             "attention": FuseAttention(),
             "conv_bias_act": FuseConvBiasAct(),
+            "conv_global_pool": FuseConvGlobalPool(),
+            "conv_input_scale": FuseConvInputScale(),
             "elementwise_region": FuseElementwiseRegion(self.max_steps, self.max_inputs),
         }
         return [(n, table[n]) for n in PATTERN_ORDER if getattr(self, n)]

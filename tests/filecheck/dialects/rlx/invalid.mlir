@@ -950,3 +950,43 @@ func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<1x1x3x3x1x8xf32>) {
   %y = rlx.conv2d %x, %w {groups = 16 : i64, layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<1x1x3x3x1x8xf32>) -> tensor<1x1x3x3x8xf32>
   func.return
 }
+
+// -----
+
+func.func @conv_reduce_type(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<1x2x2x2xf32>, but the operands and attributes give tensor<1x2x1x1xf32>}}
+  %0 = rlx.conv2d %x, %w {reduce = "mean"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_reduce_int(%x: tensor<1x2x4x4xi32>, %w: tensor<2x2x3x3xi32>) {
+  // expected-error @+1 {{reduce 'mean' needs floating-point operands, got i32}}
+  %0 = rlx.conv2d %x, %w {reduce = "mean"} : (tensor<1x2x4x4xi32>, tensor<2x2x3x3xi32>) -> tensor<1x2x1x1xi32>
+  func.return
+}
+
+// -----
+
+func.func @conv_reduce_unknown(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>) {
+  // expected-error @+1 {{attribute 'reduce' must be one of none, mean; got "max"}}
+  %0 = rlx.conv2d %x, %w {reduce = "max"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x1x1xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_reduce_residual(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>, %r: tensor<1x2x1x1xf32>) {
+  // expected-error @+1 {{residual must have the convolution's result type tensor<1x2x2x2xf32>, got tensor<1x2x1x1xf32>}}
+  %0 = rlx.fused_conv2d_residual %x, %w, %r {reduce = "mean"} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x1xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_reduce_nchwc(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{reduce 'mean' needs layout 'nchw'}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc", reduce = "mean"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x1x1xf32>
+  func.return
+}

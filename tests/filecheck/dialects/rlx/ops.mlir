@@ -123,6 +123,8 @@ func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf
   %2 = rlx.pool2d %x {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
   %3 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "clip", clip = array<f64: 0.0, 6.0>} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
   %4 = rlx.fused_conv2d_residual %x, %w, %r, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
+  %5 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "silu", reduce = "mean"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x1x1xf32>
+  %6 = rlx.fused_conv2d_residual %x, %w, %r {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, reduce = "mean"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x1x1xf32>
   func.return
 }
 
@@ -313,6 +315,8 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: %2 = rlx.pool2d %x {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
 // CHECK-NEXT: %3 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "clip", clip = array<f64: 0.000000e+00, 6.000000e+00>} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
 // CHECK-NEXT: %4 = rlx.fused_conv2d_residual %x, %w, %r, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
+// CHECK-NEXT: %5 = rlx.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "silu", reduce = "mean"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x1x1xf32>
+// CHECK-NEXT: %6 = rlx.fused_conv2d_residual %x, %w, %r {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, reduce = "mean"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x1x1xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @nchwc(%x: tensor<2x16x5x5xf32>, %w: tensor<2x2x3x3x8x8xf32>, %wd: tensor<2x1x3x3x1x8xf32>, %b: tensor<16xf32>) {
@@ -461,6 +465,7 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // GENERIC: %1 = "rlx.pool2d"(%x) {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
 // GENERIC: %2 = "rlx.pool2d"(%x) {kind = "avg", kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
 // GENERIC: %4 = "rlx.fused_conv2d_residual"(%x, %w, %r, %b) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "relu"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<1x6x4x4xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
+// GENERIC: %5 = "rlx.conv2d"(%x, %w) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64, activation = "silu", reduce = "mean"} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x1x1xf32>
 // GENERIC-LABEL: sym_name = "nchwc"
 // GENERIC: %0 = "rlx.to_nchwc"(%x) {block = 8 : i64} : (tensor<2x16x5x5xf32>) -> tensor<2x2x5x5x8xf32>
 // GENERIC: %1 = "rlx.conv2d"(%0, %w, %b) {padding = array<i64: 1, 1, 1, 1>, layout = "nchwc"} : (tensor<2x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<16xf32>) -> tensor<2x2x5x5x8xf32>
