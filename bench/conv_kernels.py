@@ -158,5 +158,6 @@ def main() -> None:
               f"nchwc/{block} {t_b * 1e3:7.3f} ms ({t_b / t_ort:4.2f})  ort {t_ort * 1e3:7.3f} ms  "
               f"path {path:6s} compile {ct:4.2f}/{ct_b:4.2f} s  err {err:.0e}/{err_b:.0e}")  # fmt: skip
 
+
 if __name__ == "__main__":
     main()

@@ -92,7 +92,7 @@ REASONS = {
     ),
     "pool_users": (
         "convolution under a global mean has several users",
-        "the mean over H, W fuses into the convolution (reduce = \"mean\") only when it "
+        'the mean over H, W fuses into the convolution (reduce = "mean") only when it '
         "is the convolution's only user",
     ),
     "pool_left": (

@@ -22,7 +22,17 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
-OP_SUBMODULES = ("compute", "control", "elementwise", "fused", "gemm", "layout", "leaves", "quant", "shape")
+OP_SUBMODULES = (
+    "compute",
+    "control",
+    "elementwise",
+    "fused",
+    "gemm",
+    "layout",
+    "leaves",
+    "quant",
+    "shape",
+)
 
 
 def _loaded_after(code: str) -> set[str]:
