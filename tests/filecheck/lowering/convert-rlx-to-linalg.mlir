@@ -26,8 +26,9 @@ func.func @bcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> 
 
 // -----
 
-// A last-axis reduction: linalg.fill of the identity, the reduced dim is a "reduction"
-// iterator (innermost, unit stride) and the sum may be reassociated.
+// A last-axis float sum: one row at a time, the sum carried through the inner loop
+// (scf.for iter_args, starting at the identity) and stored once per row; it may be
+// reassociated.
 
 func.func @reduce(%x: tensor<8x16xf32>) -> tensor<8xf32> {
   %s = rlx.reduce %x {kind = "sum", axes = array<i64: -1>} : (tensor<8x16xf32>) -> tensor<8xf32>
@@ -37,10 +38,16 @@ func.func @reduce(%x: tensor<8x16xf32>) -> tensor<8xf32> {
 // CHECK-LABEL: func.func @reduce(
 // CHECK:       func.func private @rlx_k0(
 // CHECK-SAME:    %[[X:.*]]: memref<8x16xf32>, %[[O:.*]]: memref<8xf32>) attributes {rlx.kernel = "rlx.reduce"}
-// CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:    linalg.fill ins(%[[Z]] : f32) outs(%[[O]] : memref<8xf32>)
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%[[X]] : memref<8x16xf32>) outs(%[[O]] : memref<8xf32>)
-// CHECK:         arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK-DAG:     %[[XV:.*]] = memref.reinterpret_cast %[[X]] to offset: [0], sizes: [8, 16], strides: [16, 1]
+// CHECK-DAG:     %[[OV:.*]] = memref.reinterpret_cast %[[O]] to offset: [0], sizes: [8], strides: [1]
+// CHECK-DAG:     %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         scf.for %[[I:.*]] = {{.*}} {
+// CHECK-NEXT:      %[[S:.*]] = scf.for %[[J:.*]] = {{.*}} iter_args(%[[A:.*]] = %[[Z]]) -> (f32) {
+// CHECK-NEXT:        %[[V:.*]] = memref.load %[[XV]][%[[I]], %[[J]]] : memref<8x16xf32>
+// CHECK-NEXT:        %[[N:.*]] = arith.addf %[[A]], %[[V]] fastmath<reassoc,contract> : f32
+// CHECK-NEXT:        scf.yield %[[N]] : f32
+// CHECK:           memref.store %[[S]], %[[OV]][%[[I]]] : memref<8xf32>
+// CHECK-NOT:     linalg.fill
 
 // -----
 

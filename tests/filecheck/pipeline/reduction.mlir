@@ -3,7 +3,8 @@
 // RUN: rlx-opt %s --lower-to-llvm | filecheck %s --check-prefix=LLVM
 // RUN: rlx-opt %s --lower-to-llvm --emit=llvm-ir | filecheck %s --check-prefix=IR
 
-// Every stage of a row sum of squares: the reduction accumulates with reassoc fastmath,
+// Every stage of a row sum of squares: each row's sum is carried in a register (scf.for
+// iter_args) and accumulates with reassoc fastmath,
 // which is what lets LLVM vectorize it (see asm-reduction.mlir).
 
 func.func @main(%x: tensor<8x64xf32>) -> tensor<8xf32> {
@@ -18,11 +19,10 @@ func.func @main(%x: tensor<8x64xf32>) -> tensor<8xf32> {
 // LINALG:         func.call @[[MUL:rlx_k[0-9]+]](%x, %x, %[[SQ:[^)]+]])
 // LINALG-NEXT:    func.call @[[RED:rlx_k[0-9]+]](%[[SQ]], %out0)
 // LINALG:       func.func private @[[RED]](%[[IN:.*]]: memref<8x64xf32>, %[[OUT:.*]]: memref<8xf32>) attributes {rlx.kernel = "rlx.reduce"}
-// LINALG-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// LINALG-NEXT:    linalg.fill ins(%[[ZERO]] : f32) outs(%[[OUT]] : memref<8xf32>)
-// LINALG-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
-// LINALG-SAME:      ins(%[[IN]] : memref<8x64xf32>) outs(%[[OUT]] : memref<8xf32>)
-// LINALG:           arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// LINALG-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// LINALG:         scf.for
+// LINALG-NEXT:      scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// LINALG:             arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
 
 // PLAN-LABEL: func.func @main(
 // PLAN-SAME:    %arena: memref<2048xi8> {rlx.kind = "arena", rlx.name = "arena"})
