@@ -46,6 +46,7 @@ from rlx.lowering.gemm.conv_blocked import (
 )
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
@@ -66,33 +67,23 @@ SHARED_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
-class BlockedGeom:
-    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]."""
+class BlockedGeom(ConvGeom):
+    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]:
+    `ConvGeom` (in unblocked channels: c, f, cg, groups; `macs` as for NCHW) plus the block
+    size `b` and whether the conv is depthwise."""
 
     b: int
-    n: int
-    cb: int
-    h: int
-    w: int
-    fb: int
-    kh: int
-    kw: int
-    oh: int
-    ow: int
-    sh: int
-    sw: int
-    pt: int
-    pl: int
-    pb: int
-    pr: int
-    dh: int
-    dw: int
     depthwise: bool
 
     @property
-    def macs(self) -> int:
-        per = 1 if self.depthwise else self.cb * self.b
-        return self.n * self.fb * self.b * self.oh * self.ow * per * self.kh * self.kw
+    def cb(self) -> int:
+        """Input-channel blocks."""
+        return self.c // self.b
+
+    @property
+    def fb(self) -> int:
+        """Output-channel blocks."""
+        return self.f // self.b
 
     @staticmethod
     def of(op: object, x: SSAValue, w: SSAValue, out: SSAValue) -> BlockedGeom:
@@ -105,8 +96,10 @@ class BlockedGeom:
         fb, _, kh, kw, bi, _ = ws
         _, _, oh, ow, _ = os_
         (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()  # type: ignore[attr-defined]
-        return BlockedGeom(b, n, cb, h, wd, fb, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr,
-                           dh, dw, bi == 1 and getattr(op, "groups", 1) > 1)  # fmt: skip
+        groups = getattr(op, "groups", 1)
+        depthwise = bi == 1 and groups > 1
+        return BlockedGeom(n, cb * b, h, wd, fb * b, 1 if depthwise else cb * b, kh, kw, oh,
+                           ow, sh, sw, pt, pl, pb, pr, dh, dw, groups, b, depthwise)  # fmt: skip
 
 
 def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
