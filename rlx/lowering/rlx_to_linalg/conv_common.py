@@ -4,16 +4,18 @@
 and `tap_range` give, for one kernel tap, the output positions whose window reads inside
 the input, so kernels never test bounds in their innermost loops (padding is never
 materialized); `tap_span` gives, for one output row, the kernel rows that read inside
-the input.
+the input; `conv_operands` splits a conv kernel's input buffers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 
 
@@ -69,6 +71,17 @@ class ConvGeom:
         (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()
         return ConvGeom(n, c, h, wd, f, cg, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw,
                         op.groups)  # fmt: skip
+
+
+def conv_operands(
+    op: Conv2dOp | FusedConv2dResidualOp, ins: Sequence[SSAValue]
+) -> tuple[SSAValue, SSAValue, SSAValue | None, list[SSAValue]]:
+    """(x, w, bias or None, extras) of a conv2d / fused_conv2d_residual's input buffers
+    (`x, w[, residual][, bias]`); extras is `[residual]` or empty (the epilogue's buffers)."""
+    residual = isinstance(op, FusedConv2dResidualOp)
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    return ins[0], ins[1], (rest[0] if rest else None), extras
 
 
 def static_range(tap_off: int, pad: int, size: int, stride: int, out: int) -> tuple[int, int]:
