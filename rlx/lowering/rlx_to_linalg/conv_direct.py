@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range, window_taps
 from rlx.lowering.rlx_to_linalg.conv_small import (
     body_pointwise,
     body_small,
@@ -210,7 +210,8 @@ def _body(
                              for ki, ih in enumerate(ihs)]  # fmt: skip
                     _row(kb, g, d, x, w, acc, ct, rows_)
                 else:
-                    k_lo, k_hi = _tap_span(kb, i, g, d.h)
+                    top = kb.subi(kb.imul(i, g.sh), kb.idx(g.pt))
+                    k_lo, k_hi = window_taps(kb, top, g.dh, d.h, g.kh)
                     with kb.loop(k_hi, k_lo) as ki:
                         ih = kb.subi(kb.iadd(kb.imul(i, g.sh), kb.imul(ki, g.dh)), kb.idx(g.pt))
                         x_row = kb.muli(kb.addi(x_plane, ih), d.w)
@@ -239,18 +240,6 @@ def _hi(kb: KernelBuilder, tap_off: int, pad: int, size: SSAValue, stride: int,
     """End of the output positions o with o*stride + tap_off - pad < size (>= 0)."""
     b = kb.iadd(size, pad - tap_off - 1 + stride)  # o*stride <= b - stride
     return kb.imin(out, kb.idiv(kb.imax(b, kb.idx(0)), stride))
-
-
-def _tap_span(
-    kb: KernelBuilder, o: SSAValue, g: ConvGeom, size: SSAValue
-) -> tuple[SSAValue, SSAValue]:
-    """Kernel rows t (as [lo, hi)) with 0 <= o*sh - pt + t*dh < size."""
-    zero = kb.idx(0)
-    a = kb.subi(kb.idx(g.pt), kb.imul(o, g.sh))  # t*dh >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), g.dh - 1), g.dh)
-    b = kb.iadd(kb.subi(kb.iadd(size, g.pt - 1), kb.imul(o, g.sh)), g.dh)
-    hi = kb.imin(kb.idx(g.kh), kb.idiv(kb.imax(b, zero), g.dh))
-    return lo, hi
 
 
 def _row(

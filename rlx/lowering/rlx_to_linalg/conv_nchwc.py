@@ -46,7 +46,7 @@ from rlx.lowering.gemm.conv_blocked import (
 )
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, window_taps
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
@@ -317,10 +317,7 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
         nb_here = kb.imin(kb.idx(nblk), kb.subi(d.fb, fb0))
         # kernel rows reading inside the input: 0 <= o*sh - pt + kh*dh < h
         top = kb.subi(kb.muli(o, d.sh), d.pt)
-        kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(kb.idx(0), top), kb.idx(0)),
-                                           kb.subi(d.dh, kb.idx(1))), d.dh))  # fmt: skip
-        kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), kb.idx(0)),
-                                                         kb.subi(d.dh, kb.idx(1))), d.dh)))  # fmt: skip
+        kh_lo, kh_hi = window_taps(kb, top, d.dh, d.h, d.kh)
         nkh = kb.imax(kb.subi(kh_hi, kh_lo), kb.idx(0))
         kh_lo = kb.imin(kh_lo, kb.subi(d.kh, kb.idx(1)))
         srow = kb.addi(kb.subi(top, ih0), kb.muli(kh_lo, d.dh))

@@ -41,6 +41,7 @@ from rlx.lowering.gemm.conv_blocked import (
 )
 from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
 from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.rlx_to_linalg.conv_common import window_taps
 from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
@@ -146,7 +147,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
     pout = ptr(kb, _addr(kb, out))
     pres = ptr(kb, _addr(kb, extras[0])) if extras else None
     lo, hi = bounds(kb, epi, b) if epi is not None else (zero_v, zero_v)
-    one, zero = kb.idx(1), kb.idx(0)
+    zero = kb.idx(0)
     # interior columns: 0 <= j*sw - pl and j*sw + (kw-1)*dw - pl < w
     jlo = kb.idiv(kb.iadd(d.pl, sw - 1), sw)
     reach = kb.iadd(kb.addi(d.w, d.pl), sw - 1 - (kw_ - 1) * dw)
@@ -164,10 +165,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
         w_cb = kb.muli(cb, kb.imul(d.kh, kw_ * b))
         with kb.loop(o1, o0) as o:
             top = kb.subi(kb.muli(o, d.sh), d.pt)
-            kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(zero, top), zero),
-                                               kb.subi(d.dh, one)), d.dh))  # fmt: skip
-            kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), zero),
-                                                             kb.subi(d.dh, one)), d.dh)))  # fmt: skip
+            kh_lo, kh_hi = window_taps(kb, top, d.dh, d.h, d.kh)
             kh_hi = kb.imax(kh_hi, kh_lo)
             o_row = kb.muli(kb.addi(kb.muli(plane, d.oh), o), kb.imul(d.ow, b))
             bvec = None
@@ -217,10 +215,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
 
             def clipped(j: SSAValue) -> None:  # a border pixel: kernel columns clipped
                 left = kb.subi(kb.imul(j, sw), d.pl)
-                kw_lo = kb.v(arith.DivUIOp(kb.iadd(kb.imax(kb.subi(zero, left), zero), dw - 1),
-                                           kb.idx(dw)))  # fmt: skip
-                kw_hi = kb.imin(kb.idx(kw_), kb.v(arith.DivUIOp(
-                    kb.iadd(kb.imax(kb.subi(d.w, left), zero), dw - 1), kb.idx(dw))))  # fmt: skip
+                kw_lo, kw_hi = window_taps(kb, left, dw, d.w, kw_)
                 kw_hi = kb.imax(kw_hi, kw_lo)
 
                 def step(kh: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
