@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.lowering.gemm.conv import _flat
 from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range, window_taps
@@ -78,13 +79,6 @@ def _units(g: ConvGeom) -> tuple[int, int]:
         return 1, g.oh
     rows = max(1, min(g.oh, ROW_BLOCK_OUTPUTS // max(1, g.ow)))
     return -(-g.oh // rows), rows
-
-
-def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
-    from rlx.lowering.gemm.conv import FLAT
-
-    t = MemRefType(elem(mem), [FLAT])
-    return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
 
 
 def emit_direct(
