@@ -34,6 +34,19 @@ ENV = "RLX_POOL_PROFILE"
 CAPACITY = 1 << 16
 FIELDS = ("task", "tasks", "max_threads", "start", "mid", "end", "chunks", "mine")
 
+RECORD_VALUES = ("%fn", "%n", "%maxt", "%t0", "%mid", "%t1", "%chunks", "%mine")
+"""The wrapper's IR values stored as one record, in `FIELDS` order."""
+
+
+def _record_stores() -> str:
+    """The wrapper's stores of `RECORD_VALUES` into the record at %f0 (field k at %fk)."""
+    lines = [f"  store i64 {RECORD_VALUES[0]}, ptr %f0, align 8"]
+    for k, v in enumerate(RECORD_VALUES[1:], 1):
+        lines += [f"  %f{k} = getelementptr i64, ptr %f0, i64 {k}",
+                  f"  store i64 {v}, ptr %f{k}, align 8"]  # fmt: skip
+    return "\n".join(lines)
+
+
 WRAPPER_IR = r"""
 @rlx_prof_buf = global [@CAP@ x [8 x i64]] zeroinitializer, align 64
 @rlx_prof_count = global i64 0, align 8
@@ -79,26 +92,12 @@ rec:
   %mine = load i64, ptr @rlx_prof_mine, align 8
   %fn = ptrtoint ptr %task to i64
   %f0 = getelementptr [@CAP@ x [8 x i64]], ptr @rlx_prof_buf, i64 0, i64 %i, i64 0
-  store i64 %fn, ptr %f0, align 8
-  %f1 = getelementptr i64, ptr %f0, i64 1
-  store i64 %n, ptr %f1, align 8
-  %f2 = getelementptr i64, ptr %f0, i64 2
-  store i64 %maxt, ptr %f2, align 8
-  %f3 = getelementptr i64, ptr %f0, i64 3
-  store i64 %t0, ptr %f3, align 8
-  %f4 = getelementptr i64, ptr %f0, i64 4
-  store i64 %mid, ptr %f4, align 8
-  %f5 = getelementptr i64, ptr %f0, i64 5
-  store i64 %t1, ptr %f5, align 8
-  %f6 = getelementptr i64, ptr %f0, i64 6
-  store i64 %chunks, ptr %f6, align 8
-  %f7 = getelementptr i64, ptr %f0, i64 7
-  store i64 %mine, ptr %f7, align 8
+@STORES@
   br label %out
 out:
   ret void
 }
-""".replace("@CAP@", str(CAPACITY))
+""".replace("@CAP@", str(CAPACITY)).replace("@STORES@", _record_stores())
 
 MARK_CALL = "  call void @rlx_prof_mark(i64 %mine, i64 %chunks)"
 """The call the pool's entry makes when its own share is done (profiling only)."""

@@ -1,5 +1,5 @@
 """The blocked-layout (NCHWc) conv and pool kernels (`conv_nchwc`, `conv_nchwc_dw`,
-`pool_nchwc`) against the reference interpreter, through IR with layout = "nchwc": tile
+`pool`) against the reference interpreter, through IR with layout = "nchwc": tile
 edges (output widths 1, primes, several pixel tiles with a partial last one), blocks 8 and
 16 (an odd number of output blocks: the one-block tail tile), strides 1/2, asymmetric
 padding, dilation 2, kernels 1x1 / 3x3 / 5x5 / 7x7, batch 2, row and channel-block task

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from math import prod
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, memref, scf
@@ -36,9 +37,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
-from rlx.lowering.gemm.ir import attr_text, elem
+from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
+from rlx.lowering.gemm.ir import TableGeo, attr_text, elem, shape
 from rlx.lowering.gemm.microkernel import conv_microkernel
 from rlx.lowering.gemm.packing import panels
 from rlx.lowering.gemm.target import MIN_MNK, Tile, host_tile
@@ -110,7 +110,7 @@ GEOMETRY = (
     "groups", "fg", "k", "p", "pm", "pn", "mb", "nb", "kc", "nk", "blocks_m", "blocks_n",
     "taps",
 )  # fmt: skip
-"""The run-time geometry table of the shape-generic kernels (`_Geo` reads it)."""
+"""The run-time geometry table of the shape-generic kernels (`TableGeo` reads it)."""
 
 FLAT = 2**31 - 1
 """Extent of the flat views the shape-generic kernels take (every buffer is smaller:
@@ -123,16 +123,17 @@ def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
     return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
 
 
-class _Geo:
-    """Index values of the geometry table, loaded once at the kernel's entry."""
-
-    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
-        index = kb.idx(0).type
-        for i, name in enumerate(GEOMETRY):
-            setattr(self, name, kb.convert(kb.load(table, [i]), index))
-
-    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
-        raise AttributeError(name)
+def widened_flat(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+    """A flat f32 view of `v`: `_flat(v)` itself when f32, else (f16/bf16) of an f32 copy
+    made once per call."""
+    flat = _flat(kb, v)
+    if isinstance(elem(v), Float32Type):
+        return flat
+    size = prod(shape(v))
+    buf = kb.scratch([size], f32)
+    with kb.loop(size) as i:
+        kb.store(kb.convert(kb.load(flat, [i]), f32), buf, [i])
+    return _flat(kb, buf)
 
 
 def _layout(g: ConvGeom, tile: Tile) -> dict[str, int]:
@@ -196,17 +197,16 @@ def emit_conv_gemm(
         rest = wargs[5:]
         wout = rest.pop(0) if acc is not out else wacc
         wbias = rest.pop(0) if bias is not None else None
-        _worker(wb, _Geo(wb, wgeo), tile, g.sw, g.padded, ukernels, wargs[0], wx, ww, wacc,
-                wout, wbias, post, rest)  # fmt: skip
+        d = TableGeo(wb, GEOMETRY, wgeo)
+        _worker(wb, d, tile, g.sw, g.padded, ukernels, wargs[0], wx, ww, wacc, wout, wbias, post,
+                rest)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv gemm {tile.name}", noalias=True)
-    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
-    table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    launch_tasks(kb, worker, args, tasks, g.macs)
     return True
 
 
-def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool,
+def _worker(kb: KernelBuilder, g: TableGeo, tile: Tile, sw: int, padded: bool,
             ukernels: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             acc: SSAValue, out: SSAValue,
             bias: SSAValue | None, post: EpilogueFn | None, extras: list[SSAValue]) -> None:  # fmt: skip
@@ -287,7 +287,7 @@ def _worker(kb: KernelBuilder, g: _Geo, tile: Tile, sw: int, padded: bool,
                                                 kb.addi(f0, i0), r0, j0, rows, cols))  # fmt: skip
 
 
-def _gather(kb: KernelBuilder, g: _Geo, sw: int, padded: bool, x: SSAValue, stage: SSAValue,
+def _gather(kb: KernelBuilder, g: TableGeo, sw: int, padded: bool, x: SSAValue, stage: SSAValue,
             n: SSAValue, cbase: SSAValue, kidx: SSAValue, q0: SSAValue,
             q1: SSAValue) -> None:  # fmt: skip
     """stage[q - q0] = col[kidx, q] for the pixels q in [q0, q1) (zeros where the tap
@@ -351,7 +351,7 @@ def _tap_range(kb: KernelBuilder, tap_off: SSAValue, pad: SSAValue, size: SSAVal
     return lo, hi
 
 
-def _epilogue(kb: KernelBuilder, g: _Geo, acc: SSAValue, out: SSAValue,
+def _epilogue(kb: KernelBuilder, g: TableGeo, acc: SSAValue, out: SSAValue,
               bias: SSAValue | None, post: EpilogueFn | None, extras: list[SSAValue],
               f_first: SSAValue, r0: SSAValue, j0: SSAValue, rows: SSAValue,
               cols: SSAValue) -> None:  # fmt: skip

@@ -235,11 +235,20 @@ def emit_gemm(
         worker_body(wb, wargs, plan, ukernel, epilogue, acc is not out)
 
     worker = kernels.kernel(key, types, build, f"gemm worker {tile.name}", noalias=True)
-    tasks = plan.tasks
-    table = kb.table(list(range(tasks)), i64)
-    threads = 1 if macs < SERIAL_MACS else min(tasks, 64)
-    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    launch_tasks(kb, worker, args, plan.tasks, macs)
     return True
+
+
+def launch_tasks(
+    kb: KernelBuilder, worker: str, args: Sequence[SSAValue], tasks: int, macs: int
+) -> None:
+    """`rlx_rt.parallel_call` of `worker` over `tasks` tasks: its first operand is the
+    constant table of task ids 0..tasks-1 (advancing 8 bytes per task), then `args`
+    (shared by every task). Serial below `SERIAL_MACS` multiply-adds, else at most 64
+    threads."""
+    threads = 1 if macs < SERIAL_MACS else min(tasks, 64)
+    table = kb.table(list(range(tasks)), i64)
+    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
 
 
 def _generic_pack_a(

@@ -1,9 +1,10 @@
 """Small IR helpers of the generated GEMM's kernels: buffer shapes and views, byte
-addresses for the microkernel, index arithmetic over batch dims, `scf.if` blocks."""
+addresses for the microkernel, index arithmetic over batch dims, `scf.if` blocks, the
+run-time geometry table of the shape-generic kernels (`TableGeo`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from math import prod
 from typing import TYPE_CHECKING
 
@@ -117,3 +118,27 @@ def if_else(
         other()
         kb.add(scf.YieldOp())
     kb.add(scf.IfOp(cond, [], Region(tb), Region(eb)))
+
+
+class TableGeo:
+    """A shape-generic kernel's sizes as index values, by name (`geo.oh`): loaded once at
+    the kernel's entry from its geometry table (entry i is `names[i]`), or constants from
+    `values` when there is no table (the kernel inline: LLVM folds them)."""
+
+    def __init__(
+        self,
+        kb: KernelBuilder,
+        names: Sequence[str],
+        table: SSAValue | None,
+        values: Mapping[str, int] | None = None,
+    ) -> None:
+        index = kb.idx(0).type
+        for i, name in enumerate(names):
+            if table is None:
+                assert values is not None, "TableGeo without a table needs the values"
+                setattr(self, name, kb.idx(values[name]))
+            else:
+                setattr(self, name, kb.convert(kb.load(table, [i]), index))
+
+    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
+        raise AttributeError(name)

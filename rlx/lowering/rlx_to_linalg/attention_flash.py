@@ -49,8 +49,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 
-from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS
+from rlx.lowering.gemm.driver import launch_tasks
 from rlx.lowering.gemm.microkernel import microkernel
 from rlx.lowering.gemm.target import Tile, host_tile
 from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
@@ -156,10 +155,8 @@ def emit_flash(kb: KernelBuilder, at: _Attn) -> None:
 
     label = f"rlx.attention flash {p.tile.name} bq={p.bq} bk={p.bk}"
     worker = kernels.kernel(key, types, build, label, noalias=True)
-    table = kb.table(list(range(p.tasks)), i64)
     macs = at.b * at.h * at.sq * at.sk * (at.d + at.dv)
-    threads = 1 if macs < SERIAL_MACS else min(p.tasks, 64)
-    kb.add(ParallelCallOp(worker, [table, *bufs], p.tasks, [8] + [0] * len(bufs), threads))
+    launch_tasks(kb, worker, bufs, p.tasks, macs)
 
 
 def _addr(kb: KernelBuilder, mem: SSAValue) -> SSAValue:

@@ -25,7 +25,7 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.gemm.driver import EpilogueFn
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, tap_range
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, conv_operands, tap_range
 from rlx.lowering.rlx_to_linalg.conv_direct import emit_direct
 from rlx.lowering.rlx_to_linalg.conv_small import small_pointwise
 from rlx.lowering.rlx_to_linalg.elementwise import activation
@@ -211,11 +211,7 @@ def emit_conv2d(
     """conv2d / fused_conv2d_residual: the generated implicit GEMM, im2col + OpenBLAS
     (`RLX_BLAS=1`, f64) or the direct kernel (module docstring)."""
     assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
-    residual = isinstance(op, FusedConv2dResidualOp)
-    x, w = ins[:2]
-    extras = [ins[2]] if residual else []
-    rest = ins[3:] if residual else ins[2:]
-    bias = rest[0] if rest else None
+    x, w, bias, extras = conv_operands(op, ins)
     pooled = op.reduce == "mean"
     out = kb.scratch(shape_of(unreduced_type(op)), elem(outs[0])) if pooled else outs[0]
     _emit_conv(kb, op, x, w, bias, out, extras)

@@ -3,17 +3,20 @@
 `ConvGeom` is one conv2d's geometry read from its buffers and attributes; `static_range`
 and `tap_range` give, for one kernel tap, the output positions whose window reads inside
 the input, so kernels never test bounds in their innermost loops (padding is never
-materialized); `tap_span` gives, for one output row, the kernel rows that read inside
-the input.
+materialized); `window_taps` gives, for one output position, the kernel taps that read
+inside the input; `conv_operands` splits a conv kernel's input buffers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 
 
@@ -71,6 +74,17 @@ class ConvGeom:
                         op.groups)  # fmt: skip
 
 
+def conv_operands(
+    op: Conv2dOp | FusedConv2dResidualOp, ins: Sequence[SSAValue]
+) -> tuple[SSAValue, SSAValue, SSAValue | None, list[SSAValue]]:
+    """(x, w, bias or None, extras) of a conv2d / fused_conv2d_residual's input buffers
+    (`x, w[, residual][, bias]`); extras is `[residual]` or empty (the epilogue's buffers)."""
+    residual = isinstance(op, FusedConv2dResidualOp)
+    extras = [ins[2]] if residual else []
+    rest = ins[3:] if residual else ins[2:]
+    return ins[0], ins[1], (rest[0] if rest else None), extras
+
+
 def static_range(tap_off: int, pad: int, size: int, stride: int, out: int) -> tuple[int, int]:
     """Output positions o with 0 <= o*stride + tap_off - pad < size, as [lo, hi)."""
     a = pad - tap_off
@@ -93,13 +107,26 @@ def tap_range(
     return lo, hi
 
 
-def tap_span(
-    kb: KernelBuilder, o: SSAValue, stride: int, pad: int, dil: int, size: int, k: int
+def window_taps(
+    kb: KernelBuilder,
+    start: SSAValue,
+    dil: int | SSAValue,
+    size: int | SSAValue,
+    k: int | SSAValue,
 ) -> tuple[SSAValue, SSAValue]:
-    """Kernel taps t (as [lo, hi)) with 0 <= o*stride - pad + t*dil < size."""
+    """Taps t of a window starting at input position `start`, as [lo, hi) (hi < lo when
+    none), with 0 <= start + t*dil < size: the kernel rows (or columns) of one output
+    position that read inside the input, so padding is never read. `dil`, `size` and `k`
+    may be constants or run-time values (a shape-generic kernel's geometry table)."""
     zero = kb.idx(0)
-    a = kb.subi(kb.idx(pad), kb.imul(o, stride))  # t*dil >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), dil - 1), dil)
-    b = kb.iadd(kb.subi(kb.idx(size - 1 + pad), kb.imul(o, stride)), dil)
-    hi = kb.imin(kb.idx(k), kb.idiv(kb.imax(b, zero), dil))
+
+    def ceil_div(a: SSAValue) -> SSAValue:
+        """ceil(max(a, 0) / dil): an unsigned division of a non-negative numerator."""
+        a = kb.imax(a, zero)
+        if isinstance(dil, int):
+            return kb.idiv(kb.iadd(a, dil - 1), dil)
+        return kb.v(arith.DivUIOp(kb.addi(a, kb.subi(dil, kb.idx(1))), dil))
+
+    lo = ceil_div(kb.subi(zero, start))
+    hi = kb.imin(kb.idx(k), ceil_div(kb.subi(kb.idx(size), start)))
     return lo, hi

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Attribute, SSAValue
 
-from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
-from rlx.lowering.gemm.ir import attr_text
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range
+from rlx.lowering.gemm.conv import _flat
+from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
+from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, static_range, window_taps
 from rlx.lowering.rlx_to_linalg.conv_small import (
     body_pointwise,
     body_small,
@@ -81,27 +81,6 @@ def _units(g: ConvGeom) -> tuple[int, int]:
     return -(-g.oh // rows), rows
 
 
-class _Dims:
-    """The run-time sizes as index values: loaded from the geometry table, or constants
-    (no kernel registry: LLVM folds them)."""
-
-    def __init__(self, kb: KernelBuilder, values: dict[str, int], table: SSAValue | None) -> None:
-        index = kb.idx(0).type
-        for i, name in enumerate(RUNTIME):
-            v = kb.idx(values[name]) if table is None else kb.convert(kb.load(table, [i]), index)
-            setattr(self, name, v)
-
-    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
-        raise AttributeError(name)
-
-
-def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
-    from rlx.lowering.gemm.conv import FLAT
-
-    t = MemRefType(elem(mem), [FLAT])
-    return kb.hoist(memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t))
-
-
 def emit_direct(
     kb: KernelBuilder,
     g: ConvGeom,
@@ -136,7 +115,7 @@ def emit_direct(
     operands = [_flat(kb, v) for v in (x, w, *([bias] if bias is not None else []), out, *extras)]
     kernels = kb.kernels
     if kernels is None:  # no module registry: the whole range inline, sizes as constants
-        dims = _Dims(kb, values, None)
+        dims = TableGeo(kb, RUNTIME, None, values)
         body(kb, g, dims, acc_len, operands, bias is not None, len(extras), post, kb.idx(0),
              dims.units)  # fmt: skip
         return
@@ -145,7 +124,7 @@ def emit_direct(
     wkey = ("conv-direct", static, bias is not None, key, tuple(attr_text(t) for t in types))
 
     def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
-        dims = _Dims(wb, values, args[1])
+        dims = TableGeo(wb, RUNTIME, args[1])
         t = wb.convert(wb.load(args[0], [0]), wb.idx(0).type)
         u0 = wb.muli(t, dims.per)
         u1 = wb.imin(wb.addi(u0, dims.per), dims.units)
@@ -153,16 +132,13 @@ def emit_direct(
 
     label = "conv direct" + (" small planes" if small else " pointwise" if pointwise else "")
     worker = kernels.kernel(wkey, types, build, label, noalias=True)
-    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
-    table = kb.table(list(range(tasks)), i64)
-    args = [table, geo, *operands]
-    kb.add(ParallelCallOp(worker, args, tasks, [8] + [0] * (len(args) - 1), threads))
+    launch_tasks(kb, worker, [geo, *operands], tasks, g.macs)
 
 
 def _body(
     kb: KernelBuilder,
     g: ConvGeom,
-    d: _Dims,
+    d: TableGeo,
     acc_len: int,
     args: Sequence[SSAValue],
     has_bias: bool,
@@ -210,7 +186,8 @@ def _body(
                              for ki, ih in enumerate(ihs)]  # fmt: skip
                     _row(kb, g, d, x, w, acc, ct, rows_)
                 else:
-                    k_lo, k_hi = _tap_span(kb, i, g, d.h)
+                    top = kb.subi(kb.imul(i, g.sh), kb.idx(g.pt))
+                    k_lo, k_hi = window_taps(kb, top, g.dh, d.h, g.kh)
                     with kb.loop(k_hi, k_lo) as ki:
                         ih = kb.subi(kb.iadd(kb.imul(i, g.sh), kb.imul(ki, g.dh)), kb.idx(g.pt))
                         x_row = kb.muli(kb.addi(x_plane, ih), d.w)
@@ -241,22 +218,10 @@ def _hi(kb: KernelBuilder, tap_off: int, pad: int, size: SSAValue, stride: int,
     return kb.imin(out, kb.idiv(kb.imax(b, kb.idx(0)), stride))
 
 
-def _tap_span(
-    kb: KernelBuilder, o: SSAValue, g: ConvGeom, size: SSAValue
-) -> tuple[SSAValue, SSAValue]:
-    """Kernel rows t (as [lo, hi)) with 0 <= o*sh - pt + t*dh < size."""
-    zero = kb.idx(0)
-    a = kb.subi(kb.idx(g.pt), kb.imul(o, g.sh))  # t*dh >= a
-    lo = kb.idiv(kb.iadd(kb.imax(a, zero), g.dh - 1), g.dh)
-    b = kb.iadd(kb.subi(kb.iadd(size, g.pt - 1), kb.imul(o, g.sh)), g.dh)
-    hi = kb.imin(kb.idx(g.kh), kb.idiv(kb.imax(b, zero), g.dh))
-    return lo, hi
-
-
 def _row(
     kb: KernelBuilder,
     g: ConvGeom,
-    d: _Dims,
+    d: TableGeo,
     x: SSAValue,
     w: SSAValue,
     acc: SSAValue,

@@ -37,15 +37,15 @@ from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
-from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.conv import _addr, _flat, _if
+from rlx.lowering.gemm.conv import _addr, _flat, _if, widened_flat
 from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,
     conv_blocked_microkernel,
     register_tile,
 )
-from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
-from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
+from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, window_taps
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
@@ -66,33 +66,23 @@ SHARED_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
-class BlockedGeom:
-    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]."""
+class BlockedGeom(ConvGeom):
+    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]:
+    `ConvGeom` (in unblocked channels: c, f, cg, groups; `macs` as for NCHW) plus the block
+    size `b` and whether the conv is depthwise."""
 
     b: int
-    n: int
-    cb: int
-    h: int
-    w: int
-    fb: int
-    kh: int
-    kw: int
-    oh: int
-    ow: int
-    sh: int
-    sw: int
-    pt: int
-    pl: int
-    pb: int
-    pr: int
-    dh: int
-    dw: int
     depthwise: bool
 
     @property
-    def macs(self) -> int:
-        per = 1 if self.depthwise else self.cb * self.b
-        return self.n * self.fb * self.b * self.oh * self.ow * per * self.kh * self.kw
+    def cb(self) -> int:
+        """Input-channel blocks."""
+        return self.c // self.b
+
+    @property
+    def fb(self) -> int:
+        """Output-channel blocks."""
+        return self.f // self.b
 
     @staticmethod
     def of(op: object, x: SSAValue, w: SSAValue, out: SSAValue) -> BlockedGeom:
@@ -105,8 +95,10 @@ class BlockedGeom:
         fb, _, kh, kw, bi, _ = ws
         _, _, oh, ow, _ = os_
         (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()  # type: ignore[attr-defined]
-        return BlockedGeom(b, n, cb, h, wd, fb, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr,
-                           dh, dw, bi == 1 and getattr(op, "groups", 1) > 1)  # fmt: skip
+        groups = getattr(op, "groups", 1)
+        depthwise = bi == 1 and groups > 1
+        return BlockedGeom(n, cb * b, h, wd, fb * b, 1 if depthwise else cb * b, kh, kw, oh,
+                           ow, sh, sw, pt, pl, pb, pr, dh, dw, groups, b, depthwise)  # fmt: skip
 
 
 def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
@@ -157,16 +149,6 @@ def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dic
     return mode, vals
 
 
-class _Geo:
-    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
-        index = kb.idx(0).type
-        for i, name in enumerate(GEOMETRY):
-            setattr(self, name, kb.convert(kb.load(table, [i]), index))
-
-    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
-        raise AttributeError(name)
-
-
 def emit_conv_nchwc(
     kb: KernelBuilder,
     g: BlockedGeom,
@@ -192,15 +174,7 @@ def emit_conv_nchwc(
         return False
     mode, plan = planned
     tasks = g.n * plan["rb"] * plan["fgroups"]
-    wf = _flat(kb, w)
-    if not isinstance(elem(w), Float32Type):  # f16/bf16 weights: widened once per call
-        size = 1
-        for s in shape(w):
-            size *= s
-        w32 = kb.scratch([size], f32)
-        with kb.loop(size) as i:
-            kb.store(kb.convert(kb.load(wf, [i]), f32), w32, [i])
-        wf = _flat(kb, w32)
+    wf = widened_flat(kb, w)  # f16/bf16 weights: widened once per call
     geo = kb.table(list(plan.values()), i64)
     xf = _flat(kb, x)
     if mode == "shared":  # one padded f32 copy of x for all tasks
@@ -247,13 +221,12 @@ def emit_conv_nchwc(
         rest = wargs[4:]
         wbias = rest.pop(0) if bias is not None else None
         wout = rest.pop(0)
-        _worker(wb, mode, _Geo(wb, wargs[1]), g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias,
-                wout, post, rest, epi)  # fmt: skip
+        d = TableGeo(wb, GEOMETRY, wargs[1])
+        _worker(wb, mode, d, g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias, wout, post,
+                rest, epi)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
-    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
-    table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    launch_tasks(kb, worker, args, tasks, g.macs)
     return True
 
 
@@ -278,7 +251,7 @@ def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n
             kb.store(zero, slab, [kb.addi(dst, e)])
 
 
-def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk: int,
+def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, nblk: int,
             uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
             extras: list[SSAValue], epi: VectorEpilogue | None) -> None:  # fmt: skip
@@ -324,10 +297,7 @@ def _worker(kb: KernelBuilder, mode: str, d: _Geo, g: BlockedGeom, u: int, nblk:
         nb_here = kb.imin(kb.idx(nblk), kb.subi(d.fb, fb0))
         # kernel rows reading inside the input: 0 <= o*sh - pt + kh*dh < h
         top = kb.subi(kb.muli(o, d.sh), d.pt)
-        kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(kb.idx(0), top), kb.idx(0)),
-                                           kb.subi(d.dh, kb.idx(1))), d.dh))  # fmt: skip
-        kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), kb.idx(0)),
-                                                         kb.subi(d.dh, kb.idx(1))), d.dh)))  # fmt: skip
+        kh_lo, kh_hi = window_taps(kb, top, d.dh, d.h, d.kh)
         nkh = kb.imax(kb.subi(kh_hi, kh_lo), kb.idx(0))
         kh_lo = kb.imin(kh_lo, kb.subi(d.kh, kb.idx(1)))
         srow = kb.addi(kb.subi(top, ih0), kb.muli(kh_lo, d.dh))

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
+from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
 from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, BlockedGeom, emit_conv_nchwc, plan_tasks
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
 
@@ -83,11 +84,7 @@ def emit_conv2d_nchwc(
     from rlx.lowering.rlx_to_linalg.layout import fallback_conv2d
 
     assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
-    residual = isinstance(op, FusedConv2dResidualOp)
-    x, w = ins[:2]
-    extras = [ins[2]] if residual else []
-    rest = ins[3:] if residual else ins[2:]
-    bias = rest[0] if rest else None
+    x, w, bias, extras = conv_operands(op, ins)
     out = outs[0]
     g = _geom(op, x.type, w.type, out.type)
     types = [v.type for v in (x, w, out, *extras, *([bias] if bias is not None else []))]

@@ -26,8 +26,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
-from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.gemm.conv import _addr, _flat
+from rlx.lowering.gemm.conv import _addr, _flat, widened_flat
 from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,
     at,
@@ -39,10 +38,11 @@ from rlx.lowering.gemm.conv_blocked import (
     vload,
     vstore,
 )
-from rlx.lowering.gemm.driver import SERIAL_MACS, EpilogueFn
-from rlx.lowering.gemm.ir import attr_text
+from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
+from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.rlx_to_linalg.conv_common import window_taps
 from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 
 DW_TILE = 8
 """Output pixels per interior tile (accumulators, with the taps' weight vectors)."""
@@ -54,30 +54,6 @@ MAX_TASKS = 64
 
 GEOMETRY = ("n", "cb", "h", "w", "kh", "oh", "ow", "sh", "pt", "pl", "dh", "rows", "rb",
             "units", "per")  # fmt: skip
-
-
-class _Geo:
-    def __init__(self, kb: KernelBuilder, table: SSAValue) -> None:
-        index = kb.idx(0).type
-        for i, name in enumerate(GEOMETRY):
-            setattr(self, name, kb.convert(kb.load(table, [i]), index))
-
-    def __getattr__(self, name: str) -> SSAValue:  # typed access for the linters
-        raise AttributeError(name)
-
-
-def _widened(kb: KernelBuilder, v: SSAValue) -> SSAValue:
-    """A flat f32 view of `v` (an f32 copy for f16/bf16)."""
-    flat = _flat(kb, v)
-    if isinstance(elem(v), Float32Type):
-        return flat
-    size = 1
-    for s in shape(v):
-        size *= s
-    buf = kb.scratch([size], f32)
-    with kb.loop(size) as i:
-        kb.store(kb.convert(kb.load(flat, [i]), f32), buf, [i])
-    return _flat(kb, buf)
 
 
 def emit_dw_nchwc(
@@ -112,7 +88,7 @@ def emit_dw_nchwc(
     assert tuple(vals) == GEOMETRY
     geo = kb.table(list(vals.values()), i64)
     rest = [_flat(kb, v) for v in (*([bias] if bias else []), out, *extras)]
-    args = [geo, _widened(kb, x), _widened(kb, w), *rest]
+    args = [geo, widened_flat(kb, x), widened_flat(kb, w), *rest]
     wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
     f32s = all(isinstance(elem(v), Float32Type) for v in (out, *extras, *([bias] if bias else [])))
     epi = vector_epi if f32s else None
@@ -123,16 +99,15 @@ def emit_dw_nchwc(
         r = wargs[4:]
         wbias = r.pop(0) if bias is not None else None
         wout = r.pop(0)
-        _worker(wb, _Geo(wb, wargs[1]), g, wargs[0], wargs[2], wargs[3], wbias, wout, post, r, epi)
+        d = TableGeo(wb, GEOMETRY, wargs[1])
+        _worker(wb, d, g, wargs[0], wargs[2], wargs[3], wbias, wout, post, r, epi)
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc depthwise x{g.b}", noalias=True)
-    threads = 1 if g.macs < SERIAL_MACS else min(tasks, 64)
-    table = kb.table(list(range(tasks)), i64)
-    kb.add(ParallelCallOp(worker, [table, *args], tasks, [8] + [0] * len(args), threads))
+    launch_tasks(kb, worker, args, tasks, g.macs)
     return True
 
 
-def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAValue,
+def _worker(kb: KernelBuilder, d: TableGeo, g: BlockedGeom, tid: SSAValue, x: SSAValue,
             w: SSAValue, bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
             extras: list[SSAValue], epi: VectorEpilogue | None) -> None:  # fmt: skip
     b, kw_, sw, dw = g.b, g.kw, g.sw, g.dw
@@ -146,7 +121,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
     pout = ptr(kb, _addr(kb, out))
     pres = ptr(kb, _addr(kb, extras[0])) if extras else None
     lo, hi = bounds(kb, epi, b) if epi is not None else (zero_v, zero_v)
-    one, zero = kb.idx(1), kb.idx(0)
+    zero = kb.idx(0)
     # interior columns: 0 <= j*sw - pl and j*sw + (kw-1)*dw - pl < w
     jlo = kb.idiv(kb.iadd(d.pl, sw - 1), sw)
     reach = kb.iadd(kb.addi(d.w, d.pl), sw - 1 - (kw_ - 1) * dw)
@@ -164,10 +139,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
         w_cb = kb.muli(cb, kb.imul(d.kh, kw_ * b))
         with kb.loop(o1, o0) as o:
             top = kb.subi(kb.muli(o, d.sh), d.pt)
-            kh_lo = kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(zero, top), zero),
-                                               kb.subi(d.dh, one)), d.dh))  # fmt: skip
-            kh_hi = kb.imin(d.kh, kb.v(arith.DivUIOp(kb.addi(kb.imax(kb.subi(d.h, top), zero),
-                                                             kb.subi(d.dh, one)), d.dh)))  # fmt: skip
+            kh_lo, kh_hi = window_taps(kb, top, d.dh, d.h, d.kh)
             kh_hi = kb.imax(kh_hi, kh_lo)
             o_row = kb.muli(kb.addi(kb.muli(plane, d.oh), o), kb.imul(d.ow, b))
             bvec = None
@@ -217,10 +189,7 @@ def _worker(kb: KernelBuilder, d: _Geo, g: BlockedGeom, tid: SSAValue, x: SSAVal
 
             def clipped(j: SSAValue) -> None:  # a border pixel: kernel columns clipped
                 left = kb.subi(kb.imul(j, sw), d.pl)
-                kw_lo = kb.v(arith.DivUIOp(kb.iadd(kb.imax(kb.subi(zero, left), zero), dw - 1),
-                                           kb.idx(dw)))  # fmt: skip
-                kw_hi = kb.imin(kb.idx(kw_), kb.v(arith.DivUIOp(
-                    kb.iadd(kb.imax(kb.subi(d.w, left), zero), dw - 1), kb.idx(dw))))  # fmt: skip
+                kw_lo, kw_hi = window_taps(kb, left, dw, d.w, kw_)
                 kw_hi = kb.imax(kw_hi, kw_lo)
 
                 def step(kh: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:

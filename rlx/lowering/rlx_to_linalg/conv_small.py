@@ -27,7 +27,7 @@ from rlx.lowering.rlx_to_linalg.matmul import mac
 
 if TYPE_CHECKING:
     from rlx.lowering.gemm.driver import EpilogueFn
-    from rlx.lowering.rlx_to_linalg.conv_direct import _Dims
+    from rlx.lowering.gemm.ir import TableGeo
 
 PLANE_ELEMENTS = 4096
 """Padded-plane buffer length (16 KiB of f32: stays in L1 with the accumulator)."""
@@ -59,7 +59,7 @@ def small_plane(g: ConvGeom) -> bool:
 def body_small(
     kb: KernelBuilder,
     g: ConvGeom,
-    d: _Dims,
+    d: TableGeo,
     args: Sequence[SSAValue],
     has_bias: bool,
     n_extras: int,
@@ -130,7 +130,7 @@ def small_pointwise(g: ConvGeom) -> bool:
 def body_pointwise(
     kb: KernelBuilder,
     g: ConvGeom,
-    d: _Dims,
+    d: TableGeo,
     args: Sequence[SSAValue],
     has_bias: bool,
     n_extras: int,

@@ -1,4 +1,4 @@
-"""pool2d (NCHW max / average pooling) as row-at-a-time loop nests.
+"""pool2d (max / average pooling) as row-at-a-time loop nests, NCHW and blocked NCHWc.
 
 For each (image, channel, output row) the kernel accumulates the whole output row: for each
 window row `ih` (clamped to the input) and kernel column `kj`, the output columns whose
@@ -15,6 +15,13 @@ end).
 Large pools run on the runtime's threads: `rlx.pool2d` is row-parallel over its batch and
 channel dimensions (`rlx_to_linalg.parallel`), so its kernel is specialised to a chunk of
 channels and called through `rlx_rt.parallel_call`.
+
+The same emitter serves the blocked channel layout (`layout = "nchwc"`, x `[N, C/B, H, W,
+B]` -> out `[N, C/B, OH, OW, B]`): the B channels of a block are one more, innermost,
+unit-stride lane loop under every pixel, so each pixel combines a contiguous B-vector
+(LLVM vectorizes the lane loop; a stride-2 window reads whole vectors, no strided loads).
+The layout is read from the buffers' rank, so `LOWERINGS` and `NCHWC_KERNELS` register
+the one emitter for both.
 """
 
 from __future__ import annotations
@@ -41,14 +48,15 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
 def emit_pool2d(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
-    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling."""
+    """max (init -inf / int min) or avg (sum / number of non-padded elements) pooling;
+    a rank-5 (NCHWc) x adds the trailing lane axis B as the innermost loop."""
     assert isinstance(op, Pool2dOp)
     x, out = ins[0], outs[0]
     kind = op.kind
     kh, kw = op.kernel
     (sh, sw), (pt, pl, _, _) = op.spatial()
-    n_, c_, h, wd = shape(x)
-    oh, ow = shape(out)[2:]
+    n_, c_, h, wd, *lanes = shape(x)  # lanes: [] (NCHW) or [B] (NCHWc)
+    oh, ow = shape(out)[2:4]
     unsigned = is_unsigned(elem(op.operands[0]))
     ct = compute_type(elem(x))
     floaty = is_float_t(ct)
@@ -57,7 +65,7 @@ def emit_pool2d(
     else:
         init = kb.const(0.0, ct)
     in_place = ct == elem(out)
-    row = None if in_place else kb.scratch([ow], ct)
+    row = None if in_place else kb.scratch([ow, *lanes], ct)
 
     def combine(acc: SSAValue, v: SSAValue) -> SSAValue:
         if kind == "avg":
@@ -74,8 +82,8 @@ def emit_pool2d(
 
     with kb.nest([n_, c_, oh]) as (n, c, i):
         acc, at = (out, [n, c, i]) if row is None else (row, [])
-        with kb.loop(ow) as j:
-            kb.store(init, acc, [*at, j])
+        with kb.nest([ow, *lanes]) as jl:
+            kb.store(init, acc, [*at, *jl])
         start = kb.subi(kb.imul(i, sh), kb.idx(pt))
         ih_lo = kb.imax(start, kb.idx(0))
         ih_hi = kb.imax(kb.imin(kb.iadd(start, kh), kb.idx(h)), ih_lo)
@@ -83,16 +91,24 @@ def emit_pool2d(
             lo, hi = tap_range(kb, kj, pl, wd, sw, ow)
             with kb.loop(ih_hi, lb=ih_lo) as ih, kb.loop(hi, lb=lo) as j:
                 iw = kb.subi(kb.iadd(kb.imul(j, sw), kj), kb.idx(pl))
-                v = kb.load_c(x, [n, c, ih, iw])
-                kb.store(combine(kb.load(acc, [*at, j]), v), acc, [*at, j])
+                with kb.nest(lanes) as lane:
+                    v = kb.load_c(x, [n, c, ih, iw, *lane])
+                    idx = [*at, j, *lane]
+                    kb.store(combine(kb.load(acc, idx), v), acc, idx)
         if kind == "avg" or row is not None:
             rows = kb.subi(ih_hi, ih_lo)
             with kb.loop(ow) as j:
-                r = kb.load(acc, [*at, j])
+                cnt = None
                 if kind == "avg":
-                    cnt = kb.muli(rows, window(j, sw, pl, kw, wd))
-                    r = kb.divf(r, kb.convert(cnt, ct))
-                kb.store_c(r, out, [n, c, i, j])
+                    cnt = kb.convert(kb.muli(rows, window(j, sw, pl, kw, wd)), ct)
+                with kb.nest(lanes) as lane:
+                    r = kb.load(acc, [*at, j, *lane])
+                    if cnt is not None:
+                        r = kb.divf(r, cnt)
+                    kb.store_c(r, out, [n, c, i, j, *lane])
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {Pool2dOp: emit_pool2d}
+
+NCHWC_KERNELS: dict[type[Operation], Emitter] = {Pool2dOp: emit_pool2d}
+"""The fast entry of `layout.NCHWC` (installed by `registry`): the same emitter, lanes innermost."""

@@ -13,7 +13,6 @@ from rlx.lowering.rlx_to_linalg import (
     matmul,
     norms,
     pool,
-    pool_nchwc,
     quant,
     reductions,
     rng,
@@ -37,5 +36,5 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **layout.LOWERINGS,  # last: routes conv2d / pool2d by their layout attribute
 }
 
-layout.NCHWC.update({**conv_nchwc_dispatch.KERNELS, **pool_nchwc.KERNELS})
+layout.NCHWC.update({**conv_nchwc_dispatch.KERNELS, **pool.NCHWC_KERNELS})
 """layout = "nchwc" convs and pools take the blocked kernels (they fall back themselves)."""
