@@ -22,6 +22,23 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse `type=` for an integer >= `minimum` (`what` names it in the error): a
+    negative seed or a run count of 0 is a usage error, not an internal error or a run
+    that silently does nothing."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {n}")
+        return n
+
+    return parse
+
+
 def one_line(e: BaseException) -> str:
     """The first non-empty line of an error message, without a nested `: error:`."""
     lines = [ln for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]

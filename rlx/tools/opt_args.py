@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 
+from rlx.tools.cli import int_at_least
+
 EMIT_CHOICES = ("mlir", "llvm-ir", "asm")
 """`--emit` values: MLIR text (default), the LLVM module, host assembly (O3)."""
 EMIT_TARGETS = {"llvm-ir": "llvm", "asm": "asm"}
@@ -24,17 +26,6 @@ PASS_FLAGS_HELP = (
     "--PASS=VALUE sets its main option; flags run in command-line order and cannot be "
     "mixed with -p; options of each pass: --list-passes"
 )
-
-
-def _seed(text: str) -> int:
-    """A non-negative seed (NumPy's `default_rng`; a negative one was an internal error)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {n}")
-    return n
 
 
 def _flag(parser: argparse.ArgumentParser, *names: str, help: str, **kw: object) -> None:
@@ -113,7 +104,7 @@ def add_driver_arguments(
     )
     add(
         "--check-equivalence-seed",
-        type=_seed,
+        type=int_at_least(0, "a non-negative integer"),
         default=0,
         metavar="N",
         help="seed of --check-equivalence's inputs",

@@ -23,20 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from rlx.tools.cli import Parser, UsageError, run_main
+from rlx.tools.cli import Parser, UsageError, int_at_least, run_main
 
 PROG = "rlx-run"
-
-
-def _count(text: str) -> int:
-    """A positive run count (`--bench 0` or `-3` silently timed nothing)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number of runs, got {n}")
-    return n
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--params", metavar="FILE", help="weights: .npz, .safetensors or .gguf")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs/params")
     p.add_argument(
-        "--bench", type=_count, default=0, metavar="N", help="time N runs, print the median"
+        "--bench",
+        type=int_at_least(1, "a positive number of runs"),
+        default=0,
+        metavar="N",
+        help="time N runs, print the median",
     )
     p.add_argument("--output-dir", metavar="DIR", help="save each output as DIR/<name>.npy")
     p.add_argument(
