@@ -66,6 +66,19 @@ if TYPE_CHECKING:
     from rlx.plugins import LoadedPlugins
 
 
+def _check_print_ir_names(args: Any, registry: dict[str, Any]) -> None:
+    """`--mlir-print-ir-before/after=NAMES` name registered passes (as in mlir-opt, where
+    an unknown name is an error): a misspelt name would otherwise print nothing, exit 0."""
+    from rlx.tools.pass_flags import unknown_pass_error
+
+    for flag in ("mlir_print_ir_before", "mlir_print_ir_after"):
+        for value in getattr(args, flag, None) or ():
+            for name in (n.strip() for n in value.split(",")):
+                if name and name not in registry:
+                    e = unknown_pass_error(name, registry)
+                    raise PassOptionError(f"--{flag.replace('_', '-')}: {e}")
+
+
 class RlxOptMain(xDSLOptMain):
     """The `rlx-opt` driver: parse, run passes, print; MLIR-style diagnostics."""
 
@@ -187,6 +200,7 @@ class RlxOptMain(xDSLOptMain):
                 self.available_passes,
                 FLAG_ALIASES,
             )
+            _check_print_ir_names(args, self.available_passes)
         except PassOptionError as e:
             sys.stderr.write(f"rlx-opt: error: {e}\n")
             raise SystemExit(1) from None

@@ -3,6 +3,8 @@
 // RUN: rlx-opt %s --cse --dce --canonicalize --mlir-print-ir-after-change 2>&1 >/dev/null | filecheck %s --check-prefix=CHANGE
 // RUN: rlx-opt %s --cse --dce --mlir-print-ir-after=dce 2>&1 >/dev/null | filecheck %s --check-prefix=AFTERDCE
 // RUN: rlx-opt %s --cse --dce --mlir-print-ir-before=dce,cse 2>&1 >/dev/null | filecheck %s --check-prefix=BEFOREDCE
+// RUN: not rlx-opt %s --dce --mlir-print-ir-before=dcee 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not rlx-opt %s --dce --mlir-print-ir-after=dce,no-such-pass 2>&1 | filecheck %s --check-prefix=UNKNOWN2
 
 // mlir-opt's IR printing flags: headers name the pass; stdout keeps the final IR only.
 
@@ -34,3 +36,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 // BEFOREDCE:     // -----// IR Dump Before cse //----- //
 // BEFOREDCE:     // -----// IR Dump Before dce //----- //
 // BEFOREDCE-NOT: IR Dump
+
+// A pass name that is not registered is an error (as in mlir-opt), not an empty dump.
+// UNKNOWN: rlx-opt: error: --mlir-print-ir-before: unknown pass 'dcee'; did you mean 'dce'?
+// UNKNOWN2: rlx-opt: error: --mlir-print-ir-after: unknown pass 'no-such-pass'
