@@ -37,3 +37,11 @@ def run_many(inputs: Sequence[np.ndarray], calls: Any, **kw: Any) -> list[np.nda
 def ints(*vals: int) -> str:
     """An `array<i64: ...>` attribute."""
     return "array<i64" + (": " + ", ".join(map(str, vals)) if vals else "") + ">"
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, tol: float) -> None:
+    """`got` matches the reference `want` in f64: relative `tol`, absolute `tol` scaled by
+    the reference's magnitude (at least 1), so low-precision results of large values are
+    judged by their own rounding, not by a fixed absolute bound."""
+    g64, w64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, float(np.abs(w64).max())))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import assert_close
 from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
@@ -40,9 +41,7 @@ def _values(text: str, dt: str) -> list[np.ndarray]:
 
 
 def _close(got: np.ndarray, want: np.ndarray, dt: str) -> None:
-    g64, w64 = got.astype(np.float64), want.astype(np.float64)
-    tol = TOL[dt]
-    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, np.abs(w64).max()))
+    assert_close(got, want, TOL[dt])
 
 
 def _check(

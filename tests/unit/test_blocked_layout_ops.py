@@ -8,6 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import assert_close
 
 import rlx
 from rlx.interpreter import parse_module, run
@@ -31,9 +32,7 @@ def _check(text: str, shapes: list[tuple[int, ...]], dt: str) -> None:
     got = rlx.compile(text).run(*vals)
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype
-        g64, w64 = g.astype(np.float64), w.astype(np.float64)
-        tol = TOL[dt]
-        np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, np.abs(w64).max()))
+        assert_close(g, w, TOL[dt])
 
 
 @pytest.mark.parametrize("dt", ["f32", "bf16"])

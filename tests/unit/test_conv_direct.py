@@ -8,6 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import assert_close
 
 import rlx
 from rlx.interpreter import parse_module, run
@@ -59,9 +60,7 @@ def _check(text: str, vals: list, dtype: str) -> None:  # type: ignore[type-arg]
     if dtype == "i32":
         np.testing.assert_array_equal(got, want)
         return
-    g64, w64 = got.astype(np.float64), want.astype(np.float64)
-    tol = TOL[dtype]
-    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, np.abs(w64).max()))
+    assert_close(got, want, TOL[dtype])
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))

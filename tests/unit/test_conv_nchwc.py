@@ -10,6 +10,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_helpers import assert_close
 
 import rlx
 from rlx.interpreter import parse_module, run
@@ -69,9 +70,7 @@ def _check(text: str, shapes: list[tuple[int, ...]], dt: str, path: str) -> None
     assert path in compiled.dispatch_report()
     (got,) = compiled.run(*vals)
     assert got.shape == want.shape and got.dtype == want.dtype
-    g64, w64 = got.astype(np.float64), want.astype(np.float64)
-    tol = TOL[dt]
-    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * max(1.0, np.abs(w64).max()))
+    assert_close(got, want, TOL[dt])
 
 
 CONVS = [
