@@ -9,7 +9,7 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
-from rlx.frontends.onnx.symbolic import mark, sizes
+from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_shape
 
 
@@ -18,15 +18,21 @@ def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
     return n.constant(np.arange(dim).reshape([dim if i == axis else 1 for i in range(rank)]), "i64")
 
 
-def wrap_index(n: Node, idx: SSAValue, dim: SSAValue | int) -> SSAValue:
-    """Indices in [-dim, dim) as positions in [0, dim). With a static `dim` this is a
-    gather from [0, 1, ..., dim - 1], whose own bounds check makes an out-of-range index a
-    run-time `IndexError` (ONNX: "an error"), never a silently misplaced element."""
+def wrap_index(n: Node, idx: SSAValue, dim: int | Dim) -> SSAValue:
+    """Indices in [-dim, dim) as positions in [0, dim): a gather from [0, 1, ..., dim - 1],
+    whose own bounds check makes an out-of-range index a run-time `IndexError` (ONNX: "an
+    error"), never a silently misplaced element. A symbolic `dim` (a named dynamic size)
+    gets its `arange` as an exclusive cumsum of `dim` ones, which `bind-dims` sizes and
+    constant folding turns into a constant: the check is the same as for a static size."""
     idx = n.cast(idx, "i64")
-    if isinstance(dim, int):
-        return n.emit("gather", n.constant(np.arange(dim, dtype=np.int64), "i64"), idx, axis=0)
-    neg = n.emit("compare", idx, n.constant(0, "i64"), predicate="lt")
-    return n.emit("where", neg, n.emit("add", idx, dim), idx)
+    if isinstance(dim, Dim):
+        ones = n.typed("broadcast_to", n.constant(np.ones([1], np.int64), "i64"), sizes([dim]))
+        mark(n.ctx, ones, [dim])
+        positions = n.emit("cumsum", ones, axis=0, exclusive=True)
+        mark(n.ctx, positions, [dim])
+    else:
+        positions = n.constant(np.arange(int(dim), dtype=np.int64), "i64")
+    return n.emit("gather", positions, idx, axis=0)
 
 
 def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:

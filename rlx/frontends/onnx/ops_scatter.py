@@ -147,7 +147,7 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
         mark(n.ctx, col, js[:-1])
         term = n.emit(
             "mul",
-            wrap_index(n, col, xs[j] if isinstance(xs[j], int) else value(xs[j])),
+            wrap_index(n, col, xs[j]),
             value(stride),
         )
         flat = term if flat is None else n.emit("add", flat, term)
