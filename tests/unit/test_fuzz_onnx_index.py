@@ -82,3 +82,35 @@ def test_bad_indices_read_nothing_out_of_bounds(case, side: str) -> None:  # noq
     outs, status = guarded_run(compiled, [DATA, good], side)
     assert status is not None and not status[0]
     np.testing.assert_array_equal(outs[0], compiled.run(DATA, good)[0])
+
+
+def _loss_model(op: str, **attrs: int):  # noqa: ANN202
+    g = helper.make_graph(
+        [helper.make_node(op, ["x", "t"], ["y"], reduction="none", **attrs)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("t", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("op", ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"])
+def test_loss_class_index_out_of_range_raises(op: str) -> None:
+    """A target class outside [-C, C) (and not `ignore_index`) is an IndexError, as in
+    onnxruntime and onnx.reference (was a loss of 0: the one-hot row matched nothing);
+    negative classes wrap and an out-of-range `ignore_index` is only ignored."""
+    model = _loss_model(op, ignore_index=5)
+    compiled = rlx.compile(import_model(model)[0])
+    ref = ReferenceEvaluator(model)
+    for t in ([5, -1], [2, 0], [-3, 5]):
+        t = np.array(t, np.int64)
+        (want,) = ref.run(None, {"x": DATA, "t": t})
+        np.testing.assert_allclose(compiled.run(DATA, t)[0], want, rtol=1e-6, atol=1e-6)
+    for value in (7, -4, 3):
+        with pytest.raises(
+            IndexError, match=f"index {value} is out of range for an axis of size 3"
+        ):
+            compiled.run(DATA, np.array([0, value], np.int64))
+    plain = rlx.compile(import_model(_loss_model(op))[0])
+    with pytest.raises(IndexError, match="index 5 is out of range"):
+        plain.run(DATA, np.array([5, 0], np.int64))

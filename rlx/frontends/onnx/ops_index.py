@@ -124,7 +124,12 @@ def _nll(n: Node, logp: SSAValue, target: SSAValue, weight: SSAValue | None) -> 
     t = n.cast(target, "i64")
     ts = list(shape(t))
     ts.insert(1, 1)
-    t1 = n.reshape(t, ts)
+    ii = n.attr("ignore_index")
+    picked_t = t  # a class index outside [-C, C) is an IndexError (onnxruntime: an error)
+    if ii is not None:
+        ignored = n.emit("compare", t, n.constant(ii, "i64"), predicate="eq")
+        picked_t = n.emit("where", ignored, n.constant(0, "i64"), t)
+    t1 = n.reshape(wrap_index(n, picked_t, c), ts)
     hit = n.emit("compare", t1, _iota(n, c, 1, rank), predicate="eq")
     zero = n.constant(0, logp)
     picked = n.emit("reduce", n.emit("where", hit, logp, zero), kind="sum", axes=[1])
@@ -133,7 +138,6 @@ def _nll(n: Node, logp: SSAValue, target: SSAValue, weight: SSAValue | None) -> 
     if weight is not None:
         wc = n.reshape(weight, [c] + [1] * (rank - 2))
         w = n.emit("reduce", n.emit("where", hit, wc, zero), kind="sum", axes=[1])
-    ii = n.attr("ignore_index")
     if ii is not None:
         keep = n.emit("compare", t, n.constant(ii, "i64"), predicate="ne")
         w = n.emit("where", keep, w, n.constant(0, logp))
