@@ -8,6 +8,7 @@ dedupe -> weight table -> memory mode -> write. See docs/bake.md.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from rlx.dtypes import type_name
 from rlx.interpreter import _arg_names
 from rlx.runtime.compiler import load_module, make_context
 from rlx.transforms.bind_dims import bind_dims
+from rlx.transforms.bind_params import LossyBindingWarning
 from rlx.transforms.canonicalize import RlxCanonicalizePass
 from rlx.transforms.constant_folding import ConstantFoldingPass
 from rlx.transforms.dce import DeadCodeEliminationPass
@@ -57,6 +59,9 @@ class BakeReport:
     ternary_packed: int = 0
     quant_packed: int = 0
     kept_dense: list[str] = field(default_factory=list)
+    rounded: list[str] = field(default_factory=list)
+    """One line per float weight whose values changed in the conversion to its param's
+    type (`bind_params.rounding_note`; also a `LossyBindingWarning`)."""
     code: list[str] = field(default_factory=list)
     """One line per requested code target: stored (size) or why not."""
     constants_deduped: int = 0
@@ -215,7 +220,9 @@ def _bake_module(
     report.unused_weights = sorted(set(values) - graph_params)
     stage("specialize")
     # runtime mode: the weights are set at run time, so nothing is bound (or stored)
-    bound = [] if o.memory == "runtime" else rewrites.specialize(module, values)
+    bound = [] if o.memory == "runtime" else rewrites.specialize(module, values, report.rounded)
+    for note in report.rounded:  # the graph's declared type wins, but never silently
+        warnings.warn(note, LossyBindingWarning, stacklevel=2)
     report.params_bound = bound
     report.weight_bytes_before = sum(_nbytes(values[n]) for n in bound)
     before = rewrites.snapshot(module)

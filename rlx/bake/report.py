@@ -55,6 +55,7 @@ class ArtifactInfo:
                f"matmuls Q8_0-packed: {r.get('quant_packed', 0)}",
                f"constants deduped: {r.get('constants_deduped', 0)}"]  # fmt: skip
         out += [f"kept dense: {k}" for k in r.get("kept_dense", [])]
+        out += [f"rounded: {k}" for k in r.get("rounded", [])]
         return out
 
     def __str__(self) -> str:

@@ -132,9 +132,12 @@ def _erase_if_dead(op: Operation) -> None:
 # ----------------------------------------------------------------------------- specialize
 
 
-def specialize(module: ModuleOp, weights: Mapping[str, object]) -> list[str]:
+def specialize(
+    module: ModuleOp, weights: Mapping[str, object], rounded: list[str] | None = None
+) -> list[str]:
     """Bind params to `weights` (dense via bind_params, GGML-packed via bind_quant_params)
-    and name the new constants after their params. Returns the bound names in graph order."""
+    and name the new constants after their params. Returns the bound names in graph order;
+    float weights rounded to their params' types are described in `rounded`."""
 
     # bind_params replaces each param in place, so block positions identify the constants
     where: dict[int, tuple[Block, dict[int, str]]] = {}
@@ -147,7 +150,8 @@ def specialize(module: ModuleOp, weights: Mapping[str, object]) -> list[str]:
     packed = {k: v for k, v in weights.items() if isinstance(v, PackedWeight)}
     dense = {k: v for k, v in weights.items() if not isinstance(v, PackedWeight)}
     bound = set(bind_quant_params(module, packed)) if packed else set()
-    bound |= set(bind_params(module, dense))
+    notes = None if rounded is None else (lambda _op, note: rounded.append(note))
+    bound |= set(bind_params(module, dense, notes))
     order: list[str] = []
     for block, slots in where.values():
         for i, op in enumerate(block.ops):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise UsageError("missing MODEL.mlir (or `inspect FILE.rlx`, or --list-profiles)")
     from rlx.bake.bake import bake_with_report, resolve_options
     from rlx.transforms.bind_dims import parse_binding
+    from rlx.transforms.bind_params import LossyBindingWarning
 
     opts = resolve_options(a.opt, overrides_from_args(a))
     if a.weights is None and opts.memory != "runtime":
@@ -131,12 +133,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     show = sys.stderr.isatty() if a.progress is None else a.progress
     bar = _Bar(show and not a.quiet)
     try:
-        path, report = bake_with_report(
-            Path(a.model), a.weights, opts, out, dim_binding=dims, entry=a.entry, progress=bar,
-            targets=() if a.no_code else (a.target_cpu or ["host"]),
-        )  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", LossyBindingWarning)
+            path, report = bake_with_report(
+                Path(a.model), a.weights, opts, out, dim_binding=dims, entry=a.entry,
+                progress=bar, targets=() if a.no_code else (a.target_cpu or ["host"]),
+            )  # fmt: skip
     finally:
         bar.close()
+    for w in caught:  # as `rlx-bake: warning: ...` lines, not Python's file:line form
+        if issubclass(w.category, LossyBindingWarning):
+            print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     if not a.quiet:
         print(f"wrote {path}")
         for line in report.lines():

@@ -3,7 +3,8 @@ constant folding and DCE can act on weight-only compute."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,17 +16,55 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from rlx.diagnostics import emit_warning
 from rlx.dialects.rlx.base import shape_of
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
-from rlx.dtypes import numpy_dtype, to_dense_attr, type_name
+from rlx.dtypes import element_type, numpy_dtype, to_dense_attr, type_name
 from rlx.weights import PackedWeight, load
 
 
-def bind_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[str]:
+class LossyBindingWarning(UserWarning):
+    """A float binding converted to its param's float type changed values (an f64 weight
+    bound to an f32 param, say): the graph's declared type wins, but never silently."""
+
+
+def rounding_note(name: str, arr: np.ndarray, dt: np.dtype) -> str | None:
+    """What converting the float binding `arr` of param `name` to `dt` changes, or None
+    if every value survives it exactly (a widening, or f64 data that holds f32 values)."""
+    if arr.dtype == dt or arr.size == 0:
+        return None
+    wide = arr.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = arr.astype(dt).astype(np.float64)
+        changed = ~((back == wide) | (np.isnan(back) & np.isnan(wide)))
+    k = int(np.count_nonzero(changed))
+    if not k:
+        return None
+    finite = changed & np.isfinite(back)
+    how = []
+    if finite.any():
+        how.append(f"by up to {float(np.max(np.abs(back - wide)[finite])):.3g}")
+    if k > int(np.count_nonzero(finite)):
+        how.append(f"{k - int(np.count_nonzero(finite))} overflowed to inf")
+    have, want = type_name(element_type(arr.dtype)), type_name(element_type(dt))
+    return (
+        f"param '{name}' is {want}: its {have} weight was rounded to {want} ({k} of "
+        f"{arr.size} values changed, {', '.join(how)}); give {want} data or declare the "
+        f"param {have}"
+    )
+
+
+def bind_params(
+    module: builtin.ModuleOp,
+    values: Mapping[str, object],
+    on_rounding: Callable[[ParamOp, str], None] | None = None,
+) -> list[str]:
     """Replace each param named in `values` by a constant; returns the bound names.
 
-    Shapes must match exactly; floats are converted to the param's float type, integers must
-    match the param's type. Errors name the param.
+    Shapes must match exactly; floats are converted to the param's float type (the graph
+    declares the type), integers must match the param's type. Errors name the param. A
+    conversion that changes values is reported: `on_rounding(param_op, rounding_note)`
+    if given, else a `LossyBindingWarning`.
     """
 
     bound: list[str] = []
@@ -51,7 +90,13 @@ def bind_params(module: builtin.ModuleOp, values: Mapping[str, object]) -> list[
             raise PassFailedException(
                 f"param '{name}' is {type_name(t.element_type)}, the binding is {arr.dtype}"
             )
-        const = ConstantOp(to_dense_attr(arr, t))
+        note = rounding_note(name, arr, np.dtype(dt))
+        if note is not None and on_rounding is not None:
+            on_rounding(op, note)
+        elif note is not None:
+            warnings.warn(note, LossyBindingWarning, stacklevel=2)
+        with np.errstate(over="ignore"):  # an overflow to inf is in the note
+            const = ConstantOp(to_dense_attr(arr, t))
         const.result.name_hint = op.result.name_hint
         Rewriter.replace_op(op, const)
         bound.append(name)
@@ -78,4 +123,4 @@ class BindParams(ModulePass):
             values = load(self.path)
         except ValueError as e:
             raise PassFailedException(str(e)) from None
-        bind_params(op, values)
+        bind_params(op, values, emit_warning)  # a located `warning:` diagnostic
