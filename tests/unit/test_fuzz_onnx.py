@@ -89,6 +89,27 @@ CASES = {
     ),
     "initializer dims larger than its data": (_bad_dims([4, 4]), "initializer 'w' (dims [4, 4])"),
     "initializer with a negative dim": (_bad_dims([3, -3]), "initializer 'w' has negative dims"),
+    # session 6 (tools/fuzz/fuzz_onnx.py): a Sub of one input was imported as that input
+    "Sub of one input": (
+        model([h.make_node("Sub", ["x"], ["y"])], [X], [Y]), "node 'y' (Sub): takes 2 inputs, got 1",
+    ),
+    "Concat of no input": (
+        model([h.make_node("Concat", [], ["y"], axis=0)], [X], [Y]),
+        "node 'y' (Concat): takes 1 to 2147483647 inputs, got 0",
+    ),
+    "required input left empty": (
+        model([h.make_node("Gemm", ["x", "", "x"], ["y"])], [X], [Y]),
+        "node 'y' (Gemm): required input #1 ('B') is missing",
+    ),
+    "LayerNormalization axis -2^31": (  # range(axis, rank) took all memory
+        model([h.make_node("LayerNormalization", ["x", "s"], ["y"], axis=-(2**31))], [X], [Y],
+              [const("s", np.ones(3, np.float32))]),
+        "axis -2147483648 is out of range for a rank-2 input",
+    ),
+    "Split num_outputs 2^31": (  # a list of 2^31 sizes: minutes and gigabytes
+        model([h.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=2**31)], [X], [Y]),
+        "num_outputs 2147483648 differs from the 2 outputs",
+    ),
 }  # fmt: skip
 
 

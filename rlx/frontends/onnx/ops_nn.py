@@ -91,6 +91,8 @@ def layer_norm(n: Node) -> list[SSAValue | None]:
     rank = len(shape(x))
     axis = n.attr("axis", -1)
     axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:  # range(axis, rank) of axis -2^31 took all memory
+        raise n.error(f"axis {n.attr('axis')} is out of range for a rank-{rank} input")
     eps = n.attr("epsilon", 1e-5)
     rms = n.op_type == "RMSNormalization"
     d = shape(x)[-1]

@@ -221,6 +221,8 @@ def split(n: Node) -> Out:
     k = n.n_outputs
     if sizes is None:
         k = n.attr("num_outputs", k)
+        if k != n.n_outputs:  # a list of 2^31 sizes took minutes (and the memory)
+            raise n.error(f"num_outputs {k} differs from the {n.n_outputs} outputs")
         chunk = -(-dim // k)
         sizes = [min(chunk, dim - i * chunk) for i in range(k)]
     sizes = [int(v) for v in sizes]

@@ -183,11 +183,11 @@ def emit_region(
         term = blk.last_op
         assert term is not None
         args = list(blk.args)
+        if wb.status is not None:  # before reading the yield: guarding replaces values
+            guard_region_ops(wb, blk)
         yielded = list(term.operands)
         term.detach()
         term.erase()
-        if wb.status is not None:
-            guard_region_ops(wb, blk)
         Rewriter.inline_block(blk, wb.ip, vals)
         return [vals[args.index(v)] if v in args else v for v in yielded]
 
