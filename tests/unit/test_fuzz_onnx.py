@@ -110,6 +110,11 @@ CASES = {
         model([h.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=2**31)], [X], [Y]),
         "num_outputs 2147483648 differs from the 2 outputs",
     ),
+    "ArgMax over an empty axis": (  # was INT64_MAX for every index
+        model([h.make_node("ArgMax", ["e"], ["y"], axis=0)],
+              [h.make_tensor_value_info("e", T.FLOAT, [0, 4])], [ANY]),
+        "node 'y' (ArgMax): ArgMax over an empty axis (0) has no index",
+    ),
 }  # fmt: skip
 
 

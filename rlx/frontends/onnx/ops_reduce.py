@@ -141,6 +141,8 @@ def argmax(n: Node) -> list[SSAValue]:
     x = n.input(0)
     axis = n.attr("axis", 0)
     kind = "max" if n.op_type == "ArgMax" else "min"
+    if shape(x)[axis] == 0:  # was INT64_MAX; onnxruntime and NumPy refuse it
+        raise n.error(f"{n.op_type} over an empty axis ({axis}) has no index")
     y = _argext(n, x, axis, bool(n.attr("select_last_index", 0)), kind)
     if not n.attr("keepdims", 1):
         a = axis + len(shape(x)) if axis < 0 else axis
