@@ -1,0 +1,136 @@
+"""Non-temporal (streaming) stores of large outputs (`rlx_to_linalg/streaming.py`).
+
+The kernels are compiled with a tiny threshold (`streaming.threshold` patched, no disk
+cache) so small shapes take the streaming path: results equal the ordinary path's bit for
+bit and the reference interpreter's within the dtype's tolerance, for row lengths that are
+not multiples of a cache line, chunked rows whose tasks start unaligned, f16/bf16
+results.
+Every buffer sits next to a guard page (`guarded_memory`), so a store out of bounds
+faults or trips the canary. Small rows and multi-result ops keep ordinary stores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from guarded_memory import guarded_run
+from reference_helpers import assert_close
+from xdsl.utils.exceptions import PassFailedException
+
+import rlx
+from rlx import host_cpu
+from rlx.dtypes import numpy_dtype
+from rlx.lowering.rlx_to_linalg import streaming
+from rlx.lowering.rlx_to_linalg.bufferize import ConvertRlxToLinalgPass
+from rlx.runtime import cache
+
+TOL = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLX_CACHE", "0")
+    cache.CACHE.clear_memory()
+
+
+def _compile(build: Callable[[rlx.Graph], None], stream: bool, mp: pytest.MonkeyPatch) -> object:
+    mp.setattr(streaming, "threshold", lambda option: 1 if stream else 0)
+    g = rlx.Graph()
+    build(g)
+    return rlx.compile(g)
+
+
+def _gelu(shape: tuple[int, ...], dtype: str) -> Callable[[rlx.Graph], None]:
+    """gelu_tanh(x * a + b), `a` and `b` over the last axis (no collapse to one row)."""
+
+    def build(g: rlx.Graph) -> None:
+        x = g.input("x", shape, dtype)
+        a, b = g.param("a", shape[-1:], dtype), g.param("b", shape[-1:], dtype)
+        g.output(g.gelu_tanh(g.add(g.mul(x, a), b)))
+
+    return build
+
+
+def _data(shape: tuple[int, ...], dtype: str, seed: int = 0) -> dict[str, np.ndarray]:
+    r = np.random.default_rng(seed)
+    dt = numpy_dtype(dtype)
+    return {
+        "x": (r.standard_normal(shape) * 3).astype(dt),
+        "a": r.uniform(0.5, 1.5, shape[-1:]).astype(dt),
+        "b": r.uniform(-1, 1, shape[-1:]).astype(dt),
+    }
+
+
+def _ir(c: object) -> str:
+    return str(c.ir("llvm-ir"))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((3, 1000), "f32"),  # rows not a multiple of a line: every row starts unaligned
+        ((45, 1001), "f32"),  # chunked: 15-row tasks start at unaligned addresses
+        ((7, 1333), "f16"),
+        ((5, 777), "bf16"),
+        ((4099,), "f32"),  # one row
+    ],
+)
+def test_streamed_results_equal_ordinary_ones(
+    shape: tuple[int, ...], dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = _data(shape, dtype)
+    plain = _compile(_gelu(shape, dtype), False, monkeypatch)
+    nt = _compile(_gelu(shape, dtype), True, monkeypatch)
+    assert "!nontemporal" not in _ir(plain)
+    ir = _ir(nt)
+    assert "!nontemporal" in ir
+    if streaming.is_x86():
+        assert "@llvm.x86.sse.sfence" in ir
+    for c in (plain, nt):
+        c.set_params({"a": d["a"], "b": d["b"]})  # type: ignore[attr-defined]
+    (want,) = rlx.reference.run(_module(shape, dtype), {"x": d["x"]}, {"a": d["a"], "b": d["b"]})
+    for side in ("end", "start"):
+        (got,), _ = guarded_run(nt, [d["x"]], side)
+        (base,), _ = guarded_run(plain, [d["x"]], side)
+        np.testing.assert_array_equal(got.view(np.uint8), base.view(np.uint8))
+        assert_close(got, want, TOL[got.dtype.name])
+
+
+def _module(shape: tuple[int, ...], dtype: str) -> object:
+    g = rlx.Graph()
+    _gelu(shape, dtype)(g)
+    return g.module
+
+
+def test_small_rows_and_small_outputs_keep_ordinary_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows under `MIN_ROW_BYTES` (a per-channel op of short rows) and outputs under the
+    threshold are stored ordinarily."""
+    short = _compile(_gelu((64, 100), "f32"), True, monkeypatch)
+    assert "!nontemporal" not in _ir(short)
+    monkeypatch.setattr(streaming, "threshold", lambda option: 1 << 30)
+    g = rlx.Graph()
+    _gelu((8, 1000), "f32")(g)
+    assert "!nontemporal" not in _ir(rlx.compile(g))
+
+
+def test_threshold_option() -> None:
+    assert streaming.threshold(0) == 0
+    assert streaming.threshold(12345) == 12345
+    llc = host_cpu.last_level_cache_bytes()
+    want = (llc or 0) // 2 if streaming.is_x86() else 0
+    assert streaming.threshold(-1) == want
+    with pytest.raises(PassFailedException, match=r"stream-bytes must be >= -1, got -2"):
+        from xdsl.context import Context
+        from xdsl.dialects.builtin import ModuleOp
+
+        ConvertRlxToLinalgPass(stream_bytes=-2).apply(Context(), ModuleOp([]))
+
+
+def test_last_level_cache_bytes_is_a_size() -> None:
+    llc = host_cpu.last_level_cache_bytes()
+    assert llc is None or (llc > 0 and llc % 1024 == 0)
+    if llc is not None:
+        assert re.fullmatch(r"\d+", str(llc))
