@@ -1,4 +1,5 @@
-"""Non-temporal (streaming) stores of large outputs (`rlx_to_linalg/streaming.py`).
+"""Non-temporal (streaming) stores of large outputs (`rlx_to_linalg/streaming.py`): the
+strided elementwise workers and the last pass of the normalizations.
 
 The kernels are compiled with a tiny threshold (`streaming.threshold` patched, no disk
 cache) so small shapes take the streaming path: results equal the ordinary path's bit for
@@ -103,6 +104,59 @@ def _module(shape: tuple[int, ...], dtype: str) -> object:
     g = rlx.Graph()
     _gelu(shape, dtype)(g)
     return g.module
+
+
+def _norm(kind: str, shape: tuple[int, ...], dtype: str) -> Callable[[rlx.Graph], None]:
+    """layer_norm / rms_norm over the last axis, or layer_norm(x + r) (the fused-residual
+    form after fusion)."""
+
+    def build(g: rlx.Graph) -> None:
+        x = g.input("x", shape, dtype)
+        gamma = g.param("a", shape[-1:], dtype)
+        if kind == "rms_norm":
+            g.output(g.rms_norm(x, gamma, epsilon=1e-6))
+            return
+        beta = g.param("b", shape[-1:], dtype)
+        if kind == "residual":
+            x = g.add(x, g.input("r", shape, dtype))
+        g.output(g.layer_norm(x, gamma, beta, epsilon=1e-5))
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "dtype"),
+    [
+        ("layer_norm", (6, 1001), "f32"),  # odd rows: every row starts unaligned
+        ("layer_norm", (64, 768), "f32"),  # chunked over the pool
+        ("layer_norm", (2, 3, 700), "bf16"),
+        ("rms_norm", (5, 1000), "f16"),
+        ("residual", (4, 999), "f32"),
+        ("residual", (3, 1024), "f16"),
+    ],
+)
+def test_streamed_norms_equal_ordinary_ones(
+    kind: str, shape: tuple[int, ...], dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = _data(shape, dtype, seed=2)
+    inputs = [d["x"]] + ([(d["x"][::-1] * 0.5).copy()] if kind == "residual" else [])
+    params = {"a": d["a"]} if kind == "rms_norm" else {"a": d["a"], "b": d["b"]}
+    plain = _compile(_norm(kind, shape, dtype), False, monkeypatch)
+    nt = _compile(_norm(kind, shape, dtype), True, monkeypatch)
+    assert "!nontemporal" in _ir(nt) and "!nontemporal" not in _ir(plain)
+    if kind == "residual":
+        assert "fused_residual_layer_norm" in str(nt.ir("rlx"))  # type: ignore[attr-defined]
+    g = rlx.Graph()
+    _norm(kind, shape, dtype)(g)
+    feeds = dict(zip(["x", "r"], inputs, strict=False))
+    (want,) = rlx.reference.run(g.module, feeds, params)
+    for c in (plain, nt):
+        c.set_params(params)  # type: ignore[attr-defined]
+    for side in ("end", "start"):
+        (got,), _ = guarded_run(nt, inputs, side)
+        (base,), _ = guarded_run(plain, inputs, side)
+        np.testing.assert_array_equal(got.view(np.uint8), base.view(np.uint8))
+        assert_close(got, want, TOL[got.dtype.name])
 
 
 def test_small_rows_and_small_outputs_keep_ordinary_stores(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,6 +37,7 @@ from xdsl.dialects import arith, llvm, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     IntegerType,
+    MemRefType,
     TensorType,
     VectorType,
     i64,
@@ -99,6 +100,18 @@ def row_ok(out: SSAValue, n: int) -> bool:
     return streamable(elem(out)) and n * byte_size(elem(out)) >= MIN_ROW_BYTES
 
 
+def flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
+    """Contiguous `mem` as the flat `memref<FLAT x T>` view the strided workers use (the
+    same pointer; made once per kernel, shared with them through `kb.flat_views`)."""
+    from rlx.lowering.rlx_to_linalg.strided import FLAT  # strided imports this module
+
+    if mem not in kb.flat_views:
+        t = MemRefType(elem(mem), [FLAT])
+        op = memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t)
+        kb.flat_views[mem] = kb.hoist(op)
+    return kb.flat_views[mem]
+
+
 def _address(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
     """The byte address of `mem`'s first element as an index (hoisted: once per kernel)."""
     return kb.hoist(memref.ExtractAlignedPointerAsIndexOp.get(mem))
@@ -159,4 +172,14 @@ def _rem(a: SSAValue, b: SSAValue) -> Operation:
     return arith.RemUIOp(a, b)
 
 
-__all__ = ["LINE", "STAGE_BYTES", "fence", "row", "row_ok", "streamable", "threshold", "wants"]
+__all__ = [
+    "LINE",
+    "STAGE_BYTES",
+    "fence",
+    "flat",
+    "row",
+    "row_ok",
+    "streamable",
+    "threshold",
+    "wants",
+]
