@@ -21,7 +21,7 @@ carrying its sum in a register; EfficientNet-B0's squeeze-excite means ran 3-4x 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import arith, memref
@@ -35,7 +35,6 @@ from rlx.dialects.rlx.base import (
     normalize_axis,
 )
 from rlx.dialects.rlx.compute import CumsumOp, ReduceOp, SoftmaxOp
-from rlx.lowering.rlx_to_linalg import streaming
 from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
@@ -53,7 +52,6 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     shape,
     signless,
 )
-from rlx.lowering.rlx_to_linalg.strided import row_major
 from rlx.lowering.rlx_to_linalg.traps import trap
 
 
@@ -220,9 +218,6 @@ def emit_softmax(
         d = kb.subf(v, mv)
         return exp_nonpositive(kb, d) if ct == f32 else kb.unary(mathd.ExpOp, d)
 
-    if ax == n - 1 and kb.stream_stores and streaming.row_ok(outs[0], xs[-1]):
-        _softmax_streamed(kb, x, m, s, outs[0], rows, iters, exp_sub)
-        return
     if elem(outs[0]) == ct:
         # exp once: write e = exp(x - max) while summing, then scale rows by 1 / sum.
         def exp_and_sum(v: SSAValue, mv: SSAValue, _o: SSAValue, sv: SSAValue) -> list[SSAValue]:
@@ -250,44 +245,6 @@ def emit_softmax(
         [PARALLEL] * n,
         lambda v, mv, sv, _o: [kb.divf(exp_sub(v, mv), sv)],
     )
-
-
-def _softmax_streamed(
-    kb: KernelBuilder,
-    x: SSAValue,
-    m: SSAValue,
-    s: SSAValue,
-    out: SSAValue,
-    rows: list[int],
-    iters: list[str],
-    exp_sub: Callable[[SSAValue, SSAValue], SSAValue],
-) -> None:
-    """Last-axis softmax of a large result: the sums only (exp not stored), then each row
-    `exp(x - max) * (1 / sum)` (f32; f16/bf16: `/ sum`) through `streaming.row` (the output written once, by
-    non-temporal stores, instead of written and then re-read and scaled). The same values
-    as the exp-once form: the recomputed exp is the same arithmetic on the same input."""
-    n = len(rows) + 1
-    idm, rmap = identity(n), amap(n, [dim(i) for i in range(n - 1)])
-    kb.generic([x, m], [s], [idm, rmap, rmap], iters, lambda v, mv, sv: [kb.addf(sv, exp_sub(v, mv), FM_RED)])  # fmt: skip
-    wide = elem(out) == elem(s)  # as the other forms: f32 scales by 1 / sum, f16 divides
-    if wide:
-        one = kb.const(1.0, elem(s))
-        rid = identity(len(rows))
-        kb.generic([s], [s], [rid, rid], [PARALLEL] * len(rows), lambda sv, _s: [kb.divf(one, sv)])  # fmt: skip
-    d = shape(out)[-1]
-    flat = streaming.flat(kb, out)
-    with kb.nest(list(rows)) as ridx:
-        base = kb.idx(0)
-        for r, st in zip(ridx, row_major(rows), strict=True):
-            base = kb.addi(base, kb.imul(r, st * d))
-        mv, sv = kb.load(m, ridx), kb.load(s, ridx)
-
-        def value(j: SSAValue) -> SSAValue:
-            e = exp_sub(kb.load_c(x, [*ridx, j]), mv)
-            return kb.convert(kb.mulf(e, sv) if wide else kb.divf(e, sv), elem(out))
-
-        streaming.row(kb, flat, base, kb.idx(d), value)
-    streaming.fence(kb)
 
 
 def emit_cumsum(
