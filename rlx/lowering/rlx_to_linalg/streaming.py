@@ -84,15 +84,24 @@ def streamable(e: object) -> bool:
     return isinstance(e, IntegerType) and e.width.data in (8, 16, 32, 64)
 
 
+def _bytes(t: object) -> int:
+    return prod(t.get_shape()) * byte_size(t.element_type) if isinstance(t, TensorType) else 0
+
+
 def wants(op: Operation, limit: int) -> bool:
     """Whether `op`'s kernel should stream its result: one result of at least `limit`
-    bytes (`limit` > 0) of a streamable element type."""
+    bytes (`limit` > 0) of a streamable element type, and operands and result together
+    more than `2 * limit` (the default: the last-level cache). A working set that fits
+    stays in cache from one call to the next (a 2048x2048 softmax, 16 MB in and out, ran
+    1.5x slower with streaming stores on 2 threads)."""
     if limit <= 0 or len(op.results) != 1:
         return False
     t = op.results[0].type
     if not isinstance(t, TensorType) or not streamable(t.element_type):
         return False
-    return prod(t.get_shape()) * byte_size(t.element_type) >= limit
+    out = _bytes(t)
+    total = out + sum(_bytes(v.type) for v in op.operands)
+    return out >= limit and total > 2 * limit
 
 
 def row_ok(out: SSAValue, n: int) -> bool:

@@ -1,12 +1,14 @@
-// RUN: rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=4800}' | filecheck %s
+// RUN: rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=4799}' | filecheck %s
 // RUN: rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=0}' | filecheck %s --check-prefix=OFF
 // RUN: rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=4801}' | filecheck %s --check-prefix=OFF
+// RUN: rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=4800}' | filecheck %s --check-prefix=OFF
 // RUN: not rlx-opt %s -p 'convert-rlx-to-linalg{stream-bytes=-2}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// A result of at least stream-bytes bytes (here 2x600 f32 = 4800) is stored through an L1
-// stage: the row is computed in blocks into a stack buffer, whole 64-byte lines go out
+// A result of at least stream-bytes bytes (here 2x600 f32 = 4800) whose op moves more than
+// twice that (operands and result: 9600) is stored through an L1 stage: the row is computed in blocks into a stack buffer, whole 64-byte lines go out
 // with non-temporal vector stores from the first aligned element on, the rest ordinarily;
-// on x86 the worker ends with sfence. A smaller result, or stream-bytes=0, stores directly.
+// on x86 the worker ends with sfence. A smaller result, a working set of at most twice
+// stream-bytes (it stays in cache) or stream-bytes=0 store directly.
 func.func @main(%x: tensor<2x600xf32>) -> tensor<2x600xf32> {
   %0 = rlx.exp %x : (tensor<2x600xf32>) -> tensor<2x600xf32>
   func.return %0 : tensor<2x600xf32>
