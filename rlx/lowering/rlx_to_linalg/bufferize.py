@@ -322,9 +322,9 @@ class FuncLowering:
         outs = [self.result_buffer(r) for r in op.results]
         n = len(ins)
         extra = self.rng if op.name.startswith("rlx.rng_") else None
-        chunking = parallel.plan(op) if self.parallel else None
-        kernel_op = op if chunking is None else parallel.chunk_op(op, chunking)
         stream = streaming.wants(op, self.stream_bytes)
+        chunking = parallel.plan(op, stream) if self.parallel else None
+        kernel_op = op if chunking is None else parallel.chunk_op(op, chunking)
 
         checked = op in self.sites
         st = [self.status] if checked and self.status is not None else []
