@@ -1,5 +1,5 @@
 """Non-temporal (streaming) stores of large outputs (`rlx_to_linalg/streaming.py`): the
-strided elementwise workers and the last pass of the normalizations.
+strided elementwise and copy workers and the last pass of the normalizations.
 
 The kernels are compiled with a tiny threshold (`streaming.threshold` patched, no disk
 cache) so small shapes take the streaming path: results equal the ordinary path's bit for
@@ -157,6 +157,29 @@ def test_streamed_norms_equal_ordinary_ones(
         (base,), _ = guarded_run(plain, inputs, side)
         np.testing.assert_array_equal(got.view(np.uint8), base.view(np.uint8))
         assert_close(got, want, TOL[got.dtype.name])
+
+
+@pytest.mark.parametrize("kind", ["concat", "transpose"])
+def test_streamed_copies_equal_ordinary_ones(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strided copy workers stream too: a concat writes rows of each operand at
+    unaligned offsets of the output, a transpose reads strided and writes rows."""
+
+    def build(g: rlx.Graph) -> None:
+        if kind == "concat":
+            a, b = g.input("a", (3, 700), "f32"), g.input("b", (3, 501), "f32")
+            g.output(g.concat(a, b, axis=1))
+        else:
+            g.output(g.transpose(g.input("a", (600, 7), "f32"), permutation=[1, 0]))
+
+    r = np.random.default_rng(4)
+    shapes = [(3, 700), (3, 501)] if kind == "concat" else [(600, 7)]
+    xs = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    plain, nt = (_compile(build, flag, monkeypatch) for flag in (False, True))
+    assert "!nontemporal" in _ir(nt) and "!nontemporal" not in _ir(plain)
+    want = np.concatenate(xs, axis=1) if kind == "concat" else xs[0].T
+    for side in ("end", "start"):
+        (got,), _ = guarded_run(nt, xs, side)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_small_rows_and_small_outputs_keep_ordinary_stores(monkeypatch: pytest.MonkeyPatch) -> None:
