@@ -90,6 +90,8 @@ def test_streamed_results_equal_ordinary_ones(
     assert "!nontemporal" in ir
     if streaming.is_x86():
         assert "@llvm.x86.sse.sfence" in ir
+        asm = str(nt.ir("asm"))  # type: ignore[attr-defined]
+        assert "vmovnt" in asm and "sfence" in asm  # ymm on AVX2 hosts, zmm on AVX-512
     for c in (plain, nt):
         c.set_params({"a": d["a"], "b": d["b"]})  # type: ignore[attr-defined]
     (want,) = rlx.reference.run(_module(shape, dtype), {"x": d["x"]}, {"a": d["a"], "b": d["b"]})
