@@ -184,6 +184,40 @@ def test_streamed_copies_equal_ordinary_ones(kind: str, monkeypatch: pytest.Monk
         np.testing.assert_array_equal(got, want)
 
 
+def test_intermediates_that_are_not_element_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `arena_alignment=1` an f32 intermediate lands 2 bytes off a 4-byte boundary
+    (after a 14014-byte f16 one): its rows have no aligned line and are stored ordinarily
+    (a `movnt` there would fault), with the same values."""
+
+    def build(g: rlx.Graph) -> None:
+        x, h = g.input("x", (3, 1000)), g.input("h", (7, 1001), "f16")
+        a, b = g.tanh(h), g.exp(x)  # both live until their transposes
+        g.output(g.transpose(a, permutation=[1, 0]))
+        g.output(g.transpose(b, permutation=[1, 0]))
+
+    opts = rlx.CompileOptions(arena_alignment=1)
+    graphs = []
+    for flag in (False, True):
+        monkeypatch.setattr(streaming, "threshold", lambda option, f=flag: 1 if f else 0)
+        g = rlx.Graph()
+        build(g)
+        graphs.append(rlx.compile(g, opts))
+    plain, nt = graphs
+    loops = str(nt.ir("loops"))  # type: ignore[attr-defined]
+    assert "rlx.arena_bytes = 26014" in loops and "nontemporal" in loops
+    r = np.random.default_rng(5)
+    xs = [
+        r.standard_normal((3, 1000)).astype(np.float32),
+        r.standard_normal((7, 1001)).astype(np.float16),
+    ]
+    for side in ("end", "start"):
+        got, _ = guarded_run(nt, xs, side)
+        want, _ = guarded_run(plain, xs, side)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert_close(got[1], np.exp(xs[0].astype(np.float64)).T, 1e-5)
+
+
 def test_small_rows_and_small_outputs_keep_ordinary_stores(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows under `MIN_ROW_BYTES` (a per-channel op of short rows) and outputs under the
     threshold are stored ordinarily."""

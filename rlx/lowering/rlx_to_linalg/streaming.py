@@ -14,9 +14,9 @@ A row `out[base + j] = value(j)` for `j < n` (`row`) is computed in blocks of
 stage and `!nontemporal` stores with `align 64` for the whole lines, ordinary stores for
 the rest. The blocks are laid out from the first 64-byte-aligned element of the row (the
 head before it is a block of its own, shorter than one line, stored ordinarily), so every
-non-temporal store is to an aligned address by construction (buffers are element-aligned:
-the entry's arguments are 64-byte aligned, `convert-func-to-llvm` promises LLVM so, and
-every offset into them is whole elements).
+non-temporal store is to an aligned address by construction. A buffer that is not even
+element-aligned (an intermediate in an arena planned with `arena_alignment` 1 or 2) has no
+aligned element: its rows are stored ordinarily (checked at run time, per row).
 Every store lands on an element of the row, as before: the vector stores cover whole
 lines inside `[base, base + n)`. Non-temporal stores are weakly ordered, so a kernel that
 used them ends with `sfence` (`fence`) before the pool reports its task done.
@@ -146,10 +146,12 @@ def row(
     blk = STAGE_BYTES // size
     stage = kb.scratch([blk], e)
     addr = kb.addi(_address(kb, out), kb.imul(base, size))
-    # head: the elements before the first aligned line (buffers are element-aligned: the
-    # entry's arguments are 64-byte aligned and every offset is whole elements)
+    # head: the elements before the first aligned line. A buffer that is not element-aligned
+    # (an arena planned with `arena_alignment` below the element size) has no aligned
+    # element: then every store is an ordinary one (a `movnt` to it would fault).
+    ok = kb.cmpi("eq", kb.v(_rem(addr, kb.idx(size))), kb.idx(0))
     to_line = kb.v(_rem(kb.subi(kb.idx(LINE), kb.v(_rem(addr, kb.idx(LINE)))), kb.idx(LINE)))
-    head = kb.imin(kb.idiv(to_line, size), n)
+    head = kb.select(ok, kb.imin(kb.idiv(to_line, size), n), kb.idx(0))
     stage_at = _ptr(kb, _address(kb, stage))
     # block ends: head, head + blk, ... up to the first one >= n
     with kb.loop(kb.iadd(n, blk), head, blk) as end:
@@ -159,7 +161,7 @@ def row(
         with kb.loop(count) as j:
             kb.store(value(kb.addi(start, j)), stage, [j])
         # whole lines (none in the head block: it is shorter than a line)
-        lines = kb.idiv(count, per_line)
+        lines = kb.select(ok, kb.idiv(count, per_line), kb.idx(0))
         dst = _ptr(kb, kb.addi(addr, kb.imul(start, size)))
         with kb.loop(lines) as k:
             off = kb.convert(kb.imul(k, LINE // 8), i64)
