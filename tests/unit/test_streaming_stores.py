@@ -229,6 +229,22 @@ def test_small_rows_and_small_outputs_keep_ordinary_stores(monkeypatch: pytest.M
     assert "!nontemporal" not in _ir(rlx.compile(g))
 
 
+def test_ops_without_a_streaming_kernel_are_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """softmax's kernel does not stream (measured slower): no streaming stores and the same
+    chunking (tasks) as with streaming off."""
+    text = {}
+    for flag in (False, True):
+
+        def build(g: rlx.Graph) -> None:
+            g.output(g.softmax(g.input("x", (256, 512)), axis=-1))
+
+        text[flag] = str(_compile(build, flag, monkeypatch).ir("loops"))  # type: ignore[attr-defined]
+    assert "nontemporal" not in text[True]
+    tasks = [re.search(r"tasks = (\d+)", t) for t in text.values()]
+    assert tasks[0] is not None and tasks[1] is not None
+    assert tasks[0].group(1) == tasks[1].group(1)
+
+
 def test_threshold_option() -> None:
     assert streaming.threshold(0) == 0
     assert streaming.threshold(12345) == 12345

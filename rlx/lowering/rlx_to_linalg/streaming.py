@@ -29,6 +29,7 @@ last-level cache on x86-64 (`host_cpu.last_level_cache_bytes`) and never elsewhe
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Callable
 from math import prod
@@ -88,13 +89,26 @@ def _bytes(t: object) -> int:
     return prod(t.get_shape()) * byte_size(t.element_type) if isinstance(t, TensorType) else 0
 
 
+@functools.cache
+def _capable() -> frozenset[type[Operation]]:
+    """The op classes whose kernels stream (the others ignore `kb.stream_stores`, and
+    their chunks must not grow for it): elementwise ops and the copies of the strided
+    workers, the normalizations."""
+    from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, SliceOp, TransposeOp
+    from rlx.lowering.rlx_to_linalg import elementwise, norms  # both import this module
+
+    return frozenset(
+        {*elementwise.LOWERINGS, *norms.LOWERINGS, TransposeOp, SliceOp, BroadcastToOp, ConcatOp}
+    )
+
+
 def wants(op: Operation, limit: int) -> bool:
     """Whether `op`'s kernel should stream its result: one result of at least `limit`
     bytes (`limit` > 0) of a streamable element type, and operands and result together
     more than `2 * limit` (the default: the last-level cache). A working set that fits
     stays in cache from one call to the next (a 2048x2048 softmax, 16 MB in and out, ran
     1.5x slower with streaming stores on 2 threads)."""
-    if limit <= 0 or len(op.results) != 1:
+    if limit <= 0 or len(op.results) != 1 or type(op) not in _capable():
         return False
     t = op.results[0].type
     if not isinstance(t, TensorType) or not streamable(t.element_type):
