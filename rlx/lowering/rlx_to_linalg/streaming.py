@@ -21,7 +21,8 @@ Every store lands on an element of the row, as before: the vector stores cover w
 lines inside `[base, base + n)`. Non-temporal stores are weakly ordered, so a kernel that
 used them ends with `sfence` (`fence`) before the pool reports its task done.
 
-`threshold(option)` is the output size (bytes) from which kernels stream: the
+`threshold(option)` is the result size (bytes) from which kernels stream (`wants`: if
+the op's operands and result also exceed twice that, i.e. do not fit in cache): the
 `stream-bytes` option of `convert-rlx-to-linalg`, by default (-1) half of the host's
 last-level cache on x86-64 (`host_cpu.last_level_cache_bytes`) and never elsewhere
 (sfence is x86's; other targets keep ordinary stores).
@@ -78,8 +79,8 @@ def threshold(option: int) -> int:
 
 
 def streamable(e: object) -> bool:
-    """Element types whose buffers are copied bitwise in whole lines: floats and integers
-    of 1, 2, 4 or 8 bytes (not i1: stored as bytes, but not by every path)."""
+    """Element types whose buffers are copied bitwise in whole lines: f16, bf16, f32, f64
+    and integers of 1, 2, 4 or 8 bytes (not i1, not the sub-byte and fp8 floats)."""
     if isinstance(e, AnyFloat):
         return e.bitwidth in (16, 32, 64)
     return isinstance(e, IntegerType) and e.width.data in (8, 16, 32, 64)
