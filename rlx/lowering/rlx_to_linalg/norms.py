@@ -126,6 +126,13 @@ def _final_streamed(
     d = shape(out)[-1]
     flat = streaming.flat(kb, out)
     strides = row_major(rows)
+    # gamma / beta widened once per call (exactly: the same values `final` would widen)
+    wide = []
+    for v in per_col:
+        w = kb.scratch([d], f64)
+        with kb.loop(d) as j:
+            kb.store(kb.convert(kb.load_c(v, [j]), f64), w, [j])
+        wide.append(w)
     with kb.nest(list(rows)) as ridx:
         base = kb.idx(0)
         for r, st in zip(ridx, strides, strict=True):
@@ -134,7 +141,7 @@ def _final_streamed(
 
         def value(j: SSAValue) -> SSAValue:
             xs = [kb.load_c(x, [*ridx, j]) for x in xin]
-            cols = [kb.load_c(v, [j]) for v in per_col]
+            cols = [kb.load(w, [j]) for w in wide]
             (y,) = final(*xs, *stats, *cols)
             return kb.convert(y, elem(out))
 
