@@ -100,14 +100,24 @@ def _norm(
             y = kb.addf(y, kb.convert(a[i + 2], ct))
         return [y]
 
-    f_ins = [*stat_ins, stat, gamma, *([beta] if beta is not None else [])]
+    # gamma / beta widened once per call (exactly: the values `final` would widen per element)
+    per_col = [_widened(kb, v, d) for v in (gamma, *([beta] if beta is not None else []))]
+    f_ins = [*stat_ins, stat, *per_col]
     if kb.stream_stores and streaming.row_ok(outs[0], d):
         per_row = [*([mean] if mean is not None else []), stat]
-        per_col = [gamma, *([beta] if beta is not None else [])]
         _final_streamed(kb, xin, per_row, per_col, outs[0], rows, final)
         return
     f_maps = [*stat_maps, rmap, pmap, *([pmap] if beta is not None else []), idm]
     kb.generic(f_ins, outs, f_maps, [PARALLEL] * n, final)
+
+
+def _widened(kb: KernelBuilder, v: SSAValue, d: int) -> SSAValue:
+    """A per-column parameter (gamma, beta: `d` elements) converted to f64 into a scratch
+    buffer, once per kernel call instead of once per element of the last pass."""
+    w = kb.scratch([d], f64)
+    with kb.loop(d) as j:
+        kb.store(kb.convert(kb.load_c(v, [j]), f64), w, [j])
+    return w
 
 
 def _final_streamed(
@@ -121,18 +131,11 @@ def _final_streamed(
 ) -> None:
     """The last pass as explicit loops, each row a `streaming.row` (non-temporal stores
     of whole lines): the same `final` formula on the same loaded values (`xin` per
-    element, `per_row` statistics, `per_col` gamma / beta) as the `linalg.generic` form,
-    so the same results bit for bit."""
+    element, `per_row` statistics, `per_col` the widened gamma / beta) as the
+    `linalg.generic` form, so the same results bit for bit."""
     d = shape(out)[-1]
     flat = streaming.flat(kb, out)
     strides = row_major(rows)
-    # gamma / beta widened once per call (exactly: the same values `final` would widen)
-    wide = []
-    for v in per_col:
-        w = kb.scratch([d], f64)
-        with kb.loop(d) as j:
-            kb.store(kb.convert(kb.load_c(v, [j]), f64), w, [j])
-        wide.append(w)
     with kb.nest(list(rows)) as ridx:
         base = kb.idx(0)
         for r, st in zip(ridx, strides, strict=True):
@@ -141,7 +144,7 @@ def _final_streamed(
 
         def value(j: SSAValue) -> SSAValue:
             xs = [kb.load_c(x, [*ridx, j]) for x in xin]
-            cols = [kb.load(w, [j]) for w in wide]
+            cols = [kb.load(w, [j]) for w in per_col]
             (y,) = final(*xs, *stats, *cols)
             return kb.convert(y, elem(out))
 
