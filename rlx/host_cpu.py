@@ -151,3 +151,26 @@ def missing(needed: list[str]) -> list[str] | None:
     if have is None or any(f not in have for f in needed):
         return None
     return [f for f in needed if not have[f]]
+
+
+@functools.cache
+def last_level_cache_bytes() -> int | None:
+    """Bytes of the largest (last-level) data or unified cache of CPU 0, from Linux sysfs
+    (`/sys/devices/system/cpu/cpu0/cache/index*/size`, e.g. "32768K"); None where it cannot
+    be read. Kernels writing more than a fraction of it use streaming stores
+    (`rlx.lowering.rlx_to_linalg.streaming`)."""
+    from pathlib import Path
+
+    best: int | None = None
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if (d / "type").read_text().strip() == "Instruction":
+                continue
+            text = (d / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            best = max(best or 0, int(digits) * scale)
+    return best

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference_helpers import assert_close
 from test_rlx_to_linalg_harness import rand, t
 from xdsl.context import Context
 
@@ -46,12 +47,6 @@ func.func @main(%q3: {t(q3, e)}, %k3: {t(k3, e)}, %v3: {t(k3, e)}) -> {t(out, e)
 """
 
 
-def _close(got: np.ndarray, ref: np.ndarray, e: str) -> None:
-    r64, g64 = ref.astype(np.float64), got.astype(np.float64)
-    tol = TOL[e] * max(1.0, float(np.abs(r64).max()))
-    np.testing.assert_allclose(g64, r64, rtol=TOL[e], atol=tol)
-
-
 # (Sq, Sk, H, D, element type, transpose back)
 CASES = [(1, 1, 1, 1, "f32", True), (7, 13, 3, 5, "f32", False), (37, 29, 2, 17, "f32", True),
          (64, 64, 4, 32, "f16", True), (19, 41, 3, 8, "bf16", False)]  # fmt: skip
@@ -67,9 +62,9 @@ def test_fused_matches_reference(sq: int, sk: int, h: int, d: int, e: str, back:
     names = [op.name for op in m.walk()]
     assert "rlx.attention" in names and "rlx.softmax" not in names and "rlx.matmul" not in names
     (after,) = run(m, ins)
-    _close(after, ref, e)
+    assert_close(after, ref, TOL[e])
     (got,) = rlx.compile(text).run(*ins)
-    _close(got, ref, e)
+    assert_close(got, ref, TOL[e])
 
 
 def _small(w: np.ndarray, e: str) -> np.ndarray:
@@ -112,4 +107,4 @@ def test_bert_layout_from_merged_qkv(e: str) -> None:
     rep = c.fusion_report()
     assert "attention=1" in rep and "matmul=5→0" in rep and "fused_mm_act=1" in rep, rep
     c.set_params(params)
-    _close(c.run(xv)[0], ref, e)
+    assert_close(c.run(xv)[0], ref, TOL[e])

@@ -56,7 +56,7 @@ from rlx.dialects.rlx.control import IfOp, ScanOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.rlx_to_linalg import parallel, traps
+from rlx.lowering.rlx_to_linalg import parallel, streaming, traps
 from rlx.lowering.rlx_to_linalg.cond import lower_if
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
@@ -140,10 +140,17 @@ class FuncLowering:
     """Converts one function: signature, buffers, kernel calls."""
 
     def __init__(
-        self, f: func.FuncOp, kernels: Kernels, rng: tuple[int, str], parallel: bool = True
+        self,
+        f: func.FuncOp,
+        kernels: Kernels,
+        rng: tuple[int, str],
+        parallel: bool = True,
+        stream_bytes: int = 0,
     ) -> None:
         self.f = f
         self.parallel = parallel
+        self.stream_bytes = stream_bytes
+        """Results of at least this many bytes are stored non-temporally (0: never)."""
         self.kernels = kernels
         self.rng = rng
         self.allocs: list[SSAValue] = []
@@ -318,7 +325,8 @@ class FuncLowering:
             return  # nothing to compute (a conv with 0 output channels divided by 0)
         n = len(ins)
         extra = self.rng if op.name.startswith("rlx.rng_") else None
-        chunking = parallel.plan(op) if self.parallel else None
+        stream = streaming.wants(op, self.stream_bytes)
+        chunking = parallel.plan(op, stream) if self.parallel else None
         kernel_op = op if chunking is None else parallel.chunk_op(op, chunking)
 
         checked = op in self.sites
@@ -326,6 +334,7 @@ class FuncLowering:
 
         def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
             kb.rng_seed, kb.rng_backend = self.rng
+            kb.stream_stores = stream
             if checked:
                 kb.status = args.pop()
             emit(kb, kernel_op, args[:n], args[n:])
@@ -335,9 +344,8 @@ class FuncLowering:
         else:
             types = (*chunking.operand_types, *chunking.result_types)
             arg_types = [*(memref_of(t) for t in types), *(v.type for v in st)]
-        name = self.kernels.kernel(
-            op_key(kernel_op, extra), arg_types, build, op.name, noalias=chunking is not None
-        )
+        key = op_key(kernel_op, (extra, "stream") if stream else extra)
+        name = self.kernels.kernel(key, arg_types, build, op.name, noalias=chunking is not None)
         if st:
             traps.set_site(self.mb, st[0], self.site_no[op])
         if chunking is None:
@@ -442,7 +450,10 @@ class ConvertRlxToLinalgPass(ModulePass):
     all zeros) configure the `rlx.rng_*` ops; the module attributes `rlx.rng_seed` and
     `rlx.rng_backend` recorded by the `rng` pass take precedence. `parallel` (on by
     default) lowers large row-parallel ops to `rlx_rt.parallel_call` over row chunks
-    (`rlx_to_linalg.parallel`)."""
+    (`rlx_to_linalg.parallel`). Results of at least `stream-bytes` bytes are written
+    with non-temporal stores by the kernels that support it (`rlx_to_linalg.streaming`;
+    -1, the default: half the host's last-level cache on x86-64, never elsewhere; 0:
+    never)."""
 
     name = "convert-rlx-to-linalg"
 
@@ -450,6 +461,8 @@ class ConvertRlxToLinalgPass(ModulePass):
     rng_backend: str = "philox"
     parallel: bool = True
     """Chunk large row-parallel ops into `rlx_rt.parallel_call` (threads, cache blocking)."""
+    stream_bytes: int = -1
+    """Results of at least this many bytes use non-temporal stores (-1: host default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 0 <= self.rng_seed < 2**64:  # as the rng pass (a negative one was accepted)
@@ -469,10 +482,15 @@ class ConvertRlxToLinalgPass(ModulePass):
             raise PassFailedException(
                 f"{PASS}: rng-backend must be philox or zero, got {backend!r}"
             )
+        if self.stream_bytes < -1:
+            raise PassFailedException(
+                f"{PASS}: stream-bytes must be >= -1, got {self.stream_bytes}"
+            )
+        stream = streaming.threshold(self.stream_bytes)
         kernels = Kernels(op)
         for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             if _needs_conversion(f):
-                FuncLowering(f, kernels, (seed, backend), self.parallel).run()
+                FuncLowering(f, kernels, (seed, backend), self.parallel, stream).run()
         _mark_shared_kernels(op)
 
 

@@ -108,6 +108,9 @@ class KernelBuilder:
         self.kernels: Kernels | None = None
         """The module's kernel registry building this kernel (`Kernels.kernel` sets it),
         for kernels that call other kernels (the GEMM, conv and attention workers)."""
+        self.stream_stores = False
+        """Store this kernel's (large) result with non-temporal stores where the emitter
+        can (`streaming`): set per op by the pass."""
         self.flat_views: dict[SSAValue, SSAValue] = {}
         """Flat `memref<FLAT x T>` views of this kernel's buffers (`strided`), made once
         each: a concat passes its output to one worker call per operand."""

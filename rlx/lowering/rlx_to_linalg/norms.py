@@ -12,7 +12,7 @@ h = x + residual in every pass instead of materializing it (and never round it).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import f64
@@ -20,6 +20,7 @@ from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp
 from rlx.dialects.rlx.fused import FusedResidualLayerNormOp, FusedResidualRmsNormOp
+from rlx.lowering.rlx_to_linalg import streaming
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -28,9 +29,11 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import (
     KernelBuilder,
     amap,
     dim,
+    elem,
     identity,
     shape,
 )
+from rlx.lowering.rlx_to_linalg.strided import row_major
 
 
 def _norm(
@@ -97,9 +100,56 @@ def _norm(
             y = kb.addf(y, kb.convert(a[i + 2], ct))
         return [y]
 
-    f_ins = [*stat_ins, stat, gamma, *([beta] if beta is not None else [])]
+    # gamma / beta widened once per call (exactly: the values `final` would widen per element)
+    per_col = [_widened(kb, v, d) for v in (gamma, *([beta] if beta is not None else []))]
+    f_ins = [*stat_ins, stat, *per_col]
+    if kb.stream_stores and streaming.row_ok(outs[0], d):
+        per_row = [*([mean] if mean is not None else []), stat]
+        _final_streamed(kb, xin, per_row, per_col, outs[0], rows, final)
+        return
     f_maps = [*stat_maps, rmap, pmap, *([pmap] if beta is not None else []), idm]
     kb.generic(f_ins, outs, f_maps, [PARALLEL] * n, final)
+
+
+def _widened(kb: KernelBuilder, v: SSAValue, d: int) -> SSAValue:
+    """A per-column parameter (gamma, beta: `d` elements) converted to f64 into a scratch
+    buffer, once per kernel call instead of once per element of the last pass."""
+    w = kb.scratch([d], f64)
+    with kb.loop(d) as j:
+        kb.store(kb.convert(kb.load_c(v, [j]), f64), w, [j])
+    return w
+
+
+def _final_streamed(
+    kb: KernelBuilder,
+    xin: Sequence[SSAValue],
+    per_row: Sequence[SSAValue],
+    per_col: Sequence[SSAValue],
+    out: SSAValue,
+    rows: Sequence[int],
+    final: Callable[..., list[SSAValue]],
+) -> None:
+    """The last pass as explicit loops, each row a `streaming.row` (non-temporal stores
+    of whole lines): the same `final` formula on the same loaded values (`xin` per
+    element, `per_row` statistics, `per_col` the widened gamma / beta) as the
+    `linalg.generic` form, so the same results bit for bit."""
+    d = shape(out)[-1]
+    flat = streaming.flat(kb, out)
+    strides = row_major(rows)
+    with kb.nest(list(rows)) as ridx:
+        base = kb.idx(0)
+        for r, st in zip(ridx, strides, strict=True):
+            base = kb.addi(base, kb.imul(r, st * d))
+        stats = [kb.load_c(v, ridx) for v in per_row]
+
+        def value(j: SSAValue) -> SSAValue:
+            xs = [kb.load_c(x, [*ridx, j]) for x in xin]
+            cols = [kb.load(w, [j]) for w in per_col]
+            (y,) = final(*xs, *stats, *cols)
+            return kb.convert(y, elem(out))
+
+        streaming.row(kb, flat, base, kb.idx(d), value)
+    streaming.fence(kb)
 
 
 LOWERINGS: dict[type[Operation], Emitter] = {

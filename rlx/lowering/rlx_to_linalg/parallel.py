@@ -35,6 +35,12 @@ from rlx.lowering.rlx_to_linalg.types import byte_size, shape
 CHUNK_ELEMENTS = 1 << 14
 """Target elements of one task's output chunk (64 KiB of f32: L2-resident)."""
 
+STREAM_CHUNK_FACTOR = 8
+"""Chunks of an op with streaming stores (`streaming`) are this many times larger (a
+quarter of that for multi-pass ops, which re-read their chunk from L2): each kernel call
+ends with an `sfence`, which waits for the call's non-temporal stores to drain (one per
+64 KiB cost 5-10 % of a pure streaming copy on one znver4 core)."""
+
 MIN_TASK_ELEMENTS = 1 << 11
 """Chunks smaller than this (a prime row count of short rows) are not worth a task."""
 
@@ -100,15 +106,17 @@ def _row_limit(op: Operation, rank: int) -> int | None:
 
 def _largest_divisor_at_most(n: int, bound: int) -> int:
     """The largest divisor of `n` that is <= `bound`: O(bound) steps, whatever `n` is (a
-    dimension of 2^62 must not cost 2^31 steps; `bound` is at most CHUNK_ELEMENTS)."""
+    dimension of 2^62 must not cost 2^31 steps; `bound` is at most CHUNK_ELEMENTS *
+    STREAM_CHUNK_FACTOR)."""
     for d in range(min(n, bound), 1, -1):
         if n % d == 0:
             return d
     return 1
 
 
-def plan(op: Operation) -> Chunking | None:
-    """The chunking of `op`, or None when it keeps a plain kernel call."""
+def plan(op: Operation, stream: bool = False) -> Chunking | None:
+    """The chunking of `op`, or None when it keeps a plain kernel call; `stream`: its
+    kernel uses streaming stores (larger chunks, `STREAM_CHUNK_FACTOR`)."""
     if len(op.results) != 1:
         return None
     out_t = op.results[0].type
@@ -129,7 +137,10 @@ def plan(op: Operation) -> Chunking | None:
         return None
     n = out[s]
     inner = max(prod(sz[s - rank + len(sz) + 1 :]) for sz in sizes if len(sz) > rank - s - 1)
-    c = _largest_divisor_at_most(n, max(1, CHUNK_ELEMENTS // inner))
+    target = CHUNK_ELEMENTS
+    if stream:
+        target *= STREAM_CHUNK_FACTOR // (4 if op.name in _MULTI_PASS else 1)
+    c = _largest_divisor_at_most(n, max(1, target // inner))
     if c == n or c * inner < MIN_TASK_ELEMENTS:
         return None
     tasks = n // c

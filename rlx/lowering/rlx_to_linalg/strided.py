@@ -28,6 +28,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.lowering.rlx_to_linalg import streaming
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 from rlx.lowering.rlx_to_linalg.kernels import attr_text
 
@@ -138,8 +139,10 @@ def _loops(
     bufs: list[SSAValue],
     n_in: int,
     body: BodyFn,
+    stream: bool = False,
 ) -> None:
-    """The loop nest over `dims`; the address of each buffer advances per level."""
+    """The loop nest over `dims`; the address of each buffer advances per level. With
+    `stream` (one output, unit innermost stride) the innermost loop is a `streaming.row`."""
     rank = len(dims)
 
     def level(d: int, bases: list[SSAValue]) -> None:
@@ -149,10 +152,22 @@ def _loops(
             for v, b, a in zip(res, bufs[n_in:], bases[n_in:], strict=True):
                 kb.store(kb.convert(v, elem(b)), b, [a])
             return
+        if stream and d == rank - 1:
+
+            def value(j: SSAValue) -> SSAValue:
+                ins = zip(bases[:n_in], strides[:n_in], strict=True)
+                at = [_step(kb, bs, j, st[d]) for bs, st in ins]
+                vals = [kb.load(b, [a]) for b, a in zip(bufs[:n_in], at, strict=True)]
+                return kb.convert(body(kb, vals)[0], elem(bufs[-1]))
+
+            streaming.row(kb, bufs[-1], bases[-1], dims[d], value)
+            return
         with kb.loop(dims[d]) as iv:
             level(d + 1, [_step(kb, bs, iv, st[d]) for bs, st in zip(bases, strides, strict=True)])
 
     level(0, offsets)
+    if stream:
+        streaming.fence(kb)
 
 
 def strided_call(
@@ -179,6 +194,10 @@ def strided_call(
     flats = [_flat(kb, b) for b in bufs]
     inner = tuple(_inner(lay) for lay in lays)
     rank, n_in = len(dims), len(ins)
+    stream = (
+        kb.stream_stores and len(outs) == 1 and rank > 0 and inner[-1] == 1
+        and streaming.row_ok(outs[0], dims[-1])
+    )  # fmt: skip
     values = [*dims, *(v for lay in lays for v in (lay.offset, *lay.strides))]
 
     def emit(wb: KernelBuilder, table: Callable[[int], SSAValue], fl: list[SSAValue]) -> None:
@@ -194,7 +213,7 @@ def strided_call(
             if rank:
                 st.append(get(at + rank) if c is None else c)
             strides.append(st)
-        _loops(wb, d, offs, strides, fl, n_in, body)
+        _loops(wb, d, offs, strides, fl, n_in, body, stream)
 
     kernels = kb.kernels
     if kernels is None:  # no module registry: the loops inline, sizes as constants
@@ -203,7 +222,7 @@ def strided_call(
     geo = kb.table(values, i64)
     st = [kb.status] if kb.status is not None else []
     types: list[Attribute] = [geo.type, *(f.type for f in flats), *(s.type for s in st)]
-    wkey = ("strided", key, rank, inner, tuple(attr_text(t) for t in types))
+    wkey = ("strided", key, rank, inner, stream, tuple(attr_text(t) for t in types))
 
     def build(wb: KernelBuilder, args: list[SSAValue]) -> None:
         if st:

@@ -1,5 +1,7 @@
 // RUN: rlx-opt %s -p convert-math-to-llvm --split-input-file | filecheck %s
 // RUN: rlx-opt %s -p 'convert-math-to-llvm{expand-exp=false}' --split-input-file | filecheck %s --check-prefix=NOEXPAND
+// RUN: rlx-opt %s -p 'convert-math-to-llvm{exp-ldexp=false}' --split-input-file | filecheck %s --check-prefix=BITS
+// RUN: rlx-opt %s -p 'convert-math-to-llvm{exp-ldexp=true}' --split-input-file | filecheck %s --check-prefix=LDEXP
 
 func.func @intrinsics(%x: f32, %y: f32, %z: f32) -> f32 {
   %0 = math.sqrt %x fastmath<afn> : f32
@@ -56,6 +58,19 @@ func.func @expansions(%x: f32) -> f32 {
 // CHECK:         llvm.call_intrinsic "llvm.fmuladd.f32"
 // CHECK:         llvm.call_intrinsic "llvm.copysign.f32"
 // CHECK-NEXT:    llvm.return
+
+// The exp expansion scales by 2^n with exponent bits (two steps, inf/0/NaN fix-ups) or,
+// with exp-ldexp (the default on AVX-512 hosts), by llvm.ldexp alone (vscalefps).
+// BITS:        llvm.func internal @__rlx_exp_f32(
+// BITS-NOT:      llvm.ldexp
+// BITS:          llvm.ashr
+// BITS:          llvm.fcmp "uno"
+// BITS:          llvm.return
+// LDEXP:       llvm.func internal @__rlx_exp_f32(%[[X:.*]]: f32)
+// LDEXP-NOT:     llvm.ashr
+// LDEXP:         %[[N:.*]] = llvm.sub %{{.*}}, %{{.*}} : i32
+// LDEXP-NEXT:    %[[R:.*]] = llvm.call_intrinsic "llvm.ldexp.f32.i32"(%{{.*}}, %[[N]]) : (f32, i32) -> f32
+// LDEXP-NEXT:    llvm.return %[[R]] : f32
 
 // NOEXPAND-LABEL: func.func @expansions
 // NOEXPAND-NEXT:    llvm.call_intrinsic "llvm.exp.f32"(%{{.*}}) : (f32) -> f32
