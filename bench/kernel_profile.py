@@ -1,7 +1,7 @@
 """Per-kernel profile of a workload at 1 and N threads, from the pool's timing records.
 
     RLX_POOL_PROFILE=1 .venv/bin/python bench/kernel_profile.py [--only encoder,minilm]
-        [--threads N] [--reps R] [--env NAME=A,B]
+        [--cnn resnet18,mobilenet_v2,efficientnet_b0] [--threads N] [--reps R] [--env NAME=A,B]
 
 Compiles each workload as bench/peers.py does (bench/common.py: the encoder layer,
 MiniLM, ...; `cache_param_invariant=True` when it has params; `--only` picks by name
@@ -14,7 +14,10 @@ after its own share (imbalance / hand-off), the share of chunks it ran itself; b
 the calls, the serial time (kernels below the parallel threshold and the graph function's
 own work: a row "serial"). `--env NAME=A,B` compiles the workloads once per value of the
 environment variable NAME (set while compiling) and prints one table each, to compare a
-compile-time switch within one process. Needs `RLX_POOL_PROFILE=1` (rlx.runtime.pool_profile).
+compile-time switch within one process. `--cnn` profiles torchvision models exported and
+compiled as bench/cnn.py does (torch / torchvision needed; alone unless `--only` is given
+too); kernels are named by their `rlx.kernel` label (`task_labels`) where the task
+symbols can be matched, and the table ends with the time per label. Needs `RLX_POOL_PROFILE=1` (rlx.runtime.pool_profile).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import statistics
+import struct
 import sys
 import time
 
@@ -47,6 +51,49 @@ def _task_names(c: rlx.CompiledGraph) -> dict[tuple[str, str], list[str]]:
         if m.group(1) not in got:
             got.append(m.group(1))
     return names
+
+
+def _elf_functions(obj: bytes) -> dict[str, tuple[int, int]]:
+    """{function symbol: (section index, offset)} of an ELF64 little-endian object."""
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    out: dict[str, tuple[int, int]] = {}
+    for sec in secs:
+        if sec[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = secs[sec[6]]
+        for k in range(sec[5] // 24):
+            name, info, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", obj, sec[4] + k * 24)
+            if info & 0xF == 2:  # STT_FUNC
+                end = obj.index(b"\0", strtab[4] + name)
+                out[obj[strtab[4] + name : end].decode()] = (shndx, value)
+    return out
+
+
+def task_labels(c: rlx.CompiledGraph, seen: set[int]) -> dict[int, str]:
+    """{task function address: "kN label"} for the task addresses `seen` in the records:
+    the kernels' `rlx.kernel` labels (the loops stage) of the task wrappers
+    `rlx_kN_task...`. The internal task symbols are not exported, so their order comes
+    from object code of the same LLVM IR emitted again (not byte-identical to the JIT's,
+    the same function order): the i-th lowest address seen is the i-th task symbol. {}
+    when the counts differ (then the table names kernels by their task counts)."""
+    from rlx.runtime.cache import emit_object
+
+    labels = dict(re.findall(r'func\.func private @(rlx_k\d+)\(.*?rlx\.kernel = "([^"]*)"',
+                             c.ir("loops")))  # fmt: skip
+    try:
+        syms = _elf_functions(emit_object(c.ir("llvm-ir")))
+    except (ValueError, struct.error):
+        return {}
+    tasks = sorted((v, m.group(1)) for k, (_, v) in syms.items()
+                   if (m := re.match(r"(rlx_k\d+)_task", k)))  # fmt: skip
+    if len(tasks) != len(seen):
+        return {}
+    return {
+        a: f"{sym[4:]} {labels.get(sym, '?')}"
+        for a, (_, sym) in zip(sorted(seen), tasks, strict=True)
+    }
 
 
 def _name(names: dict[tuple[str, str], list[str]], rec: dict[str, int]) -> str:
@@ -90,12 +137,37 @@ def profile(w: object, threads: int, reps: int, label: str) -> None:
     if getattr(w, "params", None) and getattr(w, "options", None) is None:  # as peers.py
         w.options = rlx.CompileOptions(cache_param_invariant=True)  # type: ignore[attr-defined]
     c, _ = compile_rlx(w)  # type: ignore[arg-type]
-    ins = list(w.inputs.values())  # type: ignore[attr-defined]
+    profile_compiled(c, list(w.inputs.values()), w.name, threads, reps, label)  # type: ignore[attr-defined]
+
+
+def cnn_compiled(name: str) -> tuple[rlx.CompiledGraph, list[object]]:
+    """torchvision `name` exported and compiled as bench/cnn.py does (its params set and
+    `@prepare` run); (graph, inputs)."""
+    import tempfile
+    from pathlib import Path
+
+    import cnn
+    import onnx
+
+    from rlx.frontends.onnx import import_model
+
+    path = Path(tempfile.mkdtemp(prefix="rlx-kprof-")) / f"{name}.onnx"
+    _, x = cnn.export(name, path, False)
+    module, params = import_model(onnx.load(str(path)))
+    c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=True))
+    c.set_params(params)
+    return c, [x]
+
+
+def profile_compiled(c: rlx.CompiledGraph, ins: list[object], title: str, threads: int,
+                     reps: int, label: str) -> None:  # fmt: skip
+    """The per-kernel table of `c` run on `ins` (module docstring)."""
 
     def run() -> object:
         return c.run(*ins)
 
     names = _task_names(c)
+
     one: list[tuple[int, int, list[dict[str, int]]]] = []
     many: list[tuple[int, int, list[dict[str, int]]]] = []
     for _ in range(2):
@@ -107,13 +179,15 @@ def profile(w: object, threads: int, reps: int, label: str) -> None:
             rlx.set_num_threads(t)
             acc.append(_one_run(run))
     seq = one[0][2]
+    labels = task_labels(c, {r["task"] for r in seq})
     r1, rn = _rows(one), _rows(many)
     tot1 = statistics.median((t1 - t0) / 1e3 for t0, t1, _ in one)
     totn = statistics.median((t1 - t0) / 1e3 for t0, t1, _ in many)
-    print(f"\n## {w.name} {label} (us, median of {reps}; T={threads})")  # type: ignore[attr-defined]
+    print(f"\n## {title} {label} (us, median of {reps}; T={threads})")
     print(f"{'#':>3} {'kernel':44} {'tasks':>5} {'cap':>4} {'1T':>8} {f'{threads}T':>8} "
           f"{'x':>5} {'wait':>7} {'mine':>5}")  # fmt: skip
     sums = [0.0, 0.0, 0.0, 0.0]
+    by_label: dict[str, list[float]] = {}
     for i in range(len(r1)):
         g1, gn = r1[i][0], rn[i][0]
         sums[2] += g1
@@ -127,12 +201,20 @@ def profile(w: object, threads: int, reps: int, label: str) -> None:
         w1, wn = r1[i][1], rn[i][1]
         sums[0] += w1
         sums[1] += wn
-        print(f"{i:3d} {_name(names, rec)[:44]:44} {rec['tasks']:5d} {rec['max_threads']:4d} "
+        label = labels.get(rec["task"], _name(names, rec))
+        got = by_label.setdefault(label.split(" ", 1)[-1], [0, 0.0, 0.0])
+        got[0] += 1
+        got[1] += w1
+        got[2] += wn
+        print(f"{i:3d} {label[:44]:44} {rec['tasks']:5d} {rec['max_threads']:4d} "
               f"{w1:8.1f} {wn:8.1f} {w1 / max(wn, 1e-9):5.2f} {rn[i][2]:7.1f} {rn[i][3]:5.2f}")  # fmt: skip
     print(f"    {'parallel kernels':44} {'':>5} {'':>4} {sums[0]:8.1f} {sums[1]:8.1f} "
           f"{sums[0] / max(sums[1], 1e-9):5.2f}")  # fmt: skip
     print(f"    {'serial (sum of gaps)':44} {'':>5} {'':>4} {sums[2]:8.1f} {sums[3]:8.1f} "
           f"{sums[2] / max(sums[3], 1e-9):5.2f}")  # fmt: skip
+    for label, (k, t1, tn) in sorted(by_label.items(), key=lambda kv: -kv[1][1]):
+        print(f"    {'by kernel: ' + label[:33]:44} {int(k):5d} {'':>4} {t1:8.1f} {tn:8.1f} "
+              f"{t1 / max(tn, 1e-9):5.2f}")  # fmt: skip
     print(f"    {'run (wall)':44} {'':>5} {'':>4} {tot1:8.1f} {totn:8.1f} {tot1 / totn:5.2f}")
 
 
@@ -152,6 +234,16 @@ def main() -> None:
         name, values = env.split("=", 1)
         variants = [(name, v) for v in values.split(",")]
     print(f"uptime: {os.getloadavg()}")
+    for name in (m for m in opt("--cnn", "").split(",") if m):
+        for var, value in variants:
+            if value is not None:
+                os.environ[var] = value
+            c, ins = cnn_compiled(name)
+            profile_compiled(
+                c, ins, name, threads, reps, f"{var}={value}" if value is not None else ""
+            )
+    if "--cnn" in args[:-1] and "--only" not in args[:-1]:
+        only = []
     for w in workloads(quick=False):
         if not any(w.name.lower().startswith(p) for p in only):
             continue

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Tensor
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN, normalize_axis, shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp, ReduceOp
+from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp, ReduceOp, conv2d_type
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import CastOp
 from rlx.dialects.rlx.fields import encode_ints
@@ -123,8 +123,8 @@ _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 def _conv(op: Operation) -> Plan | None:
     assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
     xs, ws, out = (_static4(v.type) for v in (op.x, op.w, op.results[0]))
-    if op.layout != "nchw" or op.reduce != "none" or xs is None or ws is None or out is None:
-        return None  # a pooled conv (reduce = "mean") stays NCHW: its result is [N, F, 1, 1]
+    if op.layout != "nchw" or xs is None or ws is None or out is None:
+        return None
     if not isinstance(op.x.type.element_type, _FLOATS):  # type: ignore[attr-defined]
         return None
     c, f, g = xs[1], ws[0], op.groups
@@ -134,12 +134,33 @@ def _conv(op: Operation) -> Plan | None:
     kinds = [ACT, WEIGHT] + ([ACT] if isinstance(op, FusedConv2dResidualOp) else [])
     kinds += [KEEP] * (len(op.operands) - len(kinds))  # the bias [F]
 
-    def build(op: Operation, operands: list[SSAValue], block: int) -> list[Operation]:
-        (new,) = _same_kind(op, operands, block)
-        new.attributes["layout"] = op.fields()["layout"].encode("nchwc")  # type: ignore[attr-defined]
-        return [new]
+    pooled = op.reduce == "mean"
 
-    return Plan(tuple(kinds), (c, f), build, convs=1, depthwise=depthwise)
+    def build(op: Operation, operands: list[SSAValue], block: int) -> list[Operation]:
+        layout = op.fields()["layout"].encode("nchwc")  # type: ignore[attr-defined]
+        if not pooled:
+            (new,) = _same_kind(op, operands, block)
+            new.attributes["layout"] = layout
+            return [new]
+        # A pooled conv (reduce = "mean", result [N, F, 1, 1]) runs as the blocked conv
+        # and the blocked global mean: the blocked kernels are faster than the NCHW ones
+        # the fused form takes, and [N, F/B, 1, 1, B] is [N, F, 1, 1] reshaped.
+        t = op.results[0].type
+        assert isinstance(t, TensorType)
+        attrs = {k: v for k, v in op.attributes.items() if k != "reduce"} | {"layout": layout}
+        conv = type(op).create(operands=operands, attributes=attrs,
+                               result_types=[blocked(_unreduced(op), block)])  # fmt: skip
+        red = ReduceOp(conv.results[0], kind="mean", axes=(2, 3), keepdims=True)
+        return [conv, red, ReshapeOp(red.results[0], result_types=[t])]
+
+    return Plan(tuple(kinds), (c, f), build, convs=1, sink=pooled, depthwise=depthwise)
+
+
+def _unreduced(op: Conv2dOp | FusedConv2dResidualOp) -> TensorType:
+    """The NCHW type of a pooled convolution's result before its mean."""
+    if isinstance(op, FusedConv2dResidualOp):
+        return op.residual.type  # type: ignore[return-value]
+    return conv2d_type([v.type for v in op.operands], Conv2dOp.attr_values(op.attributes))
 
 
 def _pool(op: Operation) -> Plan | None:

@@ -139,6 +139,33 @@ def test_resnet_like(dt: str) -> None:
     _check(_resnet, dt, baseline=dt == "f32")
 
 
+def _pooled(g: G, dt: str) -> None:
+    """A global mean after a conv with silu and after a residual conv: both fuse into
+    pooled convs (reduce = "mean"), which run as blocked convs and blocked means."""
+    x = g.input("x", (2, 16, 5, 7), dtype=dt)
+    a = g.conv2d(x, _w(g, "w0", 16, 16, 3, dt), padding=[1, 1, 1, 1], activation="relu")
+    s = g.conv2d(a, _w(g, "w1", 16, 16, 1, dt), g.input("b1", (16,), dtype=dt), activation="silu")
+    r = g.relu(g.add(g.conv2d(a, _w(g, "w2", 16, 16, 3, dt), padding=[1, 1, 1, 1]), x))
+    g.output(
+        g.reduce(s, kind="mean", axes=[2, 3], keepdims=True), g.reduce(r, kind="mean", axes=[2, 3])
+    )
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_pooled_convs_run_blocked(dt: str) -> None:
+    _check(_pooled, dt)
+    graph = rlx.compile(_text(_pooled, dt), CompileOptions(blocked_layout=True))
+    report = graph.dispatch_report()
+    assert "fused_conv2d_residual ×1: nchwc direct" in report
+    assert "implicit GEMM" not in report and "fallback" not in report
+
+
+def _text(build: Callable[[G, str], None], dt: str) -> str:
+    g = G()
+    build(g, dt)
+    return str(g.module)
+
+
 def _mobilenet(g: G, dt: str) -> None:
     """MobileNetV2-like inverted residual with squeeze-excitation, a spatial attention
     map, a channel concat and avg pooling."""

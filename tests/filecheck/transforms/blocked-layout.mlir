@@ -191,3 +191,16 @@ func.func @blocks(%x: tensor<1x32x2x2xf32>, %w: tensor<32x32x1x1xf32>, %v: tenso
   %d = rlx.conv2d %c, %u : (tensor<1x24x2x2xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x2x2xf32>
   func.return %b, %d : tensor<1x32x2x2xf32>, tensor<1x24x2x2xf32>
 }
+
+// CHECK-LABEL: func.func @pooled
+// CHECK:         %[[C:.*]] = rlx.conv2d %{{.*}}, %{{.*}} {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc"} : (tensor<2x1x4x4x16xf32>, tensor<1x1x3x3x16x16xf32>) -> tensor<2x1x4x4x16xf32>
+// CHECK-NEXT:    %[[M:.*]] = rlx.reduce %[[C]] {kind = "mean", axes = array<i64: 2, 3>, keepdims = true} : (tensor<2x1x4x4x16xf32>) -> tensor<2x1x1x1x16xf32>
+// CHECK-NEXT:    %p = rlx.reshape %[[M]] : (tensor<2x1x1x1x16xf32>) -> tensor<2x16x1x1xf32>
+// CHECK-NEXT:    func.return %p
+// A pooled conv (reduce = "mean", the fused global pool) runs as the blocked conv and
+// the blocked mean; its [N, F, 1, 1] result is the blocked mean reshaped.
+func.func @pooled(%x: tensor<2x16x4x4xf32>, %w1: tensor<16x16x1x1xf32>, %w2: tensor<16x16x3x3xf32>) -> tensor<2x16x1x1xf32> {
+  %c = rlx.conv2d %x, %w1 : (tensor<2x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<2x16x4x4xf32>
+  %p = rlx.conv2d %c, %w2 {padding = array<i64: 1, 1, 1, 1>, activation = "relu", reduce = "mean"} : (tensor<2x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<2x16x1x1xf32>
+  func.return %p : tensor<2x16x1x1xf32>
+}
