@@ -3,7 +3,8 @@
 edges (output widths 1, primes, several pixel tiles with a partial last one), blocks 8 and
 16 (an odd number of output blocks: the one-block tail tile), strides 1/2, asymmetric
 padding, dilation 2, kernels 1x1 / 3x3 / 5x5 / 7x7, batch 2, row and channel-block task
-splits, depthwise, residual + relu / clip / silu epilogues, f32 / f16 / bf16."""
+splits, depthwise, residual + every activation (in registers: special values too),
+f32 / f16 / bf16."""
 
 from __future__ import annotations
 
@@ -146,6 +147,51 @@ def test_pool(dt: str, kind: str, kernel: tuple[int, int], strides: tuple[int, i
   func.return %y : {_t(yb, dt)}
 }}"""
     _check(text, [xb], dt, "")
+
+
+ACTS = ["sigmoid", "silu", "hard_swish", "gelu_tanh", "gelu"]
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_vector_activations(act: str) -> None:
+    """Every activation (vector_act's; gelu: the scalar tile loop) on the direct kernel
+    (residual, slab input, partial tile) and the depthwise kernel (border and interior
+    pixels)."""
+    _check(*_conv((1, 16, 4, 17), 16, 3, {"padding": (1, 1, 1, 1)}, "f32", 16, act, True), "f32",
+           "nchwc direct")  # fmt: skip
+    attrs = {"padding": (1, 1, 1, 1), "groups": 16}
+    _check(*_conv((1, 16, 5, 13), 16, 3, attrs, "f32", 8, act, False), "f32", "nchwc depthwise")
+
+
+SPECIAL = [float("-inf"), float("inf"), float("nan"), -1e30, -100.0, -88.5, -87.0, -86.9,
+           -20.0, -3.0, -1e-30, -0.0, 0.0, 1e-30, 0.5, 2.999, 3.0, 20.0, 88.8, 1e30]  # fmt: skip
+
+
+@pytest.mark.parametrize("act", ["sigmoid", "silu", "hard_swish", "gelu_tanh"])
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_activation_special_values(act: str, depthwise: bool) -> None:
+    """The register activations at the edges of their range (overflow, denormal results,
+    +-inf, NaN, signed zeros), through a conv that passes its input on: a 1x1 identity
+    (a weight of exactly 1 per channel), so the output is the activation of x itself."""
+    attrs = {"groups": 16} if depthwise else {}
+    text, shapes = _conv((1, 16, 1, 20), 16, 1, attrs, "f32", 16, act, False)
+    x = np.broadcast_to(np.array(SPECIAL, np.float32)[:, None], (1, 1, 1, 20, 16)).copy()
+    x *= np.where(np.arange(16) % 2, 1.0, 0.5).astype(np.float32)  # two scales per pixel
+    w = np.zeros(shapes[1], np.float32)
+    if depthwise:
+        w[...] = 1.0
+    else:
+        w[0, 0, 0, 0] = np.eye(16, dtype=np.float32)
+    vals = [x, w, np.zeros(16, np.float32)]
+    (want,) = run(parse_module(text), vals)
+    compiled = rlx.compile(text)
+    assert "nchwc" in compiled.dispatch_report()
+    (got,) = compiled.run(*vals)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[got == 0]))
+    ok = ~np.isnan(want)
+    # exp(-|x|) below 2^-125.5 is flushed to 0 (vector_act): silu(-88.5) = -3.2e-37 -> -0.0
+    np.testing.assert_allclose(got[ok], want[ok], rtol=3e-6, atol=2e-36)
 
 
 def test_integer_conv_falls_back() -> None:

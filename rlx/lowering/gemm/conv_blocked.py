@@ -29,6 +29,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.gemm.conv import _if
 from rlx.lowering.gemm.target import isa
+from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
@@ -43,14 +44,15 @@ by the fused-epilogue variant only."""
 @dataclass(frozen=True)
 class VectorEpilogue:
     """An epilogue the microkernel applies in registers before storing straight into an
-    f32 output: `+ bias`, `+ residual`, then relu (max with 0) or clip (min(max(v, lo),
-    hi)), as `conv.epilogue` computes them (`llvm.maximum` / `llvm.minimum`, like
-    `arith.maximumf` / `minimumf`)."""
+    f32 output: `+ bias`, `+ residual`, then the activation: relu (max with 0) or clip
+    (min(max(v, lo), hi)), as `conv.epilogue` computes them (`llvm.maximum` /
+    `llvm.minimum`, like `arith.maximumf` / `minimumf`), or one of
+    `vector_act.ACTIVATIONS` (sigmoid, silu, hard_swish, gelu_tanh)."""
 
     bias: bool
     residual: bool
     act: str
-    """"none", "relu" or "clip"."""
+    """"none", "relu", "clip" or one of `vector_act.ACTIVATIONS`."""
     lo: float = 0.0
     hi: float = 0.0
 
@@ -117,10 +119,13 @@ def _intrinsic(kb: KernelBuilder, name: str, a: SSAValue, c: SSAValue) -> SSAVal
 
 
 def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
-                    res: SSAValue | None, epi: VectorEpilogue, lo: SSAValue,
-                    hi: SSAValue) -> SSAValue:  # fmt: skip
+                    res: SSAValue | None, epi: VectorEpilogue, lo: SSAValue | None = None,
+                    hi: SSAValue | None = None) -> SSAValue:  # fmt: skip
     """`epi` on one accumulator vector: + the bias vector, + the residual vector at the
-    pointer `res`, then relu / clip (`lo`, `hi`: broadcast bounds, `lo` 0 for relu)."""
+    pointer `res`, then the activation (`lo`, `hi`: relu / clip's broadcast bounds from
+    `bounds`, made here when not given)."""
+    if epi.act in ("relu", "clip") and (lo is None or hi is None):
+        lo, hi = bounds(kb, epi, v.type.get_shape()[0])  # type: ignore[attr-defined]
     if bias is not None:
         v = kb.v(llvm.FAddOp(v, bias))
     if res is not None:
@@ -129,6 +134,8 @@ def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
         v = _intrinsic(kb, "maximum", v, lo)
     if epi.act == "clip":
         v = _intrinsic(kb, "minimum", v, hi)
+    if epi.act in ACTIVATIONS:
+        v = activation(kb, epi.act, v)
     return v
 
 

@@ -40,11 +40,17 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.gemm.conv import _addr, _flat, _if, widened_flat
 from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,
+    at,
     conv_blocked_microkernel,
+    ptr,
     register_tile,
+    vector_epilogue,
+    vload,
+    vstore,
 )
 from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, window_taps
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 
@@ -197,6 +203,10 @@ def emit_conv_nchwc(
     tail = g.fb % nblk != 0
     f32s = all(isinstance(elem(v), Float32Type) for v in (out, *extras, *([bias] if bias else [])))
     epi = vector_epi if f32s else None
+    # The exp-based activations run in the worker's vector loop over the L1 tile: in
+    # the microkernel they would be copied per accumulator (u · nblk copies of ~30
+    # instructions per microkernel: compile time) for little gain over two L1 accesses.
+    tile_epi, epi = (epi, None) if epi is not None and epi.act in ACTIVATIONS else (None, epi)
     static = (
         mode == "slab",
         u,
@@ -210,6 +220,7 @@ def emit_conv_nchwc(
         len(extras),
         key,
         epi,
+        tile_epi,
     )
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
     uks = (
@@ -223,7 +234,7 @@ def emit_conv_nchwc(
         wout = rest.pop(0)
         d = TableGeo(wb, GEOMETRY, wargs[1])
         _worker(wb, mode, d, g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias, wout, post,
-                rest, epi)  # fmt: skip
+                rest, epi, tile_epi)  # fmt: skip
 
     worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
     launch_tasks(kb, worker, args, tasks, g.macs)
@@ -254,7 +265,8 @@ def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n
 def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, nblk: int,
             uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
             bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
-            extras: list[SSAValue], epi: VectorEpilogue | None) -> None:  # fmt: skip
+            extras: list[SSAValue], epi: VectorEpilogue | None,
+            tile_epi: VectorEpilogue | None) -> None:  # fmt: skip
     """One task (image, output-channel group, row block); sizes from `d`, only the input
     mode, tile, block size, kernel width, column stride and dilation from `g`. `x` is the
     input (mode "inplace"), the shared padded copy ("shared") or the input to copy rows
@@ -339,13 +351,28 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
                     o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
                                                           o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
                     t_el = kb.imul(kb.addi(kb.imul(bj, u), p), b)
-                    with kb.loop(b) as j:
-                        v = kb.load(tile, [kb.addi(t_el, j)])
+                    if tile_epi is not None:  # f32 throughout: one vector per pixel
+                        v = vload(kb, at(kb, ptr(kb, tile_addr), t_el), b)
+                        bv = None
                         if bias is not None:
-                            v = kb.addf(
-                                v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32)
-                            )
-                        at = kb.addi(o_el, j)
-                        if post is not None:
-                            v = post(kb, v, [at], extras)
-                        kb.store_c(v, out, [at])
+                            bv = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b)
+                        res = at(kb, ptr(kb, _addr(kb, extras[0])), o_el) if extras else None
+                        v = vector_epilogue(kb, v, bv, res, tile_epi)
+                        vstore(kb, v, at(kb, ptr(kb, _addr(kb, out)), o_el))
+                    else:
+                        _tile_epilogue(kb, tile, t_el, bias, f, b, out, o_el, post, extras)
+
+
+def _tile_epilogue(kb: KernelBuilder, tile: SSAValue, t_el: SSAValue, bias: SSAValue | None,
+                   f: SSAValue, b: int, out: SSAValue, o_el: SSAValue, post: EpilogueFn | None,
+                   extras: list[SSAValue]) -> None:  # fmt: skip
+    """One pixel's B lanes of the f32 tile: `+ bias`, `post`, narrowed into `out` (any
+    element types; LLVM vectorizes the lane loop)."""
+    with kb.loop(b) as j:
+        v = kb.load(tile, [kb.addi(t_el, j)])
+        if bias is not None:
+            v = kb.addf(v, kb.convert(kb.load(bias, [kb.addi(kb.imul(f, b), j)]), f32))
+        el = kb.addi(o_el, j)
+        if post is not None:
+            v = post(kb, v, [el], extras)
+        kb.store_c(v, out, [el])

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
+from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
 from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, BlockedGeom, emit_conv_nchwc, plan_tasks
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
@@ -66,9 +67,10 @@ def nchwc_path(op: AnyConv) -> str:
 
 
 def _vector_epi(op: AnyConv) -> VectorEpilogue | None:
-    """The op's epilogue in registers, when it is none / relu / clip (+ residual)."""
+    """The op's epilogue in registers (+ residual, then the activation): every activation
+    but gelu (erf), which the kernels apply to the f32 tile in L1."""
     act, clip = op.activation, op.clip
-    if act not in ("none", "relu", "clip"):
+    if act not in ("none", "relu", "clip", *ACTIVATIONS):
         return None
     lo, hi = (clip[0], clip[1]) if act == "clip" and clip is not None else (0.0, 0.0)
     return VectorEpilogue(op.bias is not None, isinstance(op, FusedConv2dResidualOp), act, lo, hi)

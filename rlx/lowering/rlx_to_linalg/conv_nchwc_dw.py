@@ -40,6 +40,7 @@ from rlx.lowering.gemm.conv_blocked import (
 )
 from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import window_taps
 from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
@@ -152,6 +153,18 @@ def _worker(kb: KernelBuilder, d: TableGeo, g: BlockedGeom, tid: SSAValue, x: SS
                 return kb.addi(x_plane, kb.muli(ih, row_b))
 
             def finish(j0: SSAValue, acc: list[SSAValue]) -> None:
+                if epi is not None and epi.act in ACTIVATIONS and len(acc) > 1:
+                    # one copy of the exp-based activation (not one per accumulator: compile
+                    # time), in a loop over the tile in L1
+                    for p, v in enumerate(acc):
+                        vstore(kb, v, at(kb, ptile, p * b))
+                    with kb.loop(len(acc)) as p:
+                        at_ = kb.imul(kb.addi(j0, p), b)
+                        res = at(kb, pres, kb.addi(o_row, at_)) if epi.residual else None
+                        v = vload(kb, at(kb, ptile, kb.imul(p, b)), b)
+                        v = vector_epilogue(kb, v, bvec, res, epi, lo, hi)
+                        vstore(kb, v, at(kb, pout, kb.addi(o_row, at_)))
+                    return
                 if epi is not None:  # in registers, straight into the f32 output
                     for p, v in enumerate(acc):
                         at_ = kb.imul(kb.addi(j0, kb.idx(p)), b)
