@@ -16,6 +16,7 @@ from reference_helpers import assert_close
 import rlx
 from rlx.interpreter import parse_module, run
 from rlx.lowering.gemm.target import isa
+from rlx.lowering.rlx_to_linalg.conv_nchwc import TASKS, _efficiency, balance
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 TOL = {"f32": 3e-5, "f16": 3e-3, "bf16": 2e-2}
@@ -87,9 +88,10 @@ CONVS = [
     ((1, 16, 9, 16), 16, 3, {"strides": (1, 1)}, 8, "none", False),  # in place, 3x3
     ((2, 16, 3, 5), 128, 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # shared copy
     ((1, 16, 4, 17), 16, 3, {"padding": (1, 1, 1, 1)}, 16, "relu", True),  # partial tile + res
+    ((1, 8, 28, 8), 16, 3, {"padding": (1, 1, 1, 1)}, 8, "silu", False),  # 14 row tasks
 ]
 
-MODES = ["slab"] * 7 + ["inplace", "inplace", "shared", "slab"]
+MODES = ["slab"] * 7 + ["inplace", "inplace", "shared", "slab", "slab"]
 
 DEPTHWISE = [
     ((2, 16, 9, 23), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # 2 tiles + rest
@@ -147,6 +149,23 @@ def test_pool(dt: str, kind: str, kernel: tuple[int, int], strides: tuple[int, i
   func.return %y : {_t(yb, dt)}
 }}"""
     _check(text, [xb], dt, "")
+
+
+@pytest.mark.parametrize("oh", [1, 3, 7, 14, 28, 56, 112])
+@pytest.mark.parametrize("pairs", [1, 3, 9, 36])
+@pytest.mark.parametrize("rows_first", [False, True])
+def test_task_balance(oh: int, pairs: int, rows_first: bool) -> None:
+    """The task split keeps 2 threads busy where the work allows (never worse than the
+    split aimed at TASKS, at most 4 x TASKS tasks) and splits only the output blocks of
+    a whole-image split."""
+    rows, fgroups = (-(-oh // min(oh, TASKS)), 1) if rows_first else (oh, min(pairs, TASKS))
+    r, f = balance(1, oh, pairs, rows, fgroups, rows_fixed=not rows_first)
+    per = -(-pairs // f)
+    assert 1 <= r <= rows and 1 <= f <= pairs and -(-oh // r) * -(-pairs // per) <= 4 * TASKS
+    assert rows_first or r == oh
+    before, after = (_efficiency(1, oh, pairs, *s, 2) for s in ((rows, fgroups), (r, f)))
+    parallel = oh * pairs if rows_first else pairs
+    assert after >= before and (after >= 0.9 or parallel < 2 * TASKS)
 
 
 ACTS = ["sigmoid", "silu", "hard_swish", "gelu_tanh", "gelu"]

@@ -107,6 +107,43 @@ class BlockedGeom(ConvGeom):
                            ow, sh, sw, pt, pl, pb, pr, dh, dw, groups, b, depthwise)  # fmt: skip
 
 
+BALANCE_THREADS = (2, 4)
+"""Thread counts whose balance `balance` weighs, the first one first (the task count is
+fixed at compile time; the first is this project's benchmark machine)."""
+
+
+def _efficiency(n: int, oh: int, pairs: int, rows: int, fgroups: int, threads: int) -> float:
+    """Busy share of `threads` threads running the split (rows per task, output-block
+    groups) with tasks handed out dynamically: the work over threads x the makespan, the
+    largest task taken as the unit."""
+    rb, per = -(-oh // rows), -(-pairs // fgroups)
+    tasks = n * rb * -(-pairs // per)
+    return n * oh * pairs / (threads * -(-tasks // threads) * rows * per)
+
+
+def balance(n: int, oh: int, pairs: int, rows: int, fgroups: int,
+            rows_fixed: bool) -> tuple[int, int]:  # fmt: skip
+    """(rows per task, output-block groups): the split aimed at `TASKS`, refined when it
+    leaves threads idle (7 row blocks of a 14x14 map on 2 threads: 4 + 3 tasks, 88 %
+    busy). Candidates: fewer rows per task (never more: the slab must fit), or 2-3x the
+    groups; at most 4 x `TASKS` tasks. The best balance on `BALANCE_THREADS[0]` threads
+    wins, then the fewest tasks, then the balance on the others. `rows_fixed`: the split
+    is over output blocks only (whole-image input)."""
+
+    def score(r: int, f: int) -> tuple[float, ...]:
+        first, *rest = (round(_efficiency(n, oh, pairs, r, f, t), 3) for t in BALANCE_THREADS)
+        return (first, -n * -(-oh // r) * f, *rest)
+
+    best, pick = score(rows, fgroups), (rows, fgroups)
+    if best[0] >= 0.97:
+        return pick
+    for r in [rows] if rows_fixed else range(1, rows + 1):
+        for f in sorted({fgroups, min(pairs, 2 * fgroups), min(pairs, 3 * fgroups)}):
+            if n * -(-oh // r) * f <= 4 * TASKS and (sc := score(r, f)) > best:
+                best, pick = sc, (r, f)
+    return pick
+
+
 def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
     """The input mode and the geometry table: the task split and slab sizes (None: one
     output row's slab is too large). Modes: "inplace" (f32 x, no padding, whole pixel
@@ -135,6 +172,7 @@ def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dic
         rows = -(-rows // 2)
     if not inplace and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
         return None
+    rows, fgroups = balance(g.n, g.oh, pairs, rows, fgroups, rows_fixed=rows >= g.oh)
     rb = -(-g.oh // rows)
     per = -(-pairs // fgroups)
     fgroups = -(-pairs // per)
