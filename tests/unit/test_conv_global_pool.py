@@ -117,5 +117,5 @@ def test_pooled_conv_with_blocked_layout() -> None:
     compiled = rlx.compile(BLOCKED, rlx.CompileOptions(blocked_layout=True))
     ir = compiled.ir("rlx")
     assert ir.count('layout = "nchwc"') == 3 and 'reduce = "mean"' not in ir
-    assert ir.count('rlx.reduce') == 1 and "rlx.from_nchwc" not in ir
+    assert ir.count("rlx.reduce") == 1 and "rlx.from_nchwc" not in ir
     _check(compiled, vals, want, "f32")
