@@ -182,6 +182,20 @@ def test_vector_activations(act: str) -> None:
     _check(*_conv((1, 16, 5, 13), 16, 3, attrs, "f32", 8, act, False), "f32", "nchwc depthwise")
 
 
+@pytest.mark.parametrize("forced", ["avx2", "generic"])
+def test_other_isas(monkeypatch: pytest.MonkeyPatch, forced: str) -> None:
+    """The tiles of other instruction sets (RLX_GEMM_ISA: AVX2 u <= 6, generic), with the
+    vector activations, a residual, the balanced row split and depthwise convs."""
+    monkeypatch.setenv("RLX_GEMM_ISA", forced)
+    _check(*_conv((1, 8, 28, 8), 16, 3, {"padding": (1, 1, 1, 1)}, "f32", 8, "silu", True), "f32",
+           "nchwc direct")  # fmt: skip
+    x, f, k, attrs, block, act, res = CONVS[1]
+    _check(*_conv(x, f, k, attrs, "f32", block, "hard_swish", res), "f32", "nchwc direct")
+    attrs = {"padding": (1, 1, 1, 1), "strides": (2, 2), "groups": 16}
+    _check(*_conv((1, 16, 9, 13), 16, 3, attrs, "f32", 16, "gelu_tanh", True), "f32",
+           "nchwc depthwise")  # fmt: skip
+
+
 SPECIAL = [float("-inf"), float("inf"), float("nan"), -1e30, -100.0, -88.5, -87.0, -86.9,
            -20.0, -3.0, -1e-30, -0.0, 0.0, 1e-30, 0.5, 2.999, 3.0, 20.0, 88.8, 1e30]  # fmt: skip
 
