@@ -7,7 +7,9 @@ whose operand is an `rlx.conv2d` or `rlx.fused_conv2d_residual` (any epilogue, n
 keepdims). The lowering averages each activated output plane inside the convolution's
 kernel, so the `[N, F, OH, OW]` planes are a kernel-local scratch buffer instead of a
 graph value: no arena buffer, no separate kernel call, and the mean reads the planes
-while they are hot in cache ([conv.md](../../../docs/conv.md#epilogues)).
+while they are hot in cache ([conv.md](../../../docs/conv.md#epilogues)). In a blocked
+region, `blocked-layout` splits it again into the blocked conv and the blocked mean (the
+blocked kernels are faster than the NCHW ones the fused form takes).
 """
 
 from __future__ import annotations
