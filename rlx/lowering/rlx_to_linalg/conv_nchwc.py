@@ -16,7 +16,7 @@ output rows). A task
 
 Tasks split the output rows when the input is larger than the weights (early layers:
 every task reads the weights once from cache) and the output-channel blocks otherwise
-(late layers: each weight is read once per call). The worker is shape-generic (sizes
+(late layers: each weight is read once per call), `balance`d for 2 and 4 threads. The worker is shape-generic (sizes
 from a run-time table): one per (tile, block size, kernel width, column stride and
 dilation, element types, epilogue).
 """

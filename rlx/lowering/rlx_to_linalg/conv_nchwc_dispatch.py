@@ -67,8 +67,9 @@ def nchwc_path(op: AnyConv) -> str:
 
 
 def _vector_epi(op: AnyConv) -> VectorEpilogue | None:
-    """The op's epilogue in registers (+ residual, then the activation): every activation
-    but gelu (erf), which the kernels apply to the f32 tile in L1."""
+    """The op's epilogue as vector code (+ residual, then the activation; in registers for
+    none / relu / clip, else over the tile in L1): every activation but gelu (erf), which
+    the kernels apply in their scalar tile loop."""
     act, clip = op.activation, op.clip
     if act not in ("none", "relu", "clip", *ACTIVATIONS):
         return None
