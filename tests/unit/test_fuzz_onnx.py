@@ -110,6 +110,16 @@ CASES = {
         model([h.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=2**31)], [X], [Y]),
         "num_outputs 2147483648 differs from the 2 outputs",
     ),
+    "NegativeLogLikelihoodLoss of a float target": (  # was cast to class indices
+        model([h.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"])],
+              [X, h.make_tensor_value_info("t", T.FLOAT, [2])], [ANY]),
+        "input #1 ('t') is float; NegativeLogLikelihoodLoss takes int32, int64 there",
+    ),
+    "LRN of an int32 input": (
+        model([h.make_node("LRN", ["a"], ["y"], size=3)],
+              [h.make_tensor_value_info("a", T.INT32, [1, 4, 2, 2])], [ANY]),
+        "input #0 ('a') is int32; LRN takes bfloat16, double, float, float16 there",
+    ),
     "ArgMax over an empty axis": (  # was INT64_MAX for every index
         model([h.make_node("ArgMax", ["e"], ["y"], axis=0)],
               [h.make_tensor_value_info("e", T.FLOAT, [0, 4])], [ANY]),
