@@ -150,3 +150,21 @@ def test_range_still_folds_small_ranges() -> None:
               [const("a", np.array([2], np.int64)), const("b", np.int64(9)), const("c", np.int64(3))])  # fmt: skip
     module, _ = import_model(m)
     assert "dense<[2, 5, 8]>" in str(module)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint8])
+def test_shrink_of_integers_compares_and_shifts_in_float(dtype: type) -> None:
+    """Shrink's float lambd / bias applied to an integer input: computed in float and
+    truncated, as onnxruntime and onnx.reference do (lambd 1.5 and bias 1.5 were integer
+    constants 1 and 1: 2 became 1 instead of 0)."""
+    from onnx.reference import ReferenceEvaluator
+
+    import rlx
+
+    et = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([h.make_node("Shrink", ["x"], ["y"], bias=1.5, lambd=1.5)],
+              [h.make_tensor_value_info("x", et, [9])], [h.make_tensor_value_info("y", et, [9])])  # fmt: skip
+    x = np.array([3, 0, 7, 6, 100, 1, 1, 2, 2] if dtype == np.uint8 else [-3, 0, 7, 6, 7, 1, -1, 2, -2])
+    x = x.astype(dtype)
+    (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+    np.testing.assert_array_equal(rlx.compile(import_model(m)[0]).run(x)[0], want)

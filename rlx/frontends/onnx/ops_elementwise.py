@@ -354,11 +354,17 @@ def sign(n: Node) -> list[SSAValue]:
 def shrink(n: Node) -> list[SSAValue]:
     x = n.input(0)
     lambd, bias = n.attr("lambd", 0.5), n.attr("bias", 0.0)
+    if not is_float(elem(x)):  # lambd 1.5 / bias 1.5 as integer constants were 1 / 1
+        return [n.cast(_shrink(n, n.cast(x, "f64"), lambd, bias), elem(x))]
+    return [_shrink(n, x, lambd, bias)]
+
+
+def _shrink(n: Node, x: SSAValue, lambd: float, bias: float) -> SSAValue:
     lo = n.emit("compare", x, n.constant(-lambd, x), predicate="lt")
     hi = n.emit("compare", x, n.constant(lambd, x), predicate="gt")
     zero = n.constant(0, x)
     y = n.emit("where", hi, n.emit("sub", x, n.constant(bias, x)), zero)
-    return [n.emit("where", lo, n.emit("add", x, n.constant(bias, x)), y)]
+    return n.emit("where", lo, n.emit("add", x, n.constant(bias, x)), y)
 
 
 @converter("Swish", attrs=("alpha",))
