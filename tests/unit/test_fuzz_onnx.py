@@ -120,6 +120,15 @@ CASES = {
               [h.make_tensor_value_info("a", T.INT32, [1, 4, 2, 2])], [ANY]),
         "input #0 ('a') is int32; LRN takes bfloat16, double, float, float16 there",
     ),
+    "MaxPool with a negative pad": (  # a pad of -1 made a `?` dim, then a fold crashed
+        model([h.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2, 2], pads=[0, 0, 0, -1])],
+              [IMG], [ANY]),
+        "pads [0, 0, 0, -1] must be 4 non-negative sizes",
+    ),
+    "Mod fmod 3": (
+        model([h.make_node("Mod", ["x", "x"], ["y"], fmod=3)], [X], [Y]),
+        "fmod must be 0 or 1, got 3",
+    ),
     "ArgMax over an empty axis": (  # was INT64_MAX for every index
         model([h.make_node("ArgMax", ["e"], ["y"], axis=0)],
               [h.make_tensor_value_info("e", T.FLOAT, [0, 4])], [ANY]),
