@@ -61,7 +61,7 @@ CASES = {
     ),
     "LRN size 0": (
         model([h.make_node("LRN", ["a"], ["y"], size=0)], [IMG], [ANY]),
-        "node 'y' (LRN): malformed node (ZeroDivisionError",
+        "node 'y' (LRN): size must be positive, got 0",  # was a ZeroDivisionError
     ),
     "If without branches": (
         model([h.make_node("If", ["c"], ["y"])], [h.make_tensor_value_info("c", T.BOOL, [])], [Y]),
@@ -125,6 +125,15 @@ CASES = {
               [IMG], [ANY]),
         "pads [0, 0, 0, -1] must be 4 non-negative sizes",
     ),
+    "MaxPool kernel 2^31": (  # 2^31 window slices took all memory
+        model([h.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2**31, 1])], [IMG], [ANY]),
+        "window of size 2147483648 does not fit input of size 2 with padding 0",
+    ),
+    "MaxPool with indices, kernel 2^31": (  # the general pool: 2^31 slices, all memory
+        model([h.make_node("MaxPool", ["a"], ["y", "i"], kernel_shape=[2**31, 1])], [IMG],
+              [ANY, h.make_tensor_value_info("i", T.INT64, None)]),
+        "kernel 2147483648 (dilation 1) does not fit the padded input (2) on spatial axis 0",
+    ),
     "Mod fmod 3": (
         model([h.make_node("Mod", ["x", "x"], ["y"], fmod=3)], [X], [Y]),
         "fmod must be 0 or 1, got 3",
@@ -173,7 +182,22 @@ def test_shrink_of_integers_compares_and_shifts_in_float(dtype: type) -> None:
     et = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
     m = model([h.make_node("Shrink", ["x"], ["y"], bias=1.5, lambd=1.5)],
               [h.make_tensor_value_info("x", et, [9])], [h.make_tensor_value_info("y", et, [9])])  # fmt: skip
-    x = np.array([3, 0, 7, 6, 100, 1, 1, 2, 2] if dtype == np.uint8 else [-3, 0, 7, 6, 7, 1, -1, 2, -2])
+    x = np.array(
+        [3, 0, 7, 6, 100, 1, 1, 2, 2] if dtype == np.uint8 else [-3, 0, 7, 6, 7, 1, -1, 2, -2]
+    )
     x = x.astype(dtype)
     (want,) = ReferenceEvaluator(m).run(None, {"x": x})
     np.testing.assert_array_equal(rlx.compile(import_model(m)[0]).run(x)[0], want)
+
+
+def test_lrn_window_wider_than_the_channels() -> None:
+    """LRN `size` 2^62 hung building 2^62 slices; the window is cut to the channels (what
+    lies beyond adds zeros) and `alpha / size` keeps the given size (NumPy formula)."""
+    import rlx
+
+    size = 2**62
+    m = model([h.make_node("LRN", ["a"], ["y"], size=size, alpha=1e18)], [IMG], [ANY])
+    x = np.random.default_rng(0).standard_normal((1, 4, 2, 2)).astype(np.float32)
+    want = x / (1.0 + 1e18 / size * (x.astype(np.float64) ** 2).sum(1, keepdims=True)) ** 0.75
+    got = rlx.compile(import_model(m)[0]).run(x)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
