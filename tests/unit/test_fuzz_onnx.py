@@ -61,7 +61,7 @@ CASES = {
     ),
     "LRN size 0": (
         model([h.make_node("LRN", ["a"], ["y"], size=0)], [IMG], [ANY]),
-        "node 'y' (LRN): malformed node (ZeroDivisionError",
+        "node 'y' (LRN): size must be positive, got 0",  # was a ZeroDivisionError
     ),
     "If without branches": (
         model([h.make_node("If", ["c"], ["y"])], [h.make_tensor_value_info("c", T.BOOL, [])], [Y]),
@@ -110,6 +110,34 @@ CASES = {
         model([h.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=2**31)], [X], [Y]),
         "num_outputs 2147483648 differs from the 2 outputs",
     ),
+    "NegativeLogLikelihoodLoss of a float target": (  # was cast to class indices
+        model([h.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"])],
+              [X, h.make_tensor_value_info("t", T.FLOAT, [2])], [ANY]),
+        "input #1 ('t') is float; NegativeLogLikelihoodLoss takes int32, int64 there",
+    ),
+    "LRN of an int32 input": (
+        model([h.make_node("LRN", ["a"], ["y"], size=3)],
+              [h.make_tensor_value_info("a", T.INT32, [1, 4, 2, 2])], [ANY]),
+        "input #0 ('a') is int32; LRN takes bfloat16, double, float, float16 there",
+    ),
+    "MaxPool with a negative pad": (  # a pad of -1 made a `?` dim, then a fold crashed
+        model([h.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2, 2], pads=[0, 0, 0, -1])],
+              [IMG], [ANY]),
+        "pads [0, 0, 0, -1] must be 4 non-negative sizes",
+    ),
+    "MaxPool kernel 2^31": (  # 2^31 window slices took all memory
+        model([h.make_node("MaxPool", ["a"], ["y"], kernel_shape=[2**31, 1])], [IMG], [ANY]),
+        "window of size 2147483648 does not fit input of size 2 with padding 0",
+    ),
+    "MaxPool with indices, kernel 2^31": (  # the general pool: 2^31 slices, all memory
+        model([h.make_node("MaxPool", ["a"], ["y", "i"], kernel_shape=[2**31, 1])], [IMG],
+              [ANY, h.make_tensor_value_info("i", T.INT64, None)]),
+        "kernel 2147483648 (dilation 1) does not fit the padded input (2) on spatial axis 0",
+    ),
+    "Mod fmod 3": (
+        model([h.make_node("Mod", ["x", "x"], ["y"], fmod=3)], [X], [Y]),
+        "fmod must be 0 or 1, got 3",
+    ),
     "ArgMax over an empty axis": (  # was INT64_MAX for every index
         model([h.make_node("ArgMax", ["e"], ["y"], axis=0)],
               [h.make_tensor_value_info("e", T.FLOAT, [0, 4])], [ANY]),
@@ -140,3 +168,36 @@ def test_range_still_folds_small_ranges() -> None:
               [const("a", np.array([2], np.int64)), const("b", np.int64(9)), const("c", np.int64(3))])  # fmt: skip
     module, _ = import_model(m)
     assert "dense<[2, 5, 8]>" in str(module)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint8])
+def test_shrink_of_integers_compares_and_shifts_in_float(dtype: type) -> None:
+    """Shrink's float lambd / bias applied to an integer input: computed in float and
+    truncated, as onnxruntime and onnx.reference do (lambd 1.5 and bias 1.5 were integer
+    constants 1 and 1: 2 became 1 instead of 0)."""
+    from onnx.reference import ReferenceEvaluator
+
+    import rlx
+
+    et = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([h.make_node("Shrink", ["x"], ["y"], bias=1.5, lambd=1.5)],
+              [h.make_tensor_value_info("x", et, [9])], [h.make_tensor_value_info("y", et, [9])])  # fmt: skip
+    x = np.array(
+        [3, 0, 7, 6, 100, 1, 1, 2, 2] if dtype == np.uint8 else [-3, 0, 7, 6, 7, 1, -1, 2, -2]
+    )
+    x = x.astype(dtype)
+    (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+    np.testing.assert_array_equal(rlx.compile(import_model(m)[0]).run(x)[0], want)
+
+
+def test_lrn_window_wider_than_the_channels() -> None:
+    """LRN `size` 2^62 hung building 2^62 slices; the window is cut to the channels (what
+    lies beyond adds zeros) and `alpha / size` keeps the given size (NumPy formula)."""
+    import rlx
+
+    size = 2**62
+    m = model([h.make_node("LRN", ["a"], ["y"], size=size, alpha=1e18)], [IMG], [ANY])
+    x = np.random.default_rng(0).standard_normal((1, 4, 2, 2)).astype(np.float32)
+    want = x / (1.0 + 1e18 / size * (x.astype(np.float64) ** 2).sum(1, keepdims=True)) ** 0.75
+    got = rlx.compile(import_model(m)[0]).run(x)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5)

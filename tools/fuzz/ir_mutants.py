@@ -7,7 +7,9 @@ by NaN / Inf / huge, a tensor dimension by 0, 1, a huge or a dynamic size, an el
 type swapped, a string attribute value replaced (another value of the corpus or junk),
 an operand or a type of a list deleted or duplicated, an op name swapped for another one
 of the corpus, an attribute entry deleted, an `array<i64: ...>` element deleted or
-duplicated.
+duplicated, a scalar integer / float op of a region body swapped for another one of its
+family (an `arith.addi` becoming `arith.divsi` or `math.ipowi`: the checked ops of fused
+regions, which the session-6 ONNX fuzzer found broken).
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ OPERANDS_RE = re.compile(r"%[\w.$-]+(?:#\d+)?(?:, %[\w.$-]+(?:#\d+)?)+")
 TYPELIST_RE = re.compile(r"\(([^()]*(?:tensor|memref)<[^()]*)\)")
 ATTRDICT_RE = re.compile(r"\{([^{}]*=[^{}]*)\}")
 ARRAY_RE = re.compile(r"array<i64(: [^>]*)?>")
+INT_BINOPS = ["arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
+              "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+              "arith.ceildivui", "arith.maxsi", "arith.minui", "arith.shli", "arith.shrsi",
+              "arith.andi", "math.ipowi"]  # fmt: skip
+FLOAT_BINOPS = ["arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf",
+                "arith.minimumf", "arith.remf", "math.powf"]  # fmt: skip
+BINOP_RE = re.compile(r"\b(?:" + "|".join(re.escape(o) for o in INT_BINOPS + FLOAT_BINOPS) + r")\b")
 
 
 def corpus() -> list[str]:
@@ -99,7 +108,14 @@ def _list_edit(text: str, rng: random.Random, rx: re.Pattern[str], sep: str = ",
 
 def mutate(text: str, rng: random.Random, pool: list[str]) -> str:
     """One structured mutation of `text`; `pool` is the corpus (for names and strings)."""
-    kind = rng.randrange(10)
+    kind = rng.randrange(11)
+    if kind == 10:
+        ms = list(BINOP_RE.finditer(text))
+        if ms:
+            m = rng.choice(ms)
+            family = INT_BINOPS if m.group(0) in INT_BINOPS else FLOAT_BINOPS
+            return text[: m.start()] + rng.choice(family) + text[m.end() :]
+        kind = 7
     if kind == 0:
         return _replace_match(text, rng, INT_RE, rng.choice(ODD_INTS))
     if kind == 1:

@@ -35,6 +35,7 @@ from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.schema_checks import check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
@@ -387,7 +388,7 @@ class Importer:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
-        _check_arity(node, proto, self.opset)
+        check_node(self, node, proto)
         if fold(self, node):
             return
         entry = CONVERTERS.get(proto.op_type)
@@ -422,24 +423,6 @@ class Importer:
         for i, name in enumerate(proto.output):
             if name and name not in self.values and name not in self.known:
                 raise node.error(f"output #{i} ('{name}') is not supported")
-
-
-def _check_arity(node: Node, proto: onnx.NodeProto, opset: int) -> None:
-    """A node with fewer or more inputs than its ONNX schema allows, or an empty name for
-    a required input, is an error (a `Sub` of one input imported as its input)."""
-    try:
-        schema = onnx.defs.get_schema(proto.op_type, opset, proto.domain)
-    except onnx.defs.SchemaError:
-        return  # not a standard op: its converter (or expander) decides
-    n = len(proto.input)
-    if not schema.min_input <= n <= schema.max_input:
-        want = (f"{schema.min_input}" if schema.min_input == schema.max_input
-                else f"{schema.min_input} to {schema.max_input}")  # fmt: skip
-        raise node.error(f"takes {want} inputs, got {n}")
-    single = onnx.defs.OpSchema.FormalParameterOption.Single
-    for i, (name, formal) in enumerate(zip(proto.input, schema.inputs, strict=False)):
-        if not name and formal.option == single:
-            raise node.error(f"required input #{i} ('{formal.name}') is missing")
 
 
 NODE_ERRORS = (ValueError, ArithmeticError, LookupError, TypeError, AttributeError,

@@ -96,6 +96,8 @@ def _float_mod(n: Node, a: SSAValue, b: SSAValue, floored: bool) -> SSAValue:
 @converter("Mod", attrs=("fmod",))
 def mod(n: Node) -> list[SSAValue]:
     a, b = n.input(0), n.input(1)
+    if n.attr("fmod", 0) not in (0, 1):  # onnx.reference and onnxruntime disagree on 3
+        raise n.error(f"fmod must be 0 or 1, got {n.attr('fmod')}")
     if is_float(elem(a)):
         return [_float_mod(n, a, b, floored=not n.attr("fmod", 0))]
     r = n.emit("sub", a, n.emit("mul", n.emit("div", a, b), b))  # truncated remainder
@@ -354,11 +356,17 @@ def sign(n: Node) -> list[SSAValue]:
 def shrink(n: Node) -> list[SSAValue]:
     x = n.input(0)
     lambd, bias = n.attr("lambd", 0.5), n.attr("bias", 0.0)
+    if not is_float(elem(x)):  # lambd 1.5 / bias 1.5 as integer constants were 1 / 1
+        return [n.cast(_shrink(n, n.cast(x, "f64"), lambd, bias), elem(x))]
+    return [_shrink(n, x, lambd, bias)]
+
+
+def _shrink(n: Node, x: SSAValue, lambd: float, bias: float) -> SSAValue:
     lo = n.emit("compare", x, n.constant(-lambd, x), predicate="lt")
     hi = n.emit("compare", x, n.constant(lambd, x), predicate="gt")
     zero = n.constant(0, x)
     y = n.emit("where", hi, n.emit("sub", x, n.constant(bias, x)), zero)
-    return [n.emit("where", lo, n.emit("add", x, n.constant(bias, x)), y)]
+    return n.emit("where", lo, n.emit("add", x, n.constant(bias, x)), y)
 
 
 @converter("Swish", attrs=("alpha",))

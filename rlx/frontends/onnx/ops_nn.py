@@ -140,7 +140,10 @@ def _spatial_pads(
     k = len(in_sizes)
     auto = n.attr("auto_pad", "NOTSET")
     if auto == "NOTSET":
-        return list(n.attr("pads") or [0] * 2 * k)
+        pads = list(n.attr("pads") or [0] * 2 * k)
+        if len(pads) != 2 * k or min(pads) < 0:  # a pad of -1 made a `?` dim (DYN is -1)
+            raise n.error(f"pads {pads} must be {2 * k} non-negative sizes")
+        return pads
     if auto == "VALID":
         return [0] * 2 * k
     if auto not in ("SAME_UPPER", "SAME_LOWER"):

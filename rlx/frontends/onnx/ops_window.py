@@ -40,6 +40,11 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
                 o -= 1
         else:
             o = span // st[i] + 1
+        if o < 1:  # a kernel of 2^31 built 2^31 window slices (all memory)
+            raise n.error(
+                f"kernel {kernel[i]} (dilation {dil[i]}) does not fit the padded input "
+                f"({sizes[i] + pads[i] + pads[k + i]}) on spatial axis {i}"
+            )
         out.append(o)
     return st, dil, pads, out
 
@@ -178,11 +183,14 @@ def lrn(n: Node) -> list[SSAValue]:
     c = xs[1]
     if c == DYN:
         raise n.error("LRN needs a static channel count")
+    if size < 1:
+        raise n.error(f"size must be positive, got {size}")
     sq = n.emit("mul", x, x)
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    lo, hi = min(lo, c - 1), min(hi, c - 1)  # beyond the channels the window adds zeros
     padded = _pad(n, sq, 1, lo, hi, 0)
     acc = None
-    for j in range(size):
+    for j in range(lo + hi + 1):  # size 2^62 hung building 2^62 slices
         s = list(shape(padded))
         v = n.emit(
             "slice", padded, starts=[0, j] + [0] * (len(s) - 2), limits=[s[0], j + c, *s[2:]]

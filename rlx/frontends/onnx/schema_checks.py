@@ -1,0 +1,84 @@
+"""Checks of a node against its ONNX schema before any converter sees it: the number of
+inputs, required inputs present, and each input's element type among the types the
+schema allows (for the model's declared values: graph inputs and initializers).
+
+Why: converters read the inputs they expect and trust their types, so a malformed node
+became a silent wrong value (a `Sub` of one input imported as that input, a float
+`NegativeLogLikelihoodLoss` target cast to class indices, an integer `LRN`). onnxruntime
+refuses such models when it loads them; so does the importer, with an OnnxImportError
+naming the node. Ops without a standard schema (other domains) are left to their
+converters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import TensorType
+
+from rlx.dtypes import numpy_dtype
+
+
+def _schema(proto: onnx.NodeProto, opset: int) -> Any:
+    try:
+        return onnx.defs.get_schema(proto.op_type, opset, proto.domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def onnx_type(ctx: Any, name: str) -> str | None:
+    """`tensor(<elem>)` of ONNX value `name` as imported so far (None if unknown)."""
+    if name in ctx.values:
+        t = ctx.values[name].type
+        if not isinstance(t, TensorType):
+            return None
+        try:
+            dt = numpy_dtype(t.element_type)
+        except (ValueError, KeyError, TypeError):
+            return None
+    elif name in ctx.known:
+        dt = ctx.known[name].dtype
+    else:
+        return None
+    if np.dtype(dt).kind == "O":
+        return None  # symbolic sizes (i64 at run time)
+    try:
+        code = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return f"tensor({onnx.TensorProto.DataType.Name(code).lower()})"
+
+
+def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
+    """Raise `node.error(...)` if `proto` does not fit its schema (see the module doc)."""
+    schema = _schema(proto, ctx.opset)
+    if schema is None:
+        return
+    n = len(proto.input)
+    if not schema.min_input <= n <= schema.max_input:
+        want = (f"{schema.min_input}" if schema.min_input == schema.max_input
+                else f"{schema.min_input} to {schema.max_input}")  # fmt: skip
+        raise node.error(f"takes {want} inputs, got {n}")
+    formals = list(schema.inputs)
+    if not formals:
+        return
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    # Declared types only (graph inputs, initializers): values the importer computed may
+    # be held in another type than ONNX's (a folded Equal of sizes as i64).
+    declared = {vi.name for vi in ctx.model.graph.input} | set(ctx.initializers)
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    for i, name in enumerate(proto.input):
+        formal = formals[min(i, len(formals) - 1)]
+        if not name:
+            if formal.option == single and i < len(formals):
+                raise node.error(f"required input #{i} ('{formal.name}') is missing")
+            continue
+        have = onnx_type(ctx, name) if name in declared else None
+        ok = allowed.get(formal.type_str, {formal.type_str})
+        if have is not None and have not in ok and any(t.startswith("tensor(") for t in ok):
+            takes = ", ".join(sorted(t[7:-1] for t in ok if t.startswith("tensor(")))
+            raise node.error(
+                f"input #{i} ('{name}') is {have[7:-1]}; {proto.op_type} takes {takes} there"
+            )
