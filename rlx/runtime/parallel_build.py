@@ -3,11 +3,11 @@
 Why: after `convert-rlx-to-linalg` a CNN is a few hundred kernel functions, and the rest of
 a cold compile (the xDSL passes down to the llvm dialect, the LLVM IR text, LLVM's O3
 pipeline) treats each function on its own: on a 2-core machine half of that work can run
-in a second process. The graph functions (no `rlx.kernel` label: the entry, `@prepare`,
-the `split-graph` parts) stay in this process with some kernels; the other kernels are
-grouped by the calls between them (a kernel and the workers it calls stay together, so
-LLVM inlines and specialises them as before) and the groups are spread over `jobs() - 1`
-forked children by op count. Each child lowers its part to LLVM IR, sends the text (the
+in a second process. The functions are grouped by the calls kernels (`rlx.kernel`
+functions) make (a kernel and the workers it calls stay together, so LLVM inlines and
+specialises them as before; a graph function, i.e. the entry, `@prepare` or a
+`split-graph` part, is a group of its own unless a kernel calls it) and the groups are
+spread by op count over this process and `jobs() - 1` forked children. Each child lowers its part to LLVM IR, sends the text (the
 fallback), optimises it with the same O3 pipeline and target machine as `JitModule` and
 sends the bitcode; this process lowers and optimises its own part meanwhile, then links
 the children's modules into its own before code generation (one module, one object: the
@@ -45,9 +45,6 @@ MAX_JOBS = 4
 """Most processes `auto` uses."""
 MIN_OPS = 2000
 """Operations (after `convert-rlx-to-linalg`) below which a module compiles serially."""
-MAIN_SHARE = 1.3
-"""Weight of this process's part relative to a child's: it also links the parts, generates
-the code of all of them and waits for the children to start."""
 REPLY_TIMEOUT_S = 600.0
 """Longest wait for a child's message; then it is killed and its part is done here."""
 OPT_LEVEL = 3
@@ -121,14 +118,7 @@ def split_module(module: ModuleOp, n: int) -> Split | None:
     if n < 2 or sum(weight.values()) < MIN_OPS:
         return None
     refs = {nm: _symbol_refs(f) for nm, f in defs.items()}
-    kernel = {
-        nm
-        for nm, f in defs.items()
-        if "rlx.kernel" in f.attributes
-        and f.sym_visibility is not None
-        and f.sym_visibility.data == "private"
-    }
-    parent = {k: k for k in kernel}
+    parent = {k: k for k in defs}
 
     def root(k: str) -> str:
         while parent[k] != k:
@@ -136,27 +126,20 @@ def split_module(module: ModuleOp, n: int) -> Split | None:
             k = parent[k]
         return k
 
-    pinned: set[str] = set()  # groups that reference a graph function: stay here
-    for k in kernel:
-        for r in refs[k]:
-            if r in kernel:
-                parent[root(r)] = root(k)
-            elif r in defs:
-                pinned.add(k)
+    for k, f in defs.items():  # a kernel and what it calls: one group
+        if "rlx.kernel" in f.attributes:
+            for r in refs[k]:
+                if r in defs:
+                    parent[root(r)] = root(k)
     groups: dict[str, list[str]] = {}
     for k in defs:  # module order: deterministic
-        if k in kernel:
-            groups.setdefault(root(k), []).append(k)
-    pinned = {root(k) for k in pinned}
-    load = [sum(w for k, w in weight.items() if k not in kernel)] + [0] * (n - 1)
-    load[0] += sum(weight[k] for g in pinned for k in groups[g])
-    where: dict[str, int] = {k: 0 for k in defs}
-    order = sorted(
-        (g for g in groups if g not in pinned), key=lambda g: -sum(weight[k] for k in groups[g])
-    )
-    for g in order:
-        i = min(range(n), key=lambda j: load[j] * (MAIN_SHARE if j == 0 else 1.0))
-        load[i] += sum(weight[k] for k in groups[g])
+        groups.setdefault(root(k), []).append(k)
+    size = {g: sum(weight[k] for k in ks) for g, ks in groups.items()}
+    load = [0.0] * n
+    where: dict[str, int] = {}
+    for g in sorted(groups, key=lambda g: -size[g]):  # largest first, to the lightest part
+        i = min(range(n), key=lambda j: load[j])
+        load[i] += size[g]
         for k in groups[g]:
             where[k] = i
     used = sorted({i for i in where.values() if i > 0})
