@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import llvmlite.binding as llvm_binding
@@ -41,14 +41,16 @@ class UnresolvedSymbolError(ValueError):
     declaring `func.func private @k1(...)` without a body)."""
 
 
-def _check_resolved(mod: Any) -> None:
+def _check_resolved(mod: Any, provided: frozenset[str] = frozenset()) -> None:
     """UnresolvedSymbolError naming the declared, non-intrinsic functions of `mod` that
-    neither the process (libc, libm) nor the JIT's published symbols define."""
+    neither the process (libc, libm), the JIT's published symbols nor the modules linked
+    in later (`provided`) define."""
     missing = [
         f.name
         for f in mod.functions
         if f.is_declaration
         and not f.name.startswith("llvm.")
+        and f.name not in provided
         and not llvm_binding.address_of_symbol(f.name)
     ]
     if missing:
@@ -68,6 +70,11 @@ class JitModule:
     ``address(name)`` gives the entry address of a function, ``cfunc`` a ctypes callable;
     ``llvm_ir`` is the optimised IR and ``asm`` the host assembly (both computed lazily).
     The object owns the execution engine: keep it alive while its functions may run.
+
+    ``more`` (`rlx.runtime.parallel_build`): called once this module is optimised, it
+    returns the modules to link in before code generation, each optimised bitcode (same
+    pipeline and target) or LLVM IR text (optimised here first); ``provided`` names the
+    functions they define.
     """
 
     def __init__(
@@ -78,6 +85,8 @@ class JitModule:
         cpu: str | None = None,
         features: str | None = None,
         unroll: bool = False,
+        provided: frozenset[str] = frozenset(),
+        more: Callable[[], Sequence[bytes | str]] | None = None,
     ) -> None:
 
         counters.bump("llvm")
@@ -92,12 +101,27 @@ class JitModule:
             ensure_runtime_symbols()
             mod = llvm_binding.parse_assembly(llvm_ir)
             mod.verify()
-            _check_resolved(mod)
+            _check_resolved(mod, provided)
             tm = _target_machine(opt_level, self.cpu, self.features, jit=True)
             mod.triple = tm.triple
             mod.data_layout = str(tm.target_data)
             if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
                 mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
+            for part in more() if more is not None else ():
+                if isinstance(part, str):  # not optimised yet
+                    other = llvm_binding.parse_assembly(part)
+                    other.verify()
+                    other.triple, other.data_layout = mod.triple, mod.data_layout
+                    if opt_level > 0:
+                        other = llvm_worker.optimise(
+                            other, tm, opt_level, self.cpu, self.features, unroll
+                        )
+                else:
+                    other = llvm_binding.parse_bitcode(part)
+                    other.triple, other.data_layout = mod.triple, mod.data_layout
+                mod.link_in(other)
+            if more is not None:
+                _check_resolved(mod)
             engine = llvm_binding.create_mcjit_compiler(mod, tm)
             objects: list[bytes] = []
             # MCJIT hands over the object code it generates: the compile cache stores it,

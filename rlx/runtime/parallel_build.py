@@ -1,0 +1,371 @@
+"""Lowering and LLVM-optimising a module's kernels on several cores (`rlx.compile`).
+
+Why: after `convert-rlx-to-linalg` a CNN is a few hundred kernel functions, and the rest of
+a cold compile (the xDSL passes down to the llvm dialect, the LLVM IR text, LLVM's O3
+pipeline) treats each function on its own: on a 2-core machine half of that work can run
+in a second process. The functions are grouped by the calls kernels (`rlx.kernel`
+functions) make (a kernel and the workers it calls stay together, so LLVM inlines and
+specialises them as before; a graph function, i.e. the entry, `@prepare` or a
+`split-graph` part, is a group of its own unless a kernel calls it) and the groups are
+spread by op count over this process and `jobs() - 1` forked children. Each child lowers its part to LLVM IR, sends the text (the
+fallback), optimises it with the same O3 pipeline and target machine as `JitModule` and
+sends the bitcode; this process lowers and optimises its own part meanwhile, then links
+the children's modules into its own before code generation (one module, one object: the
+cache and the artifact are unchanged). A function called across parts keeps its
+definition with external linkage instead of internal; nothing else changes.
+
+Anything a child cannot do is done here instead: a pass failing in a child is re-run in
+this process (so its diagnostic is raised as in a serial compile), a child that fails in
+LLVM or dies has its IR text optimised here. `RLX_COMPILE_JOBS`: `auto` (default: the
+usable CPUs, at most `MAX_JOBS`), or a count (1: serial). Modules under `MIN_OPS`
+operations compile serially (forking costs more than it saves).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func, llvm, memref
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.ir import Operation, Region
+
+from rlx.lowering.llvm_ir import to_llvm_ir
+from rlx.runtime import llvm_worker
+from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm, _target_machine
+
+JOBS_ENV = "RLX_COMPILE_JOBS"
+MAX_JOBS = 4
+"""Most processes `auto` uses."""
+MIN_OPS = 2000
+"""Operations (after `convert-rlx-to-linalg`) below which a module compiles serially."""
+REPLY_TIMEOUT_S = 600.0
+"""Longest wait for a child's message; then it is killed and its part is done here."""
+OPT_LEVEL = 3
+"""`JitModule`'s default optimisation level (`rlx.compile` uses it)."""
+
+Lower = Callable[[ModuleOp, bool], None]
+"""Runs the llvm-dialect pipeline on one part, in place (True: in a child, quietly)."""
+
+
+def jobs() -> int:
+    """Processes for one compile: `RLX_COMPILE_JOBS` (ValueError naming it when bad)."""
+    v = os.environ.get(JOBS_ENV, "auto").strip().lower()
+    if v in ("", "auto"):
+        if not hasattr(os, "fork"):
+            return 1
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        return max(1, min(cpus, MAX_JOBS))
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{JOBS_ENV} must be auto or a positive count, got {v!r}")
+    return n if hasattr(os, "fork") else 1
+
+
+# ----------------------------------------------------------------------------- partition
+
+
+def _symbol_refs(op: Operation) -> set[str]:
+    """Root names of every symbol reference in `op`'s body (calls, globals, callees)."""
+    out: set[str] = set()
+    for o in op.walk():
+        for v in (*o.properties.values(), *o.attributes.values()):
+            if isinstance(v, SymbolRefAttr):
+                out.add(v.root_reference.data)
+    return out
+
+
+def _name(op: Operation) -> str | None:
+    sym = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return getattr(sym, "data", None)
+
+
+@dataclass
+class Split:
+    """`module` (part 0, this process) and the parts moved out of it."""
+
+    parts: list[ModuleOp]
+    cross: set[str] = field(default_factory=set)
+    """Functions defined in one part and referenced from another (external linkage)."""
+    elsewhere: list[set[str]] = field(default_factory=list)
+    """Per part: the functions it declares that another part defines."""
+
+
+def split_module(module: ModuleOp, n: int) -> Split | None:
+    """Move groups of kernels out of `module` into up to `n - 1` new modules (see the
+    module docstring); None (module unchanged) when it is small or cannot be split."""
+    ops = list(module.ops)
+    defs: dict[str, func.FuncOp] = {}
+    for o in ops:
+        nm = _name(o)
+        if nm is None or not isinstance(o, func.FuncOp | memref.GlobalOp):
+            return None  # an op this split does not know: compile serially
+        if isinstance(o, func.FuncOp) and o.body.blocks:
+            defs[nm] = o
+    weight = {nm: sum(1 for _ in f.walk()) for nm, f in defs.items()}
+    if n < 2 or sum(weight.values()) < MIN_OPS:
+        return None
+    refs = {nm: _symbol_refs(f) for nm, f in defs.items()}
+    parent = {k: k for k in defs}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for k, f in defs.items():  # a kernel and what it calls: one group
+        if "rlx.kernel" in f.attributes:
+            for r in refs[k]:
+                if r in defs:
+                    parent[root(r)] = root(k)
+    groups: dict[str, list[str]] = {}
+    for k in defs:  # module order: deterministic
+        groups.setdefault(root(k), []).append(k)
+    size = {g: sum(weight[k] for k in ks) for g, ks in groups.items()}
+    load = [0.0] * n
+    where: dict[str, int] = {}
+    for g in sorted(groups, key=lambda g: -size[g]):  # largest first, to the lightest part
+        i = min(range(n), key=lambda j: load[j])
+        load[i] += size[g]
+        for k in groups[g]:
+            where[k] = i
+    used = sorted({i for i in where.values() if i > 0})
+    if not used:
+        return None
+    renum = {i: j + 1 for j, i in enumerate(used)}
+    where = {k: renum.get(i, 0) for k, i in where.items()}
+    return _build(module, ops, defs, refs, where, len(used) + 1)
+
+
+def _build(module: ModuleOp, ops: list[Operation], defs: dict[str, func.FuncOp],
+           refs: dict[str, set[str]], where: dict[str, int], n: int) -> Split:  # fmt: skip
+    """Move the functions of parts 1.. into new modules: each gets clones of the globals
+    and declarations it references and a declaration of every function another part
+    defines; `module` gets declarations of the functions moved out that it calls."""
+    by_name = {_name(o): o for o in ops}
+    needs: list[set[str]] = [set() for _ in range(n)]
+    for k, i in where.items():
+        needs[i] |= refs[k]
+    split = Split([module], elsewhere=[set() for _ in range(n)])
+    bodies: list[list[Operation]] = [[] for _ in range(n)]
+    for o in ops:
+        nm = _name(o)
+        i = where.get(nm, -1) if nm is not None else -1
+        if i > 0:
+            o.detach()
+            bodies[i].append(o)
+    for i in range(1, n):
+        part_ops: list[Operation] = []
+        for nm in sorted(needs[i]):
+            o = by_name.get(nm)
+            if o is None or where.get(nm) == i:
+                continue
+            if nm in defs:  # defined in another part
+                part_ops.append(_declaration(defs[nm]))
+                split.cross.add(nm)
+                split.elsewhere[i].add(nm)
+            else:  # a global or a declaration: every part has its own copy
+                part_ops.append(o.clone())
+        split.parts.append(ModuleOp(part_ops + bodies[i]))
+        split.parts[-1].attributes.update(module.attributes)
+    moved = {nm for nm, i in where.items() if i > 0}
+    for nm in sorted(needs[0] & moved):
+        module.body.block.add_op(_declaration(defs[nm]))
+        split.cross.add(nm)
+        split.elsewhere[0].add(nm)
+    used_here = set().union(*(refs[k] for k, i in where.items() if i == 0))
+    for o in list(module.ops):  # globals only the other parts use
+        if isinstance(o, memref.GlobalOp) and _name(o) not in used_here:
+            module.body.block.erase_op(o)
+    return split
+
+
+def _declaration(f: func.FuncOp) -> func.FuncOp:
+    """A private declaration of `f` (same type and argument attributes)."""
+    return func.FuncOp(f.sym_name.data, f.function_type, Region(), "private",
+                       arg_attrs=f.arg_attrs)  # fmt: skip
+
+
+def export_cross(part: ModuleOp, cross: set[str]) -> None:
+    """External linkage for the `cross` functions `part` defines (lowered to `llvm.func`),
+    so that the other parts' declarations resolve to them when the modules are linked."""
+    for o in part.ops:
+        if isinstance(o, llvm.FuncOp) and o.body.blocks and o.sym_name.data in cross:
+            o.properties["linkage"] = llvm.LinkageAttr("external")
+
+
+# ----------------------------------------------------------------------------- children
+
+
+def _optimise_text(text: str) -> bytes:
+    """Bitcode of `text` parsed, verified and optimised exactly as `JitModule` does."""
+    llvm_binding = _llvm()
+    _initialise()
+    cpu = llvm_binding.get_host_cpu_name()
+    features = llvm_binding.get_host_cpu_features().flatten()
+    mod = llvm_binding.parse_assembly(text)
+    mod.verify()
+    tm = _target_machine(OPT_LEVEL, cpu, features, jit=True)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    llvm_worker.run_pipeline(mod, tm, OPT_LEVEL, False)
+    return bytes(mod.as_bitcode())
+
+
+def _send(fd: int, ok: bool, data: bytes = b"", error: str = "") -> None:
+    head = json.dumps({"ok": ok, "n": len(data), "error": error}).encode() + b"\n"
+    view = memoryview(head + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _child(fd: int, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
+    """The forked child: lower `part`, send its LLVM IR text, then its optimised bitcode."""
+    try:
+        lower(part, True)
+        export_cross(part, cross)
+        text = to_llvm_ir(part)
+    except BaseException as e:  # the parent re-runs the passes and reports the error
+        _send(fd, False, error=f"{type(e).__name__}: {e}")
+        return
+    _send(fd, True, text.encode())
+    try:
+        _send(fd, True, _optimise_text(text))
+    except BaseException as e:
+        _send(fd, False, error=f"{type(e).__name__}: {e}")
+
+
+class Child:
+    """One forked child lowering part `index`, and the pipe to read its messages from."""
+
+    def __init__(self, index: int, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
+        self.index = index
+        self.part = part
+        self._rest = b""
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with _LOCK:  # no thread of this process is inside LLVM while it forks
+            pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(r)
+            gc.disable()  # a collection would touch (and copy) every page of the heap
+            try:
+                _child(w, part, lower, cross)
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.pid, self.fd = pid, r
+        self.error = ""
+        self.closed = False
+
+    def receive(self) -> bytes | None:
+        """The next message's payload, or None (and `error` set) when it failed."""
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        line = self._read(deadline, until_newline=True)
+        try:
+            head = json.loads(line)
+        except ValueError:
+            self.error = "the child exited"
+            return None
+        if not head.get("ok"):
+            self.error = str(head.get("error"))
+            return None
+        data = self._read(deadline, n=int(head["n"]))
+        if len(data) != head["n"]:
+            self.error = "short message"
+            return None
+        return data
+
+    def _read(self, deadline: float, n: int = 0, until_newline: bool = False) -> bytes:
+        out = bytearray(self._rest)
+        while not (b"\n" in out if until_newline else len(out) >= n):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                break
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                break
+            out += chunk
+        cut = out.index(b"\n") + 1 if until_newline and b"\n" in out else min(n, len(out))
+        self._rest = bytes(out[cut:])
+        return bytes(out[:cut])
+
+    def close(self) -> None:
+        """Reap the child (killed first if it is still running); idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        try:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done == 0:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+        except (ChildProcessError, OSError):
+            pass
+
+
+@dataclass
+class ParallelBuild:
+    """What `lower_split` leaves for `JitModule`: this process's LLVM IR, the functions
+    the other parts define (`provided`) and `more()`, the other parts' modules."""
+
+    llvm_ir: str
+    provided: frozenset[str]
+    more: Callable[[], Sequence[bytes | str]]
+    children: int
+
+
+def lower_split(split: Split, lower: Lower) -> ParallelBuild:
+    """Lower part 0 here and the others in forked children (module docstring). Raises
+    what a pass raises (a failing child's part is lowered here, after this one's)."""
+    children = [Child(i, p, lower, split.cross) for i, p in enumerate(split.parts) if i > 0]
+    try:
+        main = split.parts[0]
+        lower(main, False)
+        export_cross(main, split.cross)
+        text = to_llvm_ir(main)
+        texts: list[str] = []
+        failed: list[bool] = []
+        for c in children:
+            data = c.receive()
+            failed.append(data is None)
+            if data is None:  # the passes failed or the child died: do it here
+                c.close()
+                lower(c.part, False)
+                export_cross(c.part, split.cross)
+                texts.append(to_llvm_ir(c.part))
+            else:
+                texts.append(data.decode())
+    except BaseException:
+        for c in children:
+            c.close()
+        raise
+
+    def more() -> list[bytes | str]:
+        """Each child's optimised bitcode, or its IR text for `JitModule` to optimise."""
+        out: list[bytes | str] = []
+        for c, t, bad in zip(children, texts, failed, strict=True):
+            data = None if bad else c.receive()
+            c.close()
+            out.append(t if data is None else data)
+        return out
+
+    return ParallelBuild(text, frozenset(split.cross), more, len(children))

@@ -1,0 +1,183 @@
+"""parallel_build: kernels lowered and LLVM-optimised in forked children compute the same
+bits as a serial compile (and what the reference interpreter computes); the partition keeps
+call groups together and graph functions here; a child that fails, dies or cannot run
+LLVM has its part done in this process; bad settings are clear errors."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import SymbolRefAttr
+
+import rlx
+from rlx.builder import Graph
+from rlx.runtime import parallel_build
+from rlx.runtime.cache import CACHE
+
+OPTS = rlx.CompileOptions(cache_param_invariant=True)
+
+
+def conv_graph() -> tuple[Graph, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A small CNN-like graph with several distinct kernels (convs of two shapes, bias,
+    relu, a residual add, a global mean, a matmul) and a `@prepare` (weight-only work)."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.input("x", (1, 8, 10, 10))
+    params: dict[str, np.ndarray] = {}
+
+    def w(name: str, shape: tuple[int, ...]) -> object:
+        params[name] = (rng.standard_normal(shape) * 0.3).astype(np.float32)
+        return g.param(name, shape)
+
+    a = g.relu(g.conv2d(x, w("w0", (16, 8, 3, 3)), w("b0", (16,)), padding=[1, 1, 1, 1]))
+    b = g.conv2d(a, w("w1", (16, 16, 1, 1)), w("b1", (16,)))
+    c = g.relu(g.add(a, b))
+    d = g.conv2d(c, w("w2", (8, 16, 3, 3)), strides=[2, 2])
+    m = g.reshape(g.reduce(d, axes=[2, 3], kind="mean"), (1, 8))
+    g.output(g.tanh(g.matmul(m, w("fc", (8, 5)))), g.sigmoid(d))
+    inputs = {"x": rng.standard_normal((1, 8, 10, 10)).astype(np.float32)}
+    return g, inputs, params
+
+
+@pytest.fixture
+def parallel(monkeypatch: pytest.MonkeyPatch) -> list[parallel_build.Split]:
+    """Compiles split any module into two parts (MIN_OPS 0), cache off; returns the
+    list of the splits made."""
+    monkeypatch.setenv("RLX_CACHE", "0")
+    monkeypatch.setenv(parallel_build.JOBS_ENV, "2")
+    monkeypatch.setattr(parallel_build, "MIN_OPS", 0)
+    CACHE.clear_memory()
+    seen: list[parallel_build.Split] = []
+    orig = parallel_build.split_module
+
+    def spy(module, n):  # type: ignore[no-untyped-def]
+        s = orig(module, n)
+        if s is not None:
+            seen.append(s)
+        return s
+
+    monkeypatch.setattr(parallel_build, "split_module", spy)
+    return seen
+
+
+def _run(g: Graph, inputs: dict, params: dict) -> list[np.ndarray]:  # type: ignore[type-arg]
+    c = rlx.compile(g.module.clone(), OPTS)
+    c.set_params(params)
+    return [np.array(v) for v in c.run(**inputs)]
+
+
+def _serial(monkeypatch: pytest.MonkeyPatch, g: Graph, inputs: dict, params: dict):  # type: ignore[no-untyped-def]
+    with monkeypatch.context() as m:
+        m.setenv(parallel_build.JOBS_ENV, "1")
+        return _run(g, inputs, params)
+
+
+def test_parallel_matches_serial_and_reference(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    g, inputs, params = conv_graph()
+    want = rlx.reference.run(g.module, inputs, params)
+    serial = _serial(monkeypatch, g, inputs, params)
+    assert not parallel
+    got = _run(g, inputs, params)
+    assert len(parallel) == 1 and len(parallel[0].parts) == 2
+    for w, s, a in zip(want, serial, got, strict=True):
+        np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(a, s)  # the same kernels, the same code: same bits
+
+
+def test_partition_keeps_groups_and_graph_functions(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every function is defined in one part; a kernel's callees are in its part; every
+    symbol a part references is defined or declared in it, and the functions referenced
+    from another part than their own are exactly `cross`."""
+    captured: list[parallel_build.Split] = []
+
+    def keep(split, lower):  # type: ignore[no-untyped-def]
+        captured.append(split)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(parallel_build, "lower_split", keep)
+    g, _, _ = conv_graph()
+    with pytest.raises(RuntimeError, match="stop"):
+        rlx.compile(g.module.clone(), OPTS)
+    (split,) = captured
+    defined: dict[str, int] = {}
+    referenced: list[tuple[str, int]] = []
+    for i, part in enumerate(split.parts):
+        names = set()
+        for o in part.ops:
+            assert isinstance(o, func.FuncOp | memref.GlobalOp)
+            names.add(o.sym_name.data)
+            if isinstance(o, func.FuncOp) and o.body.blocks:
+                assert o.sym_name.data not in defined
+                defined[o.sym_name.data] = i
+        for o in part.walk():
+            for v in (*o.properties.values(), *o.attributes.values()):
+                if isinstance(v, SymbolRefAttr):
+                    assert v.root_reference.data in names
+                    referenced.append((v.root_reference.data, i))
+    assert sum(1 for i in defined.values() if i > 0) >= 1
+    for i, part in enumerate(split.parts):
+        for f in part.ops:
+            if not (isinstance(f, func.FuncOp) and f.body.blocks and "rlx.kernel" in f.attributes):
+                continue
+            for o in f.walk():
+                if isinstance(o, func.CallOp):
+                    callee = o.callee.root_reference.data
+                    if callee in defined:
+                        assert defined[callee] == i  # kernels and their workers together
+    assert split.cross == {n for n, i in referenced if n in defined and defined[n] != i}
+    assert split.cross == set().union(*split.elsewhere)
+
+
+@pytest.mark.parametrize("how", ["pass error", "dies", "llvm error"])
+def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  # type: ignore[no-untyped-def]
+    g, inputs, params = conv_graph()
+    serial = _serial(monkeypatch, g, inputs, params)
+    if how == "pass error":
+
+        def child(fd, part, lower, cross):  # type: ignore[no-untyped-def]
+            parallel_build._send(fd, False, error="RuntimeError: injected")
+
+        monkeypatch.setattr(parallel_build, "_child", child)
+    elif how == "dies":
+        monkeypatch.setattr(parallel_build, "_child", lambda *a: os._exit(3))
+    else:
+
+        def broken(text: str) -> bytes:
+            raise RuntimeError("injected LLVM failure")
+
+        monkeypatch.setattr(parallel_build, "_optimise_text", broken)
+    got = _run(g, inputs, params)
+    assert len(parallel) == 1
+    for s, a in zip(serial, got, strict=True):
+        np.testing.assert_array_equal(a, s)
+
+
+def test_small_modules_compile_serially(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv(parallel_build.JOBS_ENV, "2")
+    g = Graph()
+    x = g.input("x", (4, 4))
+    g.output(g.tanh(g.add(x, x)))
+    module = g.module
+    from rlx.runtime.compiler import make_context  # noqa: F401  (the dialects load)
+
+    assert parallel_build.split_module(module, 2) is None  # far below MIN_OPS
+    assert parallel_build.split_module(module, 1) is None
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_bad_jobs_setting_is_a_clear_error(monkeypatch, value: str) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv(parallel_build.JOBS_ENV, value)
+    g = Graph()
+    g.output(g.neg(g.input("x", (2,))))
+    with pytest.raises(ValueError, match=parallel_build.JOBS_ENV):
+        rlx.compile(g.module)
+
+
+def test_jobs_setting(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv(parallel_build.JOBS_ENV, "3")
+    assert parallel_build.jobs() == 3
+    monkeypatch.setenv(parallel_build.JOBS_ENV, "auto")
+    assert 1 <= parallel_build.jobs() <= parallel_build.MAX_JOBS
