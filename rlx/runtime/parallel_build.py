@@ -54,11 +54,17 @@ Lower = Callable[[ModuleOp, bool], None]
 """Runs the llvm-dialect pipeline on one part, in place (True: in a child, quietly)."""
 
 
+def can_fork() -> bool:
+    """Forking a process that may have threads is safe enough only on Linux (on macOS
+    system frameworks abort in the child; Windows has no fork)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
 def jobs() -> int:
     """Processes for one compile: `RLX_COMPILE_JOBS` (ValueError naming it when bad)."""
     v = os.environ.get(JOBS_ENV, "auto").strip().lower()
     if v in ("", "auto"):
-        if not hasattr(os, "fork"):
+        if not can_fork():
             return 1
         try:
             cpus = len(os.sched_getaffinity(0))
@@ -71,7 +77,7 @@ def jobs() -> int:
         n = 0
     if n < 1:
         raise ValueError(f"{JOBS_ENV} must be auto or a positive count, got {v!r}")
-    return n if hasattr(os, "fork") else 1
+    return n if can_fork() else 1
 
 
 # ----------------------------------------------------------------------------- partition

@@ -181,3 +181,11 @@ def test_jobs_setting(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     assert parallel_build.jobs() == 3
     monkeypatch.setenv(parallel_build.JOBS_ENV, "auto")
     assert 1 <= parallel_build.jobs() <= parallel_build.MAX_JOBS
+
+
+def test_serial_where_fork_is_unsafe(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Off Linux (macOS, Windows) a compile never forks, whatever the setting."""
+    monkeypatch.setattr(parallel_build.sys, "platform", "darwin")
+    for value in ("auto", "4"):
+        monkeypatch.setenv(parallel_build.JOBS_ENV, value)
+        assert parallel_build.jobs() == 1
