@@ -204,3 +204,67 @@ def test_symbolic_products_and_quotients_simplify() -> None:
     assert 2 * b // 2 == b and (b * s) // s == b and b - b == 0
     assert repr(b + b) == "(2*batch)" and repr(b * 4) == "(4*batch)"
     assert repr((b + 1) * 2) == "((batch+1)*2)"  # not a monomial: kept as text
+
+
+def test_min_of_a_symbolic_size_is_a_min_expression() -> None:
+    """GPT-Neo's local attention (dynamo export): Reshape to min(window, seq) rows."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+        _c("w", np.array([4], np.int64)),
+        helper.make_node("Min", ["s", "w"], ["m"]),
+        _c("last", np.array([-1], np.int64)),
+        helper.make_node("Concat", ["m", "last"], ["t"], axis=0),
+        helper.make_node("Slice", ["x", "zero", "m", "one"], ["xs"]),
+        helper.make_node("Reshape", ["xs", "t"], ["y"]),
+    ]
+    inits = [("zero", np.array([0])), ("one", np.array([1]))]
+    m = _model(nodes, [("x", F32, [2, "seq"])], [("y", F32, None)], inits)
+    for seq in (3, 6):  # min picks either side
+        _check(m, {"x": _x(2, seq)}, {"seq": seq})
+
+
+def test_eval_dim_min_max() -> None:
+    from rlx.transforms.dim_exprs import eval_dim
+
+    assert eval_dim("min(4,seq)", {"seq": 3}) == 3
+    assert eval_dim("(max(seq,2)*2)", {"seq": 1}) == 4
+    assert eval_dim("min(seq,n)", {"seq": 1}) is None  # an unbound name
+    assert eval_dim("pow(2,3)", {}) is None  # not in the grammar
+
+
+def test_gather_nd_with_dynamic_indices() -> None:
+    """GPT-J's sin/cos table indexed by `arange(seq)` rows (GatherND, dynamic indices)."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["s"], start=1, end=2),
+        helper.make_node("Squeeze", ["s"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Unsqueeze", ["r", "ax"], ["r2"]),
+        helper.make_node("GatherND", ["table", "r2"], ["y"]),
+    ]
+    inits = [
+        ("zero", np.array(0)),
+        ("one", np.array(1)),
+        ("ax", np.array([-1])),
+        ("table", _x(10, 4)),
+    ]
+    m = _model(nodes, [("ids", I64, [1, "seq"])], [("y", F32, None)], inits)
+    _check(m, {"ids": np.zeros((1, 5), np.int64)}, {"seq": 5})
+
+
+def test_shape_after_a_head_split_reshape() -> None:
+    """A converter's `[b, s, 32] -> [?, ?, 2, 16]` keeps b and s for a later Shape."""
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g"], ["h"], axis=-1),
+        helper.make_node("Shape", ["x"], ["s"], end=2),
+        _c("heads", np.array([2, 16], np.int64)),
+        helper.make_node("Concat", ["s", "heads"], ["t"], axis=0),
+        helper.make_node("Reshape", ["h", "t"], ["h4"]),
+        helper.make_node("Shape", ["h4"], ["s4"]),
+        helper.make_node("Slice", ["s4", "zero", "two"], ["bs"]),
+        _c("flat", np.array([32], np.int64)),
+        helper.make_node("Concat", ["bs", "flat"], ["t2"], axis=0),
+        helper.make_node("Reshape", ["h4", "t2"], ["y"]),
+    ]
+    inits = [("g", _x(32)), ("zero", np.array([0])), ("two", np.array([2]))]
+    m = _model(nodes, [("x", F32, ["batch", "seq", 32])], [("y", F32, None)], inits)
+    _check(m, {"x": _x(2, 3, 32)}, {"batch": 2, "seq": 3}, atol=1e-4)

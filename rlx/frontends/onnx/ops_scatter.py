@@ -113,7 +113,7 @@ def _scatter_flat(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, red: st
 def gather_nd(n: Node) -> list[SSAValue]:
     x, idx = n.input(0), n.input(1)
     b = n.attr("batch_dims", 0)
-    if not is_static(shape(x)) and b == 0:
+    if not (is_static(shape(x)) and is_static(shape(idx))) and b == 0:
         return [_gather_nd_symbolic(n, x, idx)]
     xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
     m = js[-1]
@@ -123,7 +123,8 @@ def gather_nd(n: Node) -> list[SSAValue]:
 
 
 def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
-    """GatherND of data with named dynamic dims: the strides are computed at run time."""
+    """GatherND of data or indices with named dynamic dims (GPT-J's position table
+    indexed by `arange(seq)`): the strides are computed at run time."""
     xs, js = sym_shape(n, 0), sym_shape(n, 1)
     if xs is None or js is None or isinstance(js[-1], Dim):
         raise n.error(

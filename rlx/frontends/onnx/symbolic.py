@@ -3,7 +3,7 @@
 `Shape` of a tensor with dynamic dims yields an object array mixing ints and `Dim`s
 (named dims of the graph inputs, or expressions over them); the usual shape-computation
 ops (Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, Identity, Reshape, arithmetic,
-Equal, Where, ReduceProd) are evaluated on them with NumPy (`fold_symbolic`). A
+Equal, Where, ReduceProd, Min, Max) are evaluated on them with NumPy (`fold_symbolic`). A
 Reshape / Expand / ConstantOfShape whose target holds `Dim`s gets `?` in its result type
 and the expressions in its `rlx.dims` attribute, which `bind-dims` evaluates
 (`rlx.transforms.dim_exprs`). Comparisons are answered only when sizes >= 1 make them
@@ -223,6 +223,12 @@ def fold_symbolic(
     }
     if op in ops:
         return [ops[op](np.asarray(x, dtype=object), np.asarray(ins[1], dtype=object))]
+    if op in ("Min", "Max") and all(i is not None for i in ins):
+        f = np.frompyfunc(lambda a, b: _min_max(op, a, b), 2, 1)
+        out = np.asarray(ins[0], dtype=object)
+        for other in ins[1:]:
+            out = f(out, np.asarray(other, dtype=object))
+        return [np.asarray(out, dtype=object)]
     if op == "Equal":
         return [np.vectorize(lambda a, b: bool(a == b), otypes=[bool])(x, ins[1])]
     if op == "Where":
@@ -237,6 +243,15 @@ def fold_symbolic(
         keep = attrs.get("keepdims", 1)
         return [np.asarray(np.prod(x, keepdims=bool(keep)), dtype=object)]
     return None
+
+
+def _min_max(op: str, a: Any, b: Any) -> Any:
+    """min / max of two sizes: an int when both are, else a `min(a,b)` expression."""
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return min(int(a), int(b)) if op == "Min" else max(int(a), int(b))
+    if isinstance(a, Dim) and isinstance(b, Dim) and a.expr == b.expr:
+        return a
+    return Dim(f"{op.lower()}({a},{b})")
 
 
 def concrete(a: np.ndarray) -> np.ndarray:

@@ -104,7 +104,13 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
         if res is None and out.count(DYN) == 1:  # the one dynamic dim from the element count
             res = [d for d in out]
             res[out.index(DYN)] = _quotient(x, [d for d in out if d != DYN])
-        return res
+        return res if res is not None else _split_reshape(x, out)
+    if name == "rlx.broadcast_to":
+        out = shape(op.results[0])
+        lead = [1] * (len(out) - len(x)) + list(x)
+        if any(o == DYN and not isinstance(d, Dim) for d, o in zip(lead, out, strict=True)):
+            return None
+        return [d if o == DYN else o for d, o in zip(lead, out, strict=True)]
     if name == "rlx.transpose":
         return [x[p] for p in op.permutation]  # type: ignore[attr-defined]
     if name == "rlx.gather":
@@ -152,10 +158,30 @@ def _rule_window(op: Operation, x: list) -> list:  # noqa: ANN001
         strides = op.strides or kernel  # type: ignore[attr-defined]
     pad = op.padding  # type: ignore[attr-defined]
     for i in (0, 1):
-        if out[2 + i] == DYN and isinstance(x[2 + i], Dim):
+        if out[2 + i] == DYN:
             span = x[2 + i] + (pad[i] + pad[2 + i] - dil[i] * (kernel[i] - 1) - 1)
             res[2 + i] = span // strides[i] + 1
     return res
+
+
+def _split_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
+    """A reshape that keeps leading / trailing dims (dynamic ones to `?`) and regroups
+    static dims between them (splitting heads: `[b, s, 32] -> [?, ?, 2, 16]`)."""
+
+    def same(d: int | Dim, o: int) -> bool:
+        return (o == DYN) == isinstance(d, Dim) and (o == DYN or d == o)
+
+    n = min(len(x), len(out))
+    i = 0
+    while i < n and same(x[i], out[i]):
+        i += 1
+    j = 0
+    while j < n - i and same(x[-1 - j], out[-1 - j]):
+        j += 1
+    mid_x, mid_o = x[i : len(x) - j], out[i : len(out) - j]
+    if DYN in mid_o or any(isinstance(d, Dim) for d in mid_x) or prod(mid_x) != prod(mid_o):
+        return None
+    return [*x[:i], *mid_o, *x[len(x) - j :]]
 
 
 def _unit_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
