@@ -529,3 +529,31 @@ MODELS: dict[str, Callable[[], Built]] = {
     ),
 }
 """Survey models by name (insertion order is the table's order)."""
+
+
+def half(build: Callable[[], Built]) -> Callable[[], Built]:
+    """`build` in float16 (weights and float inputs): an f16 model as exported for GPUs."""
+
+    def b() -> Built:
+        model, feeds, axes = build()
+        feeds = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
+        return model.half(), feeds, axes
+
+    return b
+
+
+MODELS |= {
+    "bert": text("BertConfig", "BertModel", types=True, **SMALL),
+    "gpt2": text(
+        "GPT2Config",
+        "GPT2Model",
+        vocab_size=100,
+        n_embd=HIDDEN,
+        n_layer=2,
+        n_head=2,
+        n_positions=64,
+    ),
+    "resnet18_f16": half(vision("resnet18", 32)),
+    "bert_f16": half(text("BertConfig", "BertModel", types=True, **SMALL)),
+    "llama_f16": half(text("LlamaConfig", "LlamaModel", **{**SMALL, "num_key_value_heads": 1})),
+}

@@ -268,3 +268,52 @@ def test_shape_after_a_head_split_reshape() -> None:
     inits = [("g", _x(32)), ("zero", np.array([0])), ("two", np.array([2]))]
     m = _model(nodes, [("x", F32, ["batch", "seq", 32])], [("y", F32, None)], inits)
     _check(m, {"x": _x(2, 3, 32)}, {"batch": 2, "seq": 3}, atol=1e-4)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_nd_into_a_dynamic_buffer(reduction: str) -> None:
+    """BART's shift_tokens_right: `out[:, 1:] = ids[:, :-1]` into a `[batch, seq]` buffer
+    (ConstantOfShape of Shape(ids)), indices from expanded aranges."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["s"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["s"],
+            ["buf"],
+            value=numpy_helper.from_array(np.array([7], np.int64)),
+        ),
+        helper.make_node("Slice", ["ids", "zero", "m1", "one"], ["upd"]),
+        helper.make_node("Shape", ["upd"], ["us"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"]),
+        helper.make_node("Range", ["z0", "b", "o0"], ["rb"]),
+        helper.make_node("Unsqueeze", ["rb", "ax1"], ["rb2"]),
+        helper.make_node("Expand", ["rb2", "us"], ["ib"]),
+        helper.make_node("Gather", ["us", "i1"], ["sm1"]),
+        helper.make_node("Range", ["o0", "s1", "o0"], ["rs"]),
+        helper.make_node("Gather", ["s", "i1"], ["s1"]),
+        helper.make_node("Expand", ["rs", "us"], ["is_"]),
+        helper.make_node("Unsqueeze", ["ib", "axm1"], ["ib3"]),
+        helper.make_node("Unsqueeze", ["is_", "axm1"], ["is3"]),
+        helper.make_node("Concat", ["ib3", "is3"], ["idx"], axis=-1),
+        helper.make_node("ScatterND", ["buf", "idx", "upd"], ["y"], reduction=reduction),
+    ]
+    nodes = [nodes[i] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 9, 11, 12, 13, 14, 15)]
+    inits = [("zero", np.array([0])), ("m1", np.array([-1])), ("one", np.array([1])),
+             ("i0", np.array(0)), ("i1", np.array(1)), ("z0", np.array(0)), ("o0", np.array(1)),
+             ("ax1", np.array([1])), ("axm1", np.array([-1]))]  # fmt: skip
+    m = _model(nodes, [("ids", I64, ["batch", "seq"])], [("y", I64, None)], inits, opset=18)
+    ids = np.arange(10, dtype=np.int64).reshape(2, 5)
+    _check(m, {"ids": ids}, {"batch": 2, "seq": 5})
+
+
+@pytest.mark.parametrize("reduction", ["none", "max"])
+def test_scatter_elements_with_dynamic_dims(reduction: str) -> None:
+    """select_scatter (`out[:, 0] = v`) of a dynamo export, with a dynamic batch and
+    sequence; negative indices count from the end of the dynamic axis."""
+    m = _model(
+        [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=reduction)],
+        [("x", F32, ["batch", "seq"]), ("i", I64, ["batch", 2]), ("u", F32, ["batch", 2])],
+        [("y", F32, None)],
+    )  # fmt: skip
+    i = np.array([[0, -1], [2, 1], [4, 0]], np.int64)
+    _check(m, {"x": _x(3, 5), "i": i, "u": _x(3, 2) + 3}, {"batch": 3, "seq": 5})
