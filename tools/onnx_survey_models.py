@@ -187,7 +187,8 @@ def decoder_past(cfg: str, cls: str, past: int = 3, **over: Any) -> Callable[[],
                 super().__init__()
                 self.m = model
 
-            def forward(self, ids: Any, mask: Any, pos: Any, *kv: Any) -> Any:
+            def forward(self, *a: Any) -> Any:  # *a: the dynamo exporter's dynamic_shapes
+                ids, mask, pos, kv = a[0], a[1], a[2], a[3:]
                 cache = tf.DynamicCache(
                     ddp_cache_data=[(kv[2 * i], kv[2 * i + 1]) for i in range(layers)], config=c
                 )

@@ -253,7 +253,7 @@ def resize(n: Node) -> list[SSAValue]:
     return [_resize(n, n.input(0), scales, sizes, roi, ctm, nm)]
 
 
-@converter("Upsample", attrs=("mode", "scales"))
+@converter("Upsample", attrs=("mode",))
 def upsample(n: Node) -> list[SSAValue]:
-    scales = n.attrs.get("scales") if n.ctx.opset < 9 else n.const(1, "scales ")
+    scales = n.const(1, "scales ")  # Upsample-7's attribute: an input (legacy.modernize)
     return [_resize(n, n.input(0), np.asarray(scales), None, None, "asymmetric", "floor")]
