@@ -220,13 +220,16 @@ def hf_vision(
 
 
 def audio(
-    cfg: str, cls: str, name: str, shape: tuple[int, ...], **over: Any
+    cfg: str, cls: str, name: str, shape: tuple[int, ...], part: str = "", **over: Any
 ) -> Callable[[], Built]:
+    """An audio model on a random `shape` input `name` (`part`: a submodule, e.g. the encoder)."""
+
     def build() -> Built:
         import transformers as tf
 
         rng = _rng()
         model = getattr(tf, cls)(getattr(tf, cfg)(**over)).eval()
+        model = getattr(model, part) if part else model
         x = rng.standard_normal(shape).astype(np.float32)
         w = Wrap.make(model, [name], True, True, return_dict=False)
         return w, {name: x}, {name: {0: "batch"}}
@@ -422,7 +425,12 @@ MODELS: dict[str, Callable[[], Built]] = {
         "WhisperModel",
         "input_features",
         (1, 8, 32),
+        "encoder",
         d_model=HIDDEN,
+        pad_token_id=1,
+        bos_token_id=2,
+        eos_token_id=3,
+        decoder_start_token_id=2,
         encoder_layers=1,
         decoder_layers=1,
         encoder_attention_heads=2,
