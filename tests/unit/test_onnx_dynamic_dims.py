@@ -317,3 +317,12 @@ def test_scatter_elements_with_dynamic_dims(reduction: str) -> None:
     )  # fmt: skip
     i = np.array([[0, -1], [2, 1], [4, 0]], np.int64)
     _check(m, {"x": _x(3, 5), "i": i, "u": _x(3, 2) + 3}, {"batch": 3, "seq": 5})
+
+
+def test_einsum_with_a_dynamic_batch() -> None:
+    """MaxViT's relative attention einsum with a dynamic batch."""
+    m = _model(
+        [helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij")],
+        [("q", F32, ["batch", 2, 3, 4]), ("k", F32, ["batch", 2, 5, 4])], [("y", F32, None)],
+    )  # fmt: skip
+    _check(m, {"q": _x(3, 2, 3, 4), "k": _x(3, 2, 5, 4) - 1}, {"batch": 3}, atol=1e-4)
