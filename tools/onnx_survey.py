@@ -194,14 +194,18 @@ def _why(e: BaseException) -> str:
 
 
 def check_all(
-    out: Path, timeout: int, done: dict[str, dict[str, Any]]
+    out: Path,
+    timeout: int,
+    done: dict[str, dict[str, Any]],
+    pattern: str = "*",
+    save: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Check every file of `out` not in `done` (rows of an earlier run, kept)."""
     rows: dict[str, dict[str, Any]] = dict(done)
-    for err in sorted(out.glob("*.export-error")):
+    for err in sorted(out.glob(pattern + ".export-error")):
         rows[err.stem] = {"status": "export-failed", "detail": err.read_text().strip()}
     env = {**os.environ, "RLX_NUM_THREADS": os.environ.get("RLX_NUM_THREADS", "1")}
-    for path in sorted(out.glob("*.onnx")):
+    for path in sorted(out.glob(pattern + ".onnx")):
         if path.stem in done:
             continue
         cmd = [sys.executable, __file__, "check-one", str(path)]
@@ -213,6 +217,8 @@ def check_all(
         except subprocess.TimeoutExpired:
             row = {"status": "timeout", "detail": f"> {timeout} s"}
         rows[path.stem] = row
+        if save is not None:  # after every file: an interrupted run keeps its rows
+            save.write_text(json.dumps(rows, indent=1))
         print(f"{path.stem:40s} {row['status']:10s} {row.get('detail', '')[:150]}"
               f" cos={row.get('cosine', '')} diff={row.get('max_abs', '')} {row.get('mode', '')}",
               flush=True)  # fmt: skip
@@ -281,6 +287,7 @@ def main() -> None:
     c.add_argument("dir", type=Path)
     c.add_argument("--json", type=Path)
     c.add_argument("--timeout", type=int, default=600)
+    c.add_argument("--glob", default="*", help="check only DIR/<glob>.onnx")
     c.add_argument("--resume", action="store_true", help="keep the rows already in --json")
     c.add_argument("--backend", choices=("compile", "reference"), default="compile")
     co = sub.add_parser("check-one")
@@ -304,7 +311,7 @@ def main() -> None:
     elif a.cmd == "check":
         os.environ["RLX_SURVEY_BACKEND"] = a.backend
         done = json.loads(a.json.read_text()) if a.json and a.json.exists() and a.resume else {}
-        rows = check_all(a.dir, a.timeout, done)
+        rows = check_all(a.dir, a.timeout, done, a.glob, a.json)
         if a.json:
             a.json.write_text(json.dumps(rows, indent=1))
     elif a.cmd == "check-one":
