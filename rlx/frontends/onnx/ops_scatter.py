@@ -195,7 +195,7 @@ def _scatter_elements_symbolic(
         )
     rank = len(xs)
     strides = [_prod(xs[i + 1 :]) for i in range(rank)]
-    own = wrap_index(n, idx, xs[axis] if isinstance(xs[axis], int) else _size_value(n, xs[axis]))
+    own = wrap_index(n, idx, xs[axis])
     flat = n.emit("mul", own, _size_value(n, strides[axis]))
     for i in range(rank):
         if i != axis:
