@@ -255,11 +255,20 @@ def table(rows: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] | N
     lines = ["| model | " + " | ".join(exps) + " |", "|---|" + "---|" * len(exps)]
     for name, cells in models.items():
         lines.append(f"| {name} | " + " | ".join(cells.get(e, "") for e in exps) + " |")
-    n_ok = sum(r["status"] == "ok" for r in rows.values())
-    n_exp = sum(r["status"] != "export-failed" for r in rows.values())
     lines.append("")
-    lines.append(f"{n_ok} of {n_exp} exported files match onnxruntime.")
+    lines.append(_summary("now", rows))
+    if before is not None:
+        lines.append("")
+        lines.append(_summary("before", {k: before[k] for k in rows if k in before}))
     return "\n".join(lines)
+
+
+def _summary(when: str, rows: dict[str, dict[str, Any]]) -> str:
+    runs = [r for r in rows.values() if r["status"] not in ("export-failed", "ort-rejects")]
+    ok = [r for r in runs if r["status"] == "ok"]
+    sym = sum(r.get("mode") != "dims=" for r in ok)
+    return (f"{when.capitalize()}: {len(ok)} of the {len(runs)} files onnxruntime runs match it,"
+            f" {sym} of them imported with symbolic dims (without `dims=`).")  # fmt: skip
 
 
 def _cell(row: dict[str, Any]) -> str:
