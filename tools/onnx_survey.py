@@ -251,7 +251,7 @@ def table(rows: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] | N
             old = _cell(before[key]) if key in before else "-"
             cell = cell if old == cell else f"{old} → {cell}"
         models.setdefault(name, {})[exp] = cell
-    exps.sort()
+    exps.sort(key=lambda e: (e.rstrip("0123456789"), int(e.lstrip("tsdyn") or 0)))
     lines = ["| model | " + " | ".join(exps) + " |", "|---|" + "---|" * len(exps)]
     for name, cells in models.items():
         lines.append(f"| {name} | " + " | ".join(cells.get(e, "") for e in exps) + " |")
