@@ -5,7 +5,7 @@ an ONNX Reshape whose target is computed from `Shape` of a dynamic input) writes
 the result type and the size's expression over dim names in the op's discardable
 attribute `rlx.dims = ["batch", "(batch*seq)", 64]`. Shape inference (`bind-dims`)
 evaluates the expressions once the names have sizes. The grammar is integers, names,
-`+ - * // %` and parentheses.
+`+ - * // %`, `min(...)`, `max(...)` and parentheses.
 """
 
 from __future__ import annotations
@@ -34,6 +34,17 @@ def eval_dim(expr: str, env: Mapping[str, int]) -> int | None:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             v = ev(node.operand)
             return None if v is None else -v
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max")
+            and node.args
+            and not node.keywords
+        ):
+            vals = [ev(a) for a in node.args]
+            if any(v is None for v in vals):
+                return None
+            return (min if node.func.id == "min" else max)(vals)  # type: ignore[type-var]
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             a, b = ev(node.left), ev(node.right)
             if a is None or b is None or (b == 0 and isinstance(node.op, ast.FloorDiv | ast.Mod)):

@@ -34,19 +34,18 @@ from rlx.dialects.rlx.control import YieldOp
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
+from rlx.frontends.onnx.legacy import modernize
 from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
 from rlx.frontends.onnx.schema_checks import check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
-OP_MIN_OPSET = {
-    "Clip": 11, "Pad": 11, "Slice": 10, "ReduceSum": 13, "Resize": 10, "Gather": 11,
-    "Concat": 11, "Flatten": 11, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10,
-    "BatchNormalization": 9, "Dropout": 10, "TopK": 10, "Upsample": 9,
-}  # fmt: skip
-"""Ops whose semantics changed: older versions are rejected. Ops of older opsets whose
-attributes changed are caught by the converters' attribute lists; Softmax/LogSoftmax/
-Hardmax below 13 use their opset-11 meaning (coerced to 2-D at `axis`)."""
+OP_MIN_OPSET = {"Resize": 10, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10}
+"""Ops whose older versions differ in meaning: rejected. Old versions that only took
+operands as attributes are rewritten first (`legacy.modernize`: Slice < 10, Pad / Clip <
+11, TopK < 10, Upsample < 9); other changed attributes are
+caught by the converters' attribute lists; Softmax/LogSoftmax/Hardmax below 13 use their
+opset-11 meaning (coerced to 2-D at `axis`)."""
 
 
 def onnx_elem(onnx_type: int) -> Attribute:
@@ -389,6 +388,9 @@ class Importer:
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
         check_node(self, node, proto)
+        if self.opset < 13:
+            proto = modernize(self, proto)
+            node = Node(self, proto)
         if fold(self, node):
             return
         entry = CONVERTERS.get(proto.op_type)

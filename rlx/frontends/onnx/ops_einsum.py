@@ -12,8 +12,11 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.dialects.rlx.base import DYN
+from rlx.frontends.onnx import symbolic
+from rlx.frontends.onnx.importer import Node, dims_text, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic_ops import sym_of
 
 _ELL = [chr(0x391 + i) for i in range(24)]  # Greek capitals: never einsum letters
 
@@ -55,6 +58,8 @@ def _diag_and_sum(
         a1 = next(i for i, c in enumerate(labels) if labels.count(c) > 1)
         a2 = labels.index(labels[a1], a1 + 1)
         d = shape(x)[a1]
+        if d == DYN:
+            raise n.error(f"Einsum: a repeated label on a dynamic axis ('{labels[a1]}')")
         eye = np.eye(d).reshape([d if i in (a1, a2) else 1 for i in range(len(labels))])
         x = n.emit("reduce", n.emit("mul", x, n.constant(eye, x)), kind="sum", axes=[a2])
         labels.pop(a2)
@@ -72,35 +77,63 @@ def _arrange(
     if perm != list(range(len(perm))):
         x = n.emit("transpose", x, permutation=perm)
     want = [sizes[c] for c in order]
-    return x if list(shape(x)) == want else n.typed("broadcast_to", x, want)
+    if _dims(n, x) == want:
+        return x
+    y = n.typed("broadcast_to", x, symbolic.sizes(want))
+    symbolic.mark(n.ctx, y, want)
+    return y
 
 
 def _contract(n: Node, a, la, b, lb, keep: set[str]):  # noqa: ANN001,ANN202
     a, la = _diag_and_sum(n, a, la, keep | set(lb))
     b, lb = _diag_and_sum(n, b, lb, keep | set(la))
-    sizes = {c: max(d, sizes_b) for c, d in zip(la, shape(a), strict=True)
-             for sizes_b in [dict(zip(lb, shape(b), strict=True)).get(c, d)]}  # fmt: skip
-    sizes.update({c: d for c, d in zip(lb, shape(b), strict=True) if c not in sizes})
+    da, db = _dims(n, a), _dims(n, b)
+    sizes = {c: _bigger(d, dict(zip(lb, db, strict=True)).get(c, d))
+             for c, d in zip(la, da, strict=True)}  # fmt: skip
+    sizes.update({c: d for c, d in zip(lb, db, strict=True) if c not in sizes})
     batch = [c for c in la if c in lb and c in keep]
     contr = [c for c in la if c in lb and c not in keep]
     left = [c for c in la if c not in lb]
     right = [c for c in lb if c not in la]
 
-    def p(cs: list[str]) -> int:
-        return int(np.prod([sizes[c] for c in cs]))
+    def p(cs: list[str]) -> int | symbolic.Dim:
+        out: int | symbolic.Dim = 1
+        for c in cs:
+            out = out * sizes[c]
+        return out
 
-    a3 = n.reshape(_arrange(n, a, la, batch + left + contr, sizes), [p(batch), p(left), p(contr)])
-    b3 = n.reshape(_arrange(n, b, lb, batch + contr + right, sizes), [p(batch), p(contr), p(right)])
+    a3 = _reshape(n, _arrange(n, a, la, batch + left + contr, sizes), [p(batch), p(left), p(contr)])
+    b3 = _reshape(
+        n, _arrange(n, b, lb, batch + contr + right, sizes), [p(batch), p(contr), p(right)]
+    )
     y = n.emit("matmul", a3, b3)
-    return n.reshape(y, [sizes[c] for c in batch + left + right]), batch + left + right
+    return _reshape(n, y, [sizes[c] for c in batch + left + right]), batch + left + right
+
+
+def _dims(n: Node, x: SSAValue) -> list:  # noqa: ANN001
+    """Sizes of `x`, symbolic (`Dim`) for named dynamic dims."""
+    d = sym_of(n.ctx, x)
+    if d is None:
+        raise n.error(f"Einsum of {dims_text(shape(x))}: a dynamic dim has no name (give dims=)")
+    return d
+
+
+def _bigger(a, b):  # noqa: ANN001,ANN202
+    """The broadcast size of a label (1 broadcasts)."""
+    return b if not isinstance(a, symbolic.Dim) and a == 1 else a
+
+
+def _reshape(n: Node, x: SSAValue, dims: list) -> SSAValue:  # noqa: ANN001
+    y = n.reshape(x, symbolic.sizes(dims))
+    symbolic.mark(n.ctx, y, dims)
+    return y
 
 
 @converter("Einsum", attrs=("equation",))
 def einsum(n: Node) -> list[SSAValue]:
     xs = n.inputs()
     for x in xs:
-        if not is_static(shape(x)):
-            raise n.error("Einsum needs static shapes")
+        _dims(n, x)  # dynamic dims need names
     terms, out = _parse(n, n.attr("equation"), [len(shape(x)) for x in xs])
     keep_after = [set(out).union(*terms[i + 1 :]) for i in range(len(terms))]
     cur, lc = _diag_and_sum(n, xs[0], terms[0], keep_after[0])

@@ -9,6 +9,7 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN, is_bool, is_int
 from rlx.frontends.onnx.importer import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_of
 
 _KINDS = {
     "ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
@@ -122,17 +123,22 @@ def _argext(n: Node, x: SSAValue, axis: int, last: bool, kind: str) -> SSAValue:
     rank = len(shape(x))
     axis = axis + rank if axis < 0 else axis
     dim = shape(x)[axis]
-    if dim == DYN:
-        raise n.error("needs a static size on the reduced axis")
     m = n.emit("reduce", x, kind=kind, axes=[axis], keepdims=True)
     hit = n.emit("compare", x, m, predicate="eq")
     if not is_bool(elem(x)) and not is_int(elem(x)):
         x_nan = n.emit("compare", x, x, predicate="ne")
         m_nan = n.emit("compare", m, m, predicate="ne")
         hit = n.emit("where", m_nan, x_nan, hit)
-    idx = np.arange(dim, dtype=np.int64).reshape([dim if i == axis else 1 for i in range(rank)])
-    miss = -1 if last else dim
-    cand = n.emit("where", hit, n.constant(idx, "i64"), n.constant(miss, "i64"))
+    if dim == DYN:  # a dynamic iota over the axis' symbolic size
+        size = (sym_of(n.ctx, x) or [None] * rank)[axis]
+        if size is None:
+            raise n.error("the reduced axis is dynamic and its size has no name (give dims=)")
+        idx_v = n.reshape(dyn_iota(n, size), [DYN if i == axis else 1 for i in range(rank)])
+        miss = -1 if last else 2**62
+    else:
+        idx = np.arange(dim, dtype=np.int64).reshape([dim if i == axis else 1 for i in range(rank)])
+        idx_v, miss = n.constant(idx, "i64"), -1 if last else dim
+    cand = n.emit("where", hit, idx_v, n.constant(miss, "i64"))
     return n.emit("reduce", cand, kind="max" if last else "min", axes=[axis], keepdims=True)
 
 

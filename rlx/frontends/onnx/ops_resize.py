@@ -16,10 +16,10 @@ import math
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.dialects.rlx.base import is_float
+from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx.importer import Node, elem, is_static, shape
-from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.registry import OnnxImportError, converter
 
 
 def _nearest(mode: str):  # noqa: ANN202
@@ -151,12 +151,51 @@ def _sizes(n: Node, xs: list[int], scales, sizes, axes: list[int]):  # noqa: ANN
     return sc, [int(s * d) for s, d in zip(sc, xs, strict=True)]
 
 
+def _keep_dynamic(n: Node, xs: list[int], scales, sizes, roi, axes: list[int]):  # noqa: ANN001,ANN202
+    """Drop the dynamic axes of `xs` from the resized `axes` (and their scales / sizes /
+    roi entries): each must keep its size (scale 1, or a size that is the input's own
+    symbolic dim, as in `Concat(Shape(x)[:2], [h, w])`); else an error."""
+    from rlx.frontends.onnx.symbolic_ops import sym_shape
+
+    syms = sym_shape(n, 0)
+    keep = []
+    for i, a in enumerate(axes):
+        if xs[a] != DYN:
+            keep.append(i)
+            continue
+        same = (scales is not None and float(scales[i]) == 1.0) or (
+            sizes is not None and syms is not None and _same_dim(sizes[i], syms[a])
+        )
+        if not same:
+            raise n.error(f"Resize needs a static size on the resized axis {a}")
+        if (
+            roi is not None
+            and roi.size
+            and (float(roi[i]), float(roi[len(axes) + i])) != (0.0, 1.0)
+        ):
+            raise n.error(f"Resize with a roi needs a static size on axis {a}")
+    pick = np.asarray(keep, np.int64)
+    if roi is not None and roi.size:
+        roi = np.concatenate([np.asarray(roi)[pick], np.asarray(roi)[pick + len(axes)]])
+    scales = None if scales is None else np.asarray(scales)[pick]
+    sizes = None if sizes is None else np.asarray(sizes)[pick]
+    return scales, sizes, roi, [axes[i] for i in keep]
+
+
+def _same_dim(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except OnnxImportError:  # an undecidable symbolic comparison
+        return False
+
+
 def _resize(n: Node, x: SSAValue, scales, sizes, roi, ctm: str, nearest_mode: str) -> SSAValue:  # noqa: ANN001
     xs = list(shape(x))
-    if not is_static(xs):
-        raise n.error("Resize needs a static input shape")
     r = len(xs)
     axes = [a % r for a in n.attr("axes", range(r))]
+    if not is_static(xs):
+        scales, sizes, roi, axes = _keep_dynamic(n, xs, scales, sizes, roi, axes)
+        xs = [1 if d == DYN else d for d in xs]  # the dynamic axes are not resized
     sc, out = _sizes(n, xs, scales, sizes, axes)
     full_roi = None
     if roi is not None and roi.size:
@@ -214,7 +253,7 @@ def resize(n: Node) -> list[SSAValue]:
     return [_resize(n, n.input(0), scales, sizes, roi, ctm, nm)]
 
 
-@converter("Upsample", attrs=("mode", "scales"))
+@converter("Upsample", attrs=("mode",))
 def upsample(n: Node) -> list[SSAValue]:
-    scales = n.attrs.get("scales") if n.ctx.opset < 9 else n.const(1, "scales ")
+    scales = n.const(1, "scales ")  # Upsample-7's attribute: an input (legacy.modernize)
     return [_resize(n, n.input(0), np.asarray(scales), None, None, "asymmetric", "floor")]

@@ -21,7 +21,7 @@ from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
-from rlx.frontends.onnx.symbolic_ops import sym_shape
+from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape
 
 
 def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
@@ -60,41 +60,53 @@ def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ..
     return flat
 
 
-def scatter_rows(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str) -> SSAValue:
-    """`data[P, R]` with rows `pos[K]` written (or reduced) from `upd[K, R]`."""
+def _rs(n: Node, v: SSAValue, dims: list[int | Dim]) -> SSAValue:
+    """Reshape to `dims` (ints or symbolic sizes, recorded for `bind-dims`)."""
+    y = n.reshape(v, sizes(dims))
+    mark(n.ctx, y, dims)
+    return y
+
+
+def _iota(n: Node, d: int | Dim) -> SSAValue:
+    return dyn_iota(n, d) if isinstance(d, Dim) else n.constant(np.arange(d), "i64")
+
+
+def scatter_rows(
+    n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str,
+    dims: tuple[int | Dim, int | Dim] | None = None,
+) -> SSAValue:  # fmt: skip
+    """`data[P, R]` with rows `pos[K]` written (or reduced) from `upd[K, R]`; `dims` gives
+    (P, K) when they are symbolic."""
     (p, r), k = shape(data), shape(pos)[0]
+    if dims is not None:
+        p, k = dims
     hit = n.emit(
-        "compare",
-        n.reshape(pos, [k, 1]),
-        n.constant(np.arange(p).reshape(1, p), "i64"),
-        predicate="eq",
+        "compare", _rs(n, pos, [k, 1]), _rs(n, _iota(n, p), [1, p]), predicate="eq"
     )  # [K, P]
     if reduction == "none":
         last = n.emit(
             "reduce",
-            n.emit(
-                "where", hit, n.constant(np.arange(k).reshape(k, 1), "i64"), n.constant(-1, "i64")
-            ),
+            n.emit("where", hit, _rs(n, _iota(n, k), [k, 1]), n.constant(-1, "i64")),
             kind="max",
             axes=[0],
         )  # [P]: the last update of each row, -1 if none
         any_ = n.emit("compare", last, n.constant(0, "i64"), predicate="ge")
         rows = n.emit("gather", upd, n.emit("max", last, n.constant(0, "i64")), axis=0)
-        return n.emit("where", n.reshape(any_, [p, 1]), rows, data)
+        return n.emit("where", _rs(n, any_, [p, 1]), rows, data)
     dt = numpy_dtype(elem(data))
     big = np.inf if is_float(elem(data)) else np.iinfo(dt).max
     ident = {"add": 0, "mul": 1, "max": -big, "min": big}.get(reduction)
     if ident is None:
         raise n.error(f"reduction '{reduction}' is not supported")
     kind = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}[reduction]
-    m3 = n.reshape(hit, [k, p, 1])
-    vals = n.emit("where", m3, n.reshape(upd, [k, 1, r]), n.constant(ident, data))
+    m3 = _rs(n, hit, [k, p, 1])
+    vals = n.emit("where", m3, _rs(n, upd, [k, 1, r]), n.constant(ident, data))
     red = n.emit("reduce", vals, kind=kind, axes=[0])  # [P, R]
     op = {"add": "add", "mul": "mul", "max": "max", "min": "min"}[reduction]
     out = n.emit(op, data, red)
     if reduction in ("max", "min"):
         any_ = n.emit("reduce", n.cast(hit, "i32"), kind="max", axes=[0])
-        any_ = n.emit("compare", n.reshape(any_, [p, 1]), n.constant(0, "i32"), predicate="gt")
+        any_ = n.emit("compare", _rs(n, any_, [p, 1]), n.constant(0, "i32"), predicate="gt")
         out = n.emit("where", any_, out, data)
     return out
 
@@ -113,7 +125,7 @@ def _scatter_flat(n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, red: st
 def gather_nd(n: Node) -> list[SSAValue]:
     x, idx = n.input(0), n.input(1)
     b = n.attr("batch_dims", 0)
-    if not is_static(shape(x)) and b == 0:
+    if not (is_static(shape(x)) and is_static(shape(idx))) and b == 0:
         return [_gather_nd_symbolic(n, x, idx)]
     xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
     m = js[-1]
@@ -123,20 +135,28 @@ def gather_nd(n: Node) -> list[SSAValue]:
 
 
 def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
-    """GatherND of data with named dynamic dims: the strides are computed at run time."""
+    """GatherND of data or indices with named dynamic dims (GPT-J's position table
+    indexed by `arange(seq)`): the strides are computed at run time."""
     xs, js = sym_shape(n, 0), sym_shape(n, 1)
     if xs is None or js is None or isinstance(js[-1], Dim):
         raise n.error(
             f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
         )
     m = int(js[-1])
+    flat = _flat_symbolic(n, idx, xs, js, m)
+    lead: int | Dim = 1
+    for d in xs[:m]:
+        lead = lead * d
+    rows = n.reshape(x, sizes([lead, *xs[m:]]))
+    mark(n.ctx, rows, [lead, *xs[m:]])
+    return n.emit("gather", rows, flat, axis=0)
+
+
+def _flat_symbolic(n: Node, idx: SSAValue, xs: list, js: list, m: int) -> SSAValue:  # noqa: ANN001
+    """Flat positions in `xs[:m]` (sizes or symbolic sizes) of the index rows of `idx`."""
 
     def value(d: int | Dim) -> SSAValue:
-        return (
-            materialize_symbolic(n.ctx, np.array(d, dtype=object))
-            if isinstance(d, Dim)
-            else n.constant(d, "i64")
-        )
+        return _size_value(n, d)
 
     flat: SSAValue | None = None
     for j in range(m):
@@ -151,18 +171,75 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
             value(stride),
         )
         flat = term if flat is None else n.emit("add", flat, term)
-    assert flat is not None
-    lead: int | Dim = 1
-    for d in xs[:m]:
-        lead = lead * d
-    rows = n.reshape(x, sizes([lead, *xs[m:]]))
-    mark(n.ctx, rows, [lead, *xs[m:]])
-    return n.emit("gather", rows, flat, axis=0)
+    if flat is None:
+        raise n.error("index rows of length 0 with dynamic dims are not supported")
+    return flat
+
+
+def _size_value(n: Node, d: int | Dim) -> SSAValue:
+    """A size as an i64 scalar (a symbolic one computed at run time)."""
+    if isinstance(d, Dim):
+        return materialize_symbolic(n.ctx, np.array(d, dtype=object))
+    return n.constant(d, "i64")
+
+
+def _scatter_elements_symbolic(
+    n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue, axis: int
+) -> SSAValue:
+    """ScatterElements with named dynamic dims (`select_scatter` of a dynamo export):
+    flat positions from run-time strides and per-axis iotas, then a symbolic mask."""
+    xs, js = sym_shape(n, 0), sym_shape(n, 1)
+    if xs is None or js is None:
+        raise n.error(
+            f"ScatterElements of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
+        )
+    rank = len(xs)
+    strides = [_prod(xs[i + 1 :]) for i in range(rank)]
+    own = wrap_index(n, idx, xs[axis])
+    flat = n.emit("mul", own, _size_value(n, strides[axis]))
+    for i in range(rank):
+        if i != axis:
+            step = n.emit("mul", _iota(n, js[i]), _size_value(n, strides[i]))
+            flat = n.emit("add", flat, _rs(n, step, [js[i] if a == i else 1 for a in range(rank)]))
+    mark(n.ctx, flat, list(js))
+    k, p = _prod(js), _prod(xs)
+    out = scatter_rows(
+        n, _rs(n, x, [p, 1]), _rs(n, flat, [k]), _rs(n, upd, [k, 1]),
+        n.attr("reduction", "none"), (p, k),
+    )  # fmt: skip
+    return _rs(n, out, list(xs))
+
+
+def _scatter_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue) -> SSAValue:
+    """ScatterND with named dynamic dims (BART's `shift_tokens_right` writes into a
+    `[batch, seq]` buffer): run-time strides and a `[K, P]` mask of symbolic sizes."""
+    xs, js = sym_shape(n, 0), sym_shape(n, 1)
+    if xs is None or js is None or isinstance(js[-1], Dim):
+        raise n.error(
+            f"ScatterND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
+        )
+    m = int(js[-1])
+    flat = _flat_symbolic(n, idx, xs, js, m)
+    k, p, r = _prod(js[:-1]), _prod(xs[:m]), _prod(xs[m:])
+    out = scatter_rows(
+        n, _rs(n, x, [p, r]), _rs(n, flat, [k]), _rs(n, upd, [k, r]),
+        n.attr("reduction", "none"), (p, k),
+    )  # fmt: skip
+    return _rs(n, out, list(xs))
+
+
+def _prod(ds: list) -> int | Dim:  # noqa: ANN001
+    out: int | Dim = 1
+    for d in ds:
+        out = out * d
+    return out
 
 
 @converter("ScatterND", attrs=("reduction",))
 def scatter_nd(n: Node) -> list[SSAValue]:
     x, idx, upd = n.input(0), n.input(1), n.input(2)
+    if not (is_static(shape(x)) and is_static(shape(idx))):
+        return [_scatter_nd_symbolic(n, x, idx, upd)]
     xs, js = _static(n, x, "ScatterND data"), _static(n, idx, "ScatterND indices")
     m = js[-1]
     flat = _flat_nd(n, idx, xs[:m], ())
@@ -177,6 +254,9 @@ def scatter_nd(n: Node) -> list[SSAValue]:
 @converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))
 def scatter_elements(n: Node) -> list[SSAValue]:
     x, idx, upd = n.input(0), n.input(1), n.input(2)
+    if not (is_static(shape(x)) and is_static(shape(idx))):
+        axis = n.attr("axis", 0) % len(shape(x))
+        return [_scatter_elements_symbolic(n, x, idx, upd, axis)]
     xs = _static(n, x, "data")
     axis = n.attr("axis", 0) % len(xs)
     _static(n, idx, "indices")

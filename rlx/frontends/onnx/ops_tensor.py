@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import Any
 
 import numpy as np
 from onnx import numpy_helper
@@ -17,7 +18,13 @@ from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
-from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape, symbolic_reshape, symbolic_slice
+from rlx.frontends.onnx.symbolic_ops import (
+    dyn_iota,
+    dynamic_slice,
+    sym_shape,
+    symbolic_reshape,
+    symbolic_slice,
+)
 
 Out = list[SSAValue | np.ndarray | None]
 
@@ -168,11 +175,9 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
     if step == 0:
         raise n.error("slice step must not be 0")
     if dim == DYN:
-        if step < 0 or start < 0 or end < 0:
-            raise n.error(f"slicing the dynamic axis {axis} needs non-negative starts/ends")
         if start == 0 and end >= 2**31 - 1 and step == 1:
             return x
-        raise n.error(f"slicing the dynamic axis {axis} needs a static size")
+        return dynamic_slice(n, x, axis, start, end, step)
     start, end, _ = slice(start, end, step).indices(dim)
     if step < 0 or DYN in s:
         idx = np.arange(start, end, step, dtype=np.int64)
@@ -328,12 +333,24 @@ def range_(n: Node) -> Out:
 @converter("Tile", attrs=())
 def tile(n: Node) -> Out:
     x = n.input(0)
-    s = _static(n, x, "Tile")
-    reps = [int(r) for r in n.const(1, "repeats ")]
+    reps_c = n.const(1, "repeats ")
+    symbolic = is_symbolic(reps_c) or not is_static(shape(x))
+    s = sym_shape(n, 0) if symbolic else list(shape(x))
+    if s is None:
+        raise n.error(f"Tile of {dims_text(shape(x))}: a dynamic dim has no name (give dims=)")
+    reps = [r if isinstance(r, Dim) else int(r) for r in reps_c.tolist()]
+    if len(reps) != len(s):
+        raise n.error(f"repeats has {len(reps)} entries for an input of rank {len(s)}")
     inter = [d for d in s for d in (1, d)]
     big = [v for r, d in zip(reps, s, strict=True) for v in (r, d)]
-    y = n.typed("broadcast_to", n.reshape(x, inter), big)
-    return [n.reshape(y, [r * d for r, d in zip(reps, s, strict=True)])]
+    y = n.reshape(x, sizes(inter))
+    mark(n.ctx, y, inter)
+    y = n.typed("broadcast_to", y, sizes(big))
+    mark(n.ctx, y, big)
+    out = [r * d for r, d in zip(reps, s, strict=True)]
+    y = n.reshape(y, sizes(out))
+    mark(n.ctx, y, out)
+    return [y]
 
 
 @converter("DepthToSpace", "SpaceToDepth", attrs=("blocksize", "mode"))
@@ -371,8 +388,7 @@ def _pad_index(mode: str, before: int, after: int, dim: int) -> np.ndarray:
 @converter("Pad", attrs=("mode",))
 def pad(n: Node) -> Out:
     x = n.input(0)
-    s = _static(n, x, "Pad")
-    rank = len(s)
+    rank = len(shape(x))
     pads = [int(p) for p in n.const(1, "pads ")]
     axes = n.const(3, "axes ")
     axes = _axes(n, axes.tolist() if axes is not None else range(rank), rank)
@@ -381,11 +397,15 @@ def pad(n: Node) -> Out:
     k = len(axes)
     for a, before, after in zip(axes, pads[:k], pads[k:], strict=True):
         if before < 0 or after < 0:
-            x = slice_axis(n, x, a, max(-before, 0), shape(x)[a] - max(-after, 0), 1)
+            x = slice_axis(n, x, a, max(-before, 0), after if after < 0 else 2**62, 1)
             before, after = max(before, 0), max(after, 0)
         if before == after == 0:
             continue
         dim = shape(x)[a]
+        if dim == DYN and mode != "constant":
+            raise n.error(
+                f"Pad mode '{mode}' needs a static size on the padded axis {a}, got {dims_text(shape(x))}"
+            )
         if mode != "constant":
             idx = _pad_index(mode, before, after, dim)
             x = n.emit("gather", x, n.constant(idx, "i64"), axis=a)
@@ -395,9 +415,23 @@ def pad(n: Node) -> Out:
             bs = list(shape(x))
             bs[a] = width
             fill = cval.reshape(()) if cval is not None and cval.size else 0
-            parts.append(n.typed("broadcast_to", n.constant(fill, x), bs) if width else None)
+            parts.append(fill_like(n, x, a, width, fill) if width else None)
         x = n.emit("concat", *[p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
     return [x]
+
+
+def fill_like(n: Node, x: SSAValue, axis: int, width: int, value: Any) -> SSAValue:
+    """`value` in the shape of `x` with `width` along `axis`; with dynamic dims, `width`
+    copies of the first slice of `x` along `axis` (`gather`) replaced by `value` (`where`)."""
+    bs = list(shape(x))
+    bs[axis] = width
+    if DYN not in bs:
+        return n.typed("broadcast_to", n.constant(value, x), bs)
+    if shape(x)[axis] == 0:
+        raise n.error(f"padding an empty axis {axis} needs static sizes on the other axes")
+    rows = n.emit("gather", x, n.constant(np.zeros(width, np.int64), "i64"), axis=axis)
+    true = n.constant(np.ones([1] * len(bs), bool), "bool")
+    return n.emit("where", true, n.constant(value, x), rows)
 
 
 @converter("Trilu", attrs=("upper",))

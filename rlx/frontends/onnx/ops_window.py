@@ -22,7 +22,10 @@ from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn
 from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.symbolic import mark, sizes
+from rlx.frontends.onnx.symbolic_ops import sym_of
 
 
 def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
@@ -50,11 +53,7 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
 
 
 def _pad(n: Node, x: SSAValue, axis: int, before: int, after: int, fill) -> SSAValue:  # noqa: ANN001
-    parts = []
-    for size in (before, after):
-        s = list(shape(x))
-        s[axis] = size
-        parts.append(n.typed("broadcast_to", n.constant(fill, x), s) if size else None)
+    parts = [fill_like(n, x, axis, size, fill) if size else None for size in (before, after)]
     seq = [p for p in (parts[0], x, parts[1]) if p is not None]
     return seq[0] if len(seq) == 1 else n.emit("concat", *seq, axis=axis)
 
@@ -206,13 +205,25 @@ def conv(n: Node) -> list[SSAValue]:
     return [conv_of(n, n.input(0), n.input(1), n.opt(2))]
 
 
+def _reshape_dims(n: Node, x: SSAValue, dims: list) -> SSAValue:  # noqa: ANN001
+    """Reshape to `dims` (ints and symbolic `Dim`s, recorded for `bind-dims`)."""
+    y = n.reshape(x, sizes(dims))
+    mark(n.ctx, y, dims)
+    return y
+
+
 def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
     """Conv of `x` by `w` (+ `bias`) with `n`'s attributes, 1-D to 3-D."""
     if len(shape(x)) != 5:
         return ops_nn.conv2d_of(n, x, w, bias)
     xs, ws = list(shape(x)), list(shape(w))
-    if not (is_static(xs) and is_static(ws)):
-        raise n.error("3-D Conv needs static shapes")
+    if not (is_static(xs[1:]) and is_static(ws)):  # a dynamic batch is fine
+        raise n.error("3-D Conv needs static shapes (but for the batch)")
+    batch = xs[0]
+    if batch == DYN:
+        batch = (sym_of(n.ctx, x) or [None])[0]
+        if batch is None:
+            raise n.error("3-D Conv: the dynamic batch dim has no name (give dims=)")
     kernel = ws[2:]
     st = list(n.attr("strides") or [1] * 3)
     dil = list(n.attr("dilations") or [1] * 3)
@@ -223,11 +234,9 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
     acc = None
     for kd in range(kernel[0]):
         a = kd * dil[0]
-        xd = n.emit("slice", x, starts=[0, 0, a, 0, 0],
-                    limits=[xs[0], xs[1], a + (do - 1) * st[0] + 1, xs[3], xs[4]],
-                    strides=[1, 1, st[0], 1, 1])  # fmt: skip
+        xd = slice_axis(n, x, 2, a, a + (do - 1) * st[0] + 1, st[0])
         xd = n.emit("transpose", xd, permutation=[0, 2, 1, 3, 4])
-        xd = n.reshape(xd, [xs[0] * do, xs[1], xs[3], xs[4]])
+        xd = _reshape_dims(n, xd, [batch * do, xs[1], xs[3], xs[4]])
         wd = n.emit(
             "slice", w, starts=[0, 0, kd, 0, 0], limits=[ws[0], ws[1], kd + 1, ws[3], ws[4]]
         )
@@ -237,7 +246,8 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
         acc = y if acc is None else n.emit("add", acc, y)
     assert acc is not None
     _, m, ho, wo = shape(acc)
-    y = n.emit("transpose", n.reshape(acc, [xs[0], do, m, ho, wo]), permutation=[0, 2, 1, 3, 4])
+    y = _reshape_dims(n, acc, [batch, do, m, ho, wo])
+    y = n.emit("transpose", y, permutation=[0, 2, 1, 3, 4])
     if bias is not None:
         y = n.emit("add", y, n.reshape(bias, [1, m, 1, 1, 1]))
     return y

@@ -3,7 +3,7 @@
 `Shape` of a tensor with dynamic dims yields an object array mixing ints and `Dim`s
 (named dims of the graph inputs, or expressions over them); the usual shape-computation
 ops (Gather, Slice, Concat, Unsqueeze, Squeeze, Cast, Identity, Reshape, arithmetic,
-Equal, Where, ReduceProd) are evaluated on them with NumPy (`fold_symbolic`). A
+Equal, Where, ReduceProd, Min, Max) are evaluated on them with NumPy (`fold_symbolic`). A
 Reshape / Expand / ConstantOfShape whose target holds `Dim`s gets `?` in its result type
 and the expressions in its `rlx.dims` attribute, which `bind-dims` evaluates
 (`rlx.transforms.dim_exprs`). Comparisons are answered only when sizes >= 1 make them
@@ -29,12 +29,19 @@ class SymbolicDimError(OnnxImportError):
 
 
 class Dim:
-    """A symbolic size: a dim name or an arithmetic expression over dim names."""
+    """A symbolic size: a dim name or an arithmetic expression over dim names.
 
-    __slots__ = ("expr",)
+    Products of names and integers are kept as monomials (`mono`: coefficient and sorted
+    names), so `(1024*batch)//16//(4*batch)` is `16` and `2*batch//2` is `batch` (exact
+    for every value of the names); other expressions are kept as text."""
 
-    def __init__(self, expr: str) -> None:
+    __slots__ = ("expr", "mono")
+
+    def __init__(self, expr: str, mono: tuple[int, tuple[str, ...]] | None = None) -> None:
         self.expr = expr
+        if mono is None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", expr):
+            mono = (1, (expr,))
+        self.mono = mono
 
     def __repr__(self) -> str:
         return self.expr
@@ -61,6 +68,9 @@ class Dim:
         ):
             return self
         a, b = (other, self) if rev else (self, other)
+        m = _mono_op(_mono(a), _mono(b), op)
+        if m is not None:
+            return _from_mono(m)
         return Dim(f"({a}{op}{b})")
 
     def __add__(self, o: Any) -> Any:
@@ -109,6 +119,42 @@ class Dim:
         )
 
     __index__ = __int__
+
+
+Mono = tuple[int, tuple[str, ...]]
+
+
+def _mono(v: int | Dim) -> Mono | None:
+    return (v, ()) if isinstance(v, int) else v.mono
+
+
+def _mono_op(a: Mono | None, b: Mono | None, op: str) -> Mono | None:
+    """`a op b` on monomials when the result is one (exactly, for every value)."""
+    if a is None or b is None:
+        return None
+    (ca, na), (cb, nb) = a, b
+    if op == "*":
+        return ca * cb, tuple(sorted(na + nb))
+    if op in "+-" and na == nb:
+        return (ca + cb if op == "+" else ca - cb), na
+    if op == "//" and cb != 0 and ca % cb == 0:
+        rest = list(na)
+        for name in nb:
+            if name not in rest:
+                return None
+            rest.remove(name)
+        return ca // cb, tuple(rest)
+    return None
+
+
+def _from_mono(m: Mono) -> int | Dim:
+    c, names = m
+    if not names or c == 0:
+        return c
+    text = "*".join(names)
+    if c == 1 and len(names) == 1:
+        return Dim(text)
+    return Dim(f"({text})" if c == 1 else f"({c}*{text})", m)
 
 
 def is_symbolic(a: Any) -> bool:
@@ -177,6 +223,12 @@ def fold_symbolic(
     }
     if op in ops:
         return [ops[op](np.asarray(x, dtype=object), np.asarray(ins[1], dtype=object))]
+    if op in ("Min", "Max") and all(i is not None for i in ins):
+        f = np.frompyfunc(lambda a, b: _min_max(op, a, b), 2, 1)
+        out = np.asarray(ins[0], dtype=object)
+        for other in ins[1:]:
+            out = f(out, np.asarray(other, dtype=object))
+        return [np.asarray(out, dtype=object)]
     if op == "Equal":
         return [np.vectorize(lambda a, b: bool(a == b), otypes=[bool])(x, ins[1])]
     if op == "Where":
@@ -191,6 +243,15 @@ def fold_symbolic(
         keep = attrs.get("keepdims", 1)
         return [np.asarray(np.prod(x, keepdims=bool(keep)), dtype=object)]
     return None
+
+
+def _min_max(op: str, a: Any, b: Any) -> Any:
+    """min / max of two sizes: an int when both are, else a `min(a,b)` expression."""
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return min(int(a), int(b)) if op == "Min" else max(int(a), int(b))
+    if isinstance(a, Dim) and isinstance(b, Dim) and a.expr == b.expr:
+        return a
+    return Dim(f"{op.lower()}({a},{b})")
 
 
 def concrete(a: np.ndarray) -> np.ndarray:

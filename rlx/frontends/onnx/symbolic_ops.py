@@ -14,7 +14,7 @@ from rlx.dialects.rlx.base import DYN
 from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
 from rlx.frontends.onnx.importer import Node, dims_text, shape
 from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
-from rlx.frontends.onnx.symbolic import Dim, mark, sizes
+from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
 
 
 def sym_shape(n: Node, i: int) -> list[int | Dim] | None:
@@ -41,19 +41,45 @@ _SAME_SHAPE = frozenset(
 )
 
 
-def sym_of(ctx, v: SSAValue, depth: int = 0) -> list[int | Dim] | None:  # noqa: ANN001
-    """Symbolic dims of `v` from the rlx op that computed it (elementwise broadcasting,
-    transpose, gather, reduce, matmul, concat), recursively; None if unknown."""
+def sym_of(ctx, v: SSAValue) -> list[int | Dim] | None:  # noqa: ANN001
+    """Symbolic dims of `v` from the rlx ops that computed it (elementwise broadcasting,
+    transpose, gather, reduce, matmul, concat, conv / pool windows, ...), walking back
+    to values of known dims (iteratively: chains of any depth); None if unknown."""
+    memo: dict[SSAValue, list[int | Dim] | None] = {}
+
+    def known(u: SSAValue) -> bool:
+        if u in memo:
+            return True
+        s = shape(u)
+        if DYN not in s:
+            memo[u] = list(s)
+        elif u in ctx.ssa_dims:
+            memo[u] = ctx.ssa_dims[u]
+        elif not isinstance(u.owner, Operation):
+            memo[u] = None
+        else:
+            return False
+        return True
+
+    stack = [v]
+    while stack:
+        u = stack[-1]
+        if known(u):
+            stack.pop()
+            continue
+        op = u.owner
+        todo = [o for o in op.operands if not known(o)]  # type: ignore[union-attr]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        memo[u] = _derive(ctx, u, [memo[o] for o in op.operands])  # type: ignore[union-attr]
+    return memo[v]
+
+
+def _derive(ctx, v: SSAValue, ins: list) -> list[int | Dim] | None:  # noqa: ANN001
     s = shape(v)
-    if DYN not in s:
-        return list(s)
-    if v in ctx.ssa_dims:
-        return ctx.ssa_dims[v]
-    op = v.owner
-    if depth > 64 or not isinstance(op, Operation):
-        return None
-    ins = [sym_of(ctx, o, depth + 1) for o in op.operands]
-    out = _rule(op, ins, len(s))
+    out = _rule(v.owner, ins, len(s))  # type: ignore[arg-type]
     if out is None or len(out) != len(s):
         return None
     out = [d if d != DYN else None for d in out]  # type: ignore[misc]
@@ -78,7 +104,13 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
         if res is None and out.count(DYN) == 1:  # the one dynamic dim from the element count
             res = [d for d in out]
             res[out.index(DYN)] = _quotient(x, [d for d in out if d != DYN])
-        return res
+        return res if res is not None else _split_reshape(x, out)
+    if name == "rlx.broadcast_to":
+        out = shape(op.results[0])
+        lead = [1] * (len(out) - len(x)) + list(x)
+        if any(o == DYN and not isinstance(d, Dim) for d, o in zip(lead, out, strict=True)):
+            return None
+        return [d if o == DYN else o for d, o in zip(lead, out, strict=True)]
     if name == "rlx.transpose":
         return [x[p] for p in op.permutation]  # type: ignore[attr-defined]
     if name == "rlx.gather":
@@ -94,6 +126,14 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
         a, b = x, ins[1]
         batch = _rule_broadcast([a[:-2], b[:-2]])
         return None if batch is None else [*batch, a[-2], b[-1]]
+    if name in ("rlx.conv2d", "rlx.pool2d") and len(x) == 4 and op.layout == "nchw":  # type: ignore[attr-defined]
+        return _rule_window(op, x)
+    if name == "rlx.slice":  # a dynamic axis is only ever sliced whole
+        out = shape(op.results[0])
+        return [d if out[a] == DYN else out[a] for a, d in enumerate(x)]
+    if name in ("rlx.rope", "rlx.attention") and len(x) == rank:
+        out = shape(op.results[0])  # q's dims (attention: but v's head_dim)
+        return [d if out[a] == DYN and a < rank - 1 else out[a] for a, d in enumerate(x)]
     if name == "rlx.concat":
         ax = op.axis % len(x)  # type: ignore[attr-defined]
         if any(i is None for i in ins):
@@ -103,6 +143,45 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
             tot = tot + i[ax]
         return [tot if a == ax else d for a, d in enumerate(x)]
     return None
+
+
+def _rule_window(op: Operation, x: list) -> list:  # noqa: ANN001
+    """conv2d / pool2d (NCHW): the batch of `x`; output spatial sizes from the window."""
+    out = list(shape(op.results[0]))
+    res: list = [x[0], out[1], out[2], out[3]]
+    if op.name == "rlx.conv2d":
+        kernel = shape(op.w)[2:]  # type: ignore[attr-defined]
+        strides = op.strides or (1, 1)  # type: ignore[attr-defined]
+        dil = op.dilations  # type: ignore[attr-defined]
+    else:
+        kernel, dil = op.kernel, (1, 1)  # type: ignore[attr-defined]
+        strides = op.strides or kernel  # type: ignore[attr-defined]
+    pad = op.padding  # type: ignore[attr-defined]
+    for i in (0, 1):
+        if out[2 + i] == DYN:
+            span = x[2 + i] + (pad[i] + pad[2 + i] - dil[i] * (kernel[i] - 1) - 1)
+            res[2 + i] = span // strides[i] + 1
+    return res
+
+
+def _split_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
+    """A reshape that keeps leading / trailing dims (dynamic ones to `?`) and regroups
+    static dims between them (splitting heads: `[b, s, 32] -> [?, ?, 2, 16]`)."""
+
+    def same(d: int | Dim, o: int) -> bool:
+        return (o == DYN) == isinstance(d, Dim) and (o == DYN or d == o)
+
+    n = min(len(x), len(out))
+    i = 0
+    while i < n and same(x[i], out[i]):
+        i += 1
+    j = 0
+    while j < n - i and same(x[-1 - j], out[-1 - j]):
+        j += 1
+    mid_x, mid_o = x[i : len(x) - j], out[i : len(out) - j]
+    if DYN in mid_o or any(isinstance(d, Dim) for d in mid_x) or prod(mid_x) != prod(mid_o):
+        return None
+    return [*x[:i], *mid_o, *x[len(x) - j :]]
 
 
 def _unit_reshape(x: list, out: list[int]) -> list | None:  # noqa: ANN001
@@ -206,7 +285,14 @@ def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SS
     ):
         return x
     count = (end - start + (step - 1)) // step if step != 1 else end - start
-    idx = dyn_iota(n, count)
+    return gather_range(n, x, axis, start, count, step, syms)
+
+
+def gather_range(n: Node, x: SSAValue, axis: int, start, count, step: int, syms=None) -> SSAValue:  # noqa: ANN001
+    """`count` elements of `x` along `axis` from `start` by `step` (either may be symbolic:
+    the indices are a dynamic iota, the start a run-time scalar), as a `gather`."""
+    syms = syms if syms is not None else (sym_of(n.ctx, x) or [])
+    idx = dyn_iota(n, count) if isinstance(count, Dim) else n.constant(np.arange(count), "i64")
     if step != 1:
         idx = n.emit("mul", idx, n.constant(step, "i64"))
     if isinstance(start, Dim) or start:
@@ -221,8 +307,29 @@ def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SS
     return y
 
 
+def dynamic_slice(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int) -> SSAValue:
+    """`x[start:end:step]` on a dynamic axis with static bounds (step > 0): bounds
+    counted from the end (negative, or `end` past any size) become symbolic."""
+    syms = sym_of(n.ctx, x)
+    dim = syms[axis] if syms is not None else None
+    if dim is None:
+        raise n.error(f"slicing the dynamic axis {axis}: its size has no name (give dims=)")
+    to_end = end >= 2**31 - 1
+    if step <= 0 or not (to_end or end < 0) or (start < 0 and not to_end):
+        raise n.error(
+            f"slicing the dynamic axis {axis} [{start}:{end}:{step}] needs a static size"
+            " (supported: a positive step and an end counted from the end)"
+        )
+    if start < 0:  # the last -start elements (the size is assumed >= -start)
+        return gather_range(n, x, axis, dim + start, (-start + step - 1) // step, step, syms)
+    stop = dim if to_end else dim + end
+    count = (stop - start + (step - 1)) // step if step != 1 else stop - start
+    return gather_range(n, x, axis, start, count, step, syms)
+
+
 def _scalar(n: Node, d: Dim) -> SSAValue:
-    raise n.error(f"a slice starting at the symbolic size '{d}' is not supported")
+    """A symbolic size as a run-time i64 scalar."""
+    return materialize_symbolic(n.ctx, np.array(d, dtype=object))
 
 
 def _record(ctx, v: SSAValue) -> None:  # noqa: ANN001
