@@ -265,9 +265,9 @@ class _Emitter:
         return acc
 
 
-def _exp_f32(e: _Emitter, x: SSAValue) -> SSAValue:
-    """exp(x) = 2^n * exp(r), n = rint(x / ln 2), r = x - n ln 2 (two-part ln 2)."""
-    hi, lo = e.const(88.7228394, f32), e.const(-103.972, f32)
+def _exp_reduced(e: _Emitter, x: SSAValue, hi: SSAValue, lo: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The shared range reduction of both f32 exp expansions: x clamped to [lo, hi],
+    n = rint(x / ln 2), r = x - n ln 2 (two-part ln 2); returns (exp(r), n as i32)."""
     xc = e.select(e.fcmp("ogt", x, hi), hi, x)
     xc = e.select(e.fcmp("olt", xc, lo), lo, xc)
     # n = rint(x / ln 2) by the 1.5 * 2^23 trick: its integer value sits in the low bits
@@ -278,8 +278,15 @@ def _exp_f32(e: _Emitter, x: SSAValue) -> SSAValue:
     r = e.fsub(r, e.fmul(n, e.const(-2.12194440e-4, f32)))
     p = e.horner(r, _EXP_P, f32)
     y = e.fadd(e.fadd(e.fmul(e.fmul(p, r), r), r), e.const(1.0, f32))
-    # 2^n as two normal powers of two so that n in [-150, 128] needs no special casing
     ni = e.add(llvm.SubOp(e.add(llvm.BitcastOp(shifted, i32)), e.const(0x4B400000, i32)))
+    return y, ni
+
+
+def _exp_f32(e: _Emitter, x: SSAValue) -> SSAValue:
+    """exp(x) = 2^n * exp(r), n = rint(x / ln 2), r = x - n ln 2 (two-part ln 2)."""
+    hi, lo = e.const(88.7228394, f32), e.const(-103.972, f32)
+    y, ni = _exp_reduced(e, x, hi, lo)
+    # 2^n as two normal powers of two so that n in [-150, 128] needs no special casing
     one, bias, mant = e.const(1, i32), e.const(127, i32), e.const(23, i32)
     n1 = e.add(llvm.AShrOp(ni, one))
     n2 = e.add(llvm.SubOp(ni, n1))
@@ -297,17 +304,7 @@ def _exp_f32_ldexp(e: _Emitter, x: SSAValue) -> SSAValue:
     Clamping x to [-110, 100] keeps r small and still overflows / underflows where exp
     does (exp(100) = inf, exp(-110) = 0 in f32), so +-inf need no fix-up and NaN passes
     through the selects and the arithmetic; ~17 vector instructions instead of ~29."""
-    hi, lo = e.const(100.0, f32), e.const(-110.0, f32)
-    xc = e.select(e.fcmp("ogt", x, hi), hi, x)
-    xc = e.select(e.fcmp("olt", xc, lo), lo, xc)
-    magic = e.const(12582912.0, f32)
-    shifted = e.fadd(e.fmul(xc, e.const(1.44269504088896341, f32)), magic)
-    n = e.fsub(shifted, magic)
-    r = e.fsub(xc, e.fmul(n, e.const(0.693359375, f32)))
-    r = e.fsub(r, e.fmul(n, e.const(-2.12194440e-4, f32)))
-    p = e.horner(r, _EXP_P, f32)
-    y = e.fadd(e.fadd(e.fmul(e.fmul(p, r), r), r), e.const(1.0, f32))
-    ni = e.add(llvm.SubOp(e.add(llvm.BitcastOp(shifted, i32)), e.const(0x4B400000, i32)))
+    y, ni = _exp_reduced(e, x, e.const(100.0, f32), e.const(-110.0, f32))
     return e.add(call_intrinsic("llvm.ldexp.f32.i32", [y, ni], f32))
 
 
