@@ -1,11 +1,19 @@
 """The one mapping between rlx element types, their short names and NumPy dtypes
-(bf16 and the fp8 types come from ml_dtypes)."""
+(bf16 and the fp8 types come from ml_dtypes).
+
+ml_dtypes is imported on first use, not with this module: importing it costs ~0.7 s of
+CPU (ml_dtypes 0.7 registers its NumPy casts and ufunc loops at import), which every
+`rlx-opt` run whose passes only name element types (precision, legalize, ...) would
+pay otherwise. No NumPy dtype of an ml_dtypes type can exist before ml_dtypes is
+imported, so a lookup by NumPy dtype needs it only once it is loaded.
+"""
 
 from __future__ import annotations
 
+import functools
+import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -28,15 +36,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-_TABLE: list[tuple[str, Attribute, Any]] = [
+_TABLE: list[tuple[str, Attribute, Any]] = [  # NumPy dtype, or the name of an ml_dtypes type
     ("f64", Float64Type(), np.dtype(np.float64)),
     ("f32", Float32Type(), np.dtype(np.float32)),
     ("f16", Float16Type(), np.dtype(np.float16)),
-    ("bf16", BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
-    ("f8e4m3fn", Float8E4M3FNType(), np.dtype(ml_dtypes.float8_e4m3fn)),
-    ("f8e5m2", Float8E5M2Type(), np.dtype(ml_dtypes.float8_e5m2)),
-    ("f8e4m3fnuz", Float8E4M3FNUZType(), np.dtype(ml_dtypes.float8_e4m3fnuz)),
-    ("f8e5m2fnuz", Float8E5M2FNUZType(), np.dtype(ml_dtypes.float8_e5m2fnuz)),
+    ("bf16", BFloat16Type(), "bfloat16"),
+    ("f8e4m3fn", Float8E4M3FNType(), "float8_e4m3fn"),
+    ("f8e5m2", Float8E5M2Type(), "float8_e5m2"),
+    ("f8e4m3fnuz", Float8E4M3FNUZType(), "float8_e4m3fnuz"),
+    ("f8e5m2fnuz", Float8E5M2FNUZType(), "float8_e5m2fnuz"),
     ("i64", IntegerType(64), np.dtype(np.int64)),
     ("i32", IntegerType(32), np.dtype(np.int32)),
     ("i8", IntegerType(8), np.dtype(np.int8)),
@@ -50,6 +58,53 @@ _ALIASES = {
 }  # fmt: skip
 
 NAMES = tuple(n for n, _, _ in _TABLE)
+
+
+def _import_ml_dtypes() -> Any:
+    import ml_dtypes
+
+    return ml_dtypes
+
+
+def ml_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of ml_dtypes type `name` ("bfloat16", "float8_e4m3fn", ...),
+    importing ml_dtypes on first use."""
+    return np.dtype(getattr(_import_ml_dtypes(), name))
+
+
+@functools.cache
+def ml_float_dtypes() -> frozenset[np.dtype]:
+    """Every float dtype ml_dtypes defines (bfloat16, float8_*, float6_*, float4_*)."""
+    m = _import_ml_dtypes()
+    return frozenset(
+        np.dtype(getattr(m, n))
+        for n in dir(m)
+        if n.startswith(("float8", "bfloat16", "float6", "float4"))
+        and isinstance(getattr(m, n), type)
+    )
+
+
+def is_ml_float(dtype: np.dtype) -> bool:
+    """Whether `dtype` is one of `ml_float_dtypes()` (without importing ml_dtypes when no
+    ml_dtypes dtype can exist yet)."""
+    return "ml_dtypes" in sys.modules and dtype in ml_float_dtypes()
+
+
+@functools.cache
+def _full_table() -> tuple[tuple[str, Attribute, np.dtype], ...]:
+    """`_TABLE` with every NumPy dtype resolved (imports ml_dtypes)."""
+    return tuple((n, t, ml_dtype(d) if isinstance(d, str) else d) for n, t, d in _TABLE)
+
+
+def _rows(npd: np.dtype | None = None) -> tuple[tuple[str, Attribute, np.dtype], ...]:
+    """The table rows whose NumPy dtype can equal `npd` (all rows when `npd` is None):
+    the native rows only while ml_dtypes is not imported, so no lookup imports it."""
+    if npd is None or "ml_dtypes" in sys.modules:
+        return _full_table()
+    return _NATIVE_ROWS
+
+
+_NATIVE_ROWS = tuple((n, t, d) for n, t, d in _TABLE if not isinstance(d, str))
 
 _EXTRA_FLOATS = {
     Float8E4M3Type: "float8_e4m3",
@@ -75,6 +130,7 @@ def element_type(dtype: Any) -> Attribute:
         for n, t, _ in _TABLE:
             if n == key:
                 return t
+        _import_ml_dtypes()  # np.dtype() knows ml_dtypes' type names once it is imported
         try:
             npd = np.dtype(dtype)
         except TypeError:
@@ -83,7 +139,7 @@ def element_type(dtype: Any) -> Attribute:
             ) from None
     else:
         npd = np.dtype(dtype)
-    for _, t, d in _TABLE:
+    for _, t, d in _rows(npd):
         if d == npd:
             return t
     if npd.kind in "iu":
@@ -106,10 +162,10 @@ def numpy_dtype(elem: Attribute | str) -> np.dtype:
         t = t.get_element_type()
     for _, tt, d in _TABLE:
         if tt == t:
-            return d
+            return ml_dtype(d) if isinstance(d, str) else d
     extra = _EXTRA_FLOATS.get(type(t))
     if extra is not None:
-        return np.dtype(getattr(ml_dtypes, extra))
+        return ml_dtype(extra)
     if isinstance(t, IndexType):
         return np.dtype(np.int64)
     if isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64):

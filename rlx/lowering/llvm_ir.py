@@ -8,7 +8,6 @@ stable and greppable. The JIT (`rlx.runtime.jit`) compiles its output.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -32,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from rlx.dtypes import ml_dtype
 from rlx.interpreter.ops._core import convert
 from rlx.lowering.llvm_common import intrinsic_suffix
 
@@ -101,7 +101,8 @@ def _float_literal(value: float, t: Attribute) -> str:
         if value != value:  # NaN
             return "0xR7FC0"
         # f64 -> bf16 rounded once, to nearest even (as the interpreter converts)
-        return f"0xR{int(convert(np.array(value), ml_dtypes.bfloat16).view(np.uint16)):04X}"
+        bf16 = ml_dtype("bfloat16")
+        return f"0xR{int(convert(np.array(value), bf16).view(np.uint16)):04X}"
     raise ValueError(f"to_llvm_ir: unsupported float type {t}")
 
 

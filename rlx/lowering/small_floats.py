@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects import builtin
 from xdsl.ir import Attribute
@@ -79,6 +78,8 @@ def _codes(dt: np.dtype, values: np.ndarray) -> np.ndarray:
 @functools.cache
 def spec(name: str) -> Spec:
     """The tables of ml_dtypes format `name` ("float8_e4m3fn", ...)."""
+    import ml_dtypes  # here, not at import: it costs ~0.7 s of CPU (rlx.dtypes)
+
     dt = np.dtype(getattr(ml_dtypes, name))
     bits = int(ml_dtypes.finfo(dt).bits)
     n = 1 << bits

@@ -13,6 +13,10 @@ import os
 import pytest
 from onnx_node_cases import Case, all_cases, documented_families, documented_passing, run_case  # noqa: E402
 
+# Every family runs on one pytest-xdist worker (`--dist loadgroup`, pyproject.toml):
+# generating the cases (`all_cases`, ~7 s of CPU) is then paid once, not once per worker.
+pytestmark = pytest.mark.xdist_group("onnx_node_cases")
+
 PASSING = documented_passing()
 FAMILIES = documented_families()
 

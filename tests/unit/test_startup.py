@@ -82,6 +82,23 @@ def test_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert not unused & loaded
 
 
+def test_ml_dtypes_is_imported_on_first_use_only() -> None:
+    """ml_dtypes costs ~0.7 s of CPU to import: the interpreter, the lowering and a run
+    that only names element types (precision) do not import it; a bf16 dtype does."""
+    loaded = _loaded_after(
+        "import rlx.interpreter, rlx.lowering.lower_to_llvm, rlx.lowering.llvm_ir\n"
+        "from rlx import dtypes\n"
+        "import numpy as np\n"
+        "assert dtypes.element_type('bf16') is not None\n"
+        "assert dtypes.element_type(np.float32) == dtypes.element_type('f32')\n"
+    )
+    assert "ml_dtypes" not in loaded
+    loaded = _loaded_after(
+        "from rlx import dtypes\nassert dtypes.numpy_dtype('bf16').name == 'bfloat16'\n"
+    )
+    assert "ml_dtypes" in loaded
+
+
 def test_op_submodule_import_does_not_define_the_whole_dialect() -> None:
     loaded = _loaded_after("import rlx.dialects.rlx.leaves")
     others = {f"rlx.dialects.rlx.{m}" for m in OP_SUBMODULES if m != "leaves"}

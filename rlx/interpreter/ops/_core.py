@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -118,18 +117,10 @@ def element_type(dtype: Any) -> Attribute:
         raise InterpreterError(f"no MLIR element type for NumPy dtype {np.dtype(dtype)}") from e
 
 
-_ML_FLOATS: frozenset[np.dtype] = frozenset(
-    np.dtype(getattr(ml_dtypes, n))
-    for n in dir(ml_dtypes)
-    if n.startswith(("float8", "bfloat16", "float6", "float4"))
-    and isinstance(getattr(ml_dtypes, n), type)
-)
-
-
 def is_float(dtype: Any) -> bool:
     """Whether a dtype is a floating-point one (native or ml_dtypes)."""
     dt = np.dtype(dtype)
-    return dt.kind == "f" or dt in _ML_FLOATS
+    return dt.kind == "f" or _dtypes.is_ml_float(dt)
 
 
 def fcompute(x: np.ndarray) -> np.ndarray:
@@ -180,8 +171,8 @@ def convert(x: Any, dtype: Any) -> np.ndarray:
         return x.astype(np.uint8).astype(dt)
     with np.errstate(all="ignore"):
         if is_float(dt):
-            if dt in _ML_FLOATS:
-                if x.dtype in _ML_FLOATS or x.dtype == np.float32 or x.dtype == np.float16:
+            if _dtypes.is_ml_float(dt):
+                if _dtypes.is_ml_float(x.dtype) or x.dtype == np.float32 or x.dtype == np.float16:
                     return x.astype(dt)
                 return _round_f64_to(x.astype(np.float64), dt)
             if not is_float(x.dtype) and dt == np.float16:
