@@ -89,9 +89,7 @@ def test_old_attribute_with_another_meaning_is_a_clear_error() -> None:
     inits = [(k, np.ones(3, np.float32)) for k in "sbmv"]
     with pytest.raises(OnnxImportError, match=r"\(BatchNormalization\): spatial=0 \(opset 7\)"):
         import_model(_model(bn, [2, 3, 4, 4], 7, inits))
-    with pytest.raises(
-        OnnxImportError, match=r"\(Slice\): takes 3 to 5 inputs, got 1"
-    ):
+    with pytest.raises(OnnxImportError, match=r"\(Slice\): takes 3 to 5 inputs, got 1"):
         import_model(
             _model(helper.make_node("Slice", ["x"], ["y"], starts=[0], ends=[1]), [2, 3], 13)
         )
