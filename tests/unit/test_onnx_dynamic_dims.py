@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+import rlx
 from rlx.frontends.onnx import OnnxImportError, import_model
 from rlx.frontends.onnx.symbolic import Dim
 from rlx.interpreter import run
@@ -185,6 +186,25 @@ def test_slice_of_a_dynamic_axis_counted_from_the_end(start: int, end: int, step
         [("s", np.array([start])), ("e", np.array([end])), ("a", np.array([1])), ("st", np.array([step]))],
     )  # fmt: skip
     _check(m, {"x": _x(2, 6, 3)}, {"seq": 6})
+
+
+@pytest.mark.parametrize("step", [1, 2])
+@pytest.mark.parametrize("seq", [1, 2, 3, 5])
+def test_slice_with_a_negative_start_past_a_short_dynamic_axis_clamps(seq: int, step: int) -> None:
+    """x[-3::step] on an axis bound to fewer than 3 elements takes all of them (ONNX clamps
+    the start to 0); it used to assume the axis was long enough: a negative gather start
+    (a constant-folding crash once compiled)."""
+    m = _model(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+        [("x", F32, [2, "seq", 3])], [("y", F32, None)],
+        [("s", np.array([-3])), ("e", np.array([2**63 - 1])), ("a", np.array([1])), ("st", np.array([step]))],
+    )  # fmt: skip
+    feeds = {"x": _x(2, seq, 3)}
+    _check(m, feeds, {"seq": seq})
+    module, params = import_model(m)
+    cg = rlx.compile(module, rlx.CompileOptions(dim_binding={"seq": seq}))
+    cg.set_params(params)
+    np.testing.assert_array_equal(cg.run(feeds["x"])[0], ReferenceEvaluator(m).run(None, feeds)[0])
 
 
 def test_slice_of_a_dynamic_axis_with_a_static_end_is_a_clear_error() -> None:

@@ -224,7 +224,7 @@ def fold_symbolic(
     if op in ops:
         return [ops[op](np.asarray(x, dtype=object), np.asarray(ins[1], dtype=object))]
     if op in ("Min", "Max") and all(i is not None for i in ins):
-        f = np.frompyfunc(lambda a, b: _min_max(op, a, b), 2, 1)
+        f = np.frompyfunc(lambda a, b: size_min_max(op, a, b), 2, 1)
         out = np.asarray(ins[0], dtype=object)
         for other in ins[1:]:
             out = f(out, np.asarray(other, dtype=object))
@@ -245,7 +245,7 @@ def fold_symbolic(
     return None
 
 
-def _min_max(op: str, a: Any, b: Any) -> Any:
+def size_min_max(op: str, a: Any, b: Any) -> Any:
     """min / max of two sizes: an int when both are, else a `min(a,b)` expression."""
     if not isinstance(a, Dim) and not isinstance(b, Dim):
         return min(int(a), int(b)) if op == "Min" else max(int(a), int(b))

@@ -14,7 +14,7 @@ from rlx.dialects.rlx.base import DYN
 from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
 from rlx.frontends.onnx.importer import Node, dims_text, shape
 from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
-from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
+from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, size_min_max, sizes
 
 
 def sym_shape(n: Node, i: int) -> list[int | Dim] | None:
@@ -320,8 +320,9 @@ def dynamic_slice(n: Node, x: SSAValue, axis: int, start: int, end: int, step: i
             f"slicing the dynamic axis {axis} [{start}:{end}:{step}] needs a static size"
             " (supported: a positive step and an end counted from the end)"
         )
-    if start < 0:  # the last -start elements (the size is assumed >= -start)
-        return gather_range(n, x, axis, dim + start, (-start + step - 1) // step, step, syms)
+    if start < 0:  # the last -start elements, all of them on a shorter axis (ONNX clamps)
+        first, size = size_min_max("Max", dim + start, 0), size_min_max("Min", dim, -start)
+        return gather_range(n, x, axis, first, (size + (step - 1)) // step, step, syms)
     stop = dim if to_end else dim + end
     count = (stop - start + (step - 1)) // step if step != 1 else stop - start
     return gather_range(n, x, axis, start, count, step, syms)
