@@ -27,7 +27,9 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ir_mutants import corpus, mutate  # noqa: E402
@@ -176,28 +178,48 @@ def main() -> None:
     if args.child is not None:
         child(args, args.child)
         return
-    deadline = time.monotonic() + args.seconds
-    start, total = args.seed, 0
-    while time.monotonic() < deadline:
-        (out / "done").unlink(missing_ok=True)
-        left = deadline - time.monotonic()
-        cmd = [sys.executable, __file__, "--mode", args.mode, "--seconds", str(left), "--timeout",
-               str(args.timeout), "--out", str(out), "--child", str(start)]  # fmt: skip
-        rc = subprocess.run(cmd).returncode
-        if (out / "done").exists():
-            total += int((out / "done").read_text())
-            break
-        case = json.loads((out / "current.json").read_text())
-        n = len(list(out.glob("finding-*.mlir")))
+    flags = ["--mode", args.mode]
+
+    def save(out: Path, case: dict[str, Any], n: int, rc: int) -> None:
         text = (out / "current.mlir").read_text()
         (out / f"finding-{n}.mlir").write_text(
             f"// case {case['case']} flags {' '.join(case['flags'])}\n// child died: rc {rc}\n"
             + text
         )
+
+    supervise(__file__, args, flags, save, "finding-*.mlir")
+
+
+def supervise(
+    script: str,
+    args: argparse.Namespace,
+    flags: list[str],
+    save: Callable[[Path, dict[str, Any], int, int], None],
+    pattern: str,
+) -> None:
+    """Run `script --child K` processes from case `args.seed` until `args.seconds` are
+    up; when one dies (crash, hang killed by its alarm), `save(out, case, n, rc)` keeps
+    the case it was on as finding n and the next child starts after it."""
+    out = Path(args.out)
+    deadline = time.monotonic() + args.seconds
+    start, total = args.seed, 0
+    while time.monotonic() < deadline:
+        (out / "done").unlink(missing_ok=True)
+        left = deadline - time.monotonic()
+        cmd = [sys.executable, script, *flags, "--seconds", str(left), "--timeout",
+               str(args.timeout), "--out", str(out), "--child", str(start)]  # fmt: skip
+        rc = subprocess.run(cmd).returncode
+        if (out / "done").exists():
+            total += int((out / "done").read_text())
+            break
+        if not (out / "current.json").exists():
+            break
+        case = json.loads((out / "current.json").read_text())
+        save(out, case, len(list(out.glob(pattern))), rc)
         print(f"case {case['case']}: child died (rc {rc})", flush=True)
         total += case["case"] - start + 1
         start = case["case"] + 1
-    print(f"{total} cases, {len(list(out.glob('finding-*.mlir')))} findings in {out}")
+    print(f"{total} cases, {len(list(out.glob(pattern)))} findings in {out}")
 
 
 if __name__ == "__main__":

@@ -22,18 +22,18 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 import traceback
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "unit"))
-from fuzz_cli import EXPECTED, Hang, _timed  # noqa: E402
+from fuzz_cli import EXPECTED, Hang, _timed, supervise  # noqa: E402
 
 INTS = [0, -1, 2**31, -(2**31), 2**62, 3, 7]
 DIMS = [0, 1, 2**40, 5]
@@ -206,27 +206,12 @@ def main() -> None:
     if args.child is not None:
         child(args, args.child)
         return
-    deadline = time.monotonic() + args.seconds
-    start, total = args.seed, 0
-    while time.monotonic() < deadline:
-        (out / "done").unlink(missing_ok=True)
-        cmd = [sys.executable, __file__, "--seconds", str(deadline - time.monotonic()),
-               "--timeout", str(args.timeout), "--out", str(out), "--child", str(start)]  # fmt: skip
-        cmd += ["--notes"] if args.notes else []
-        rc = subprocess.run(cmd).returncode
-        if (out / "done").exists():
-            total += int((out / "done").read_text())
-            break
-        if not (out / "current.json").exists():
-            break
-        case = json.loads((out / "current.json").read_text())
-        n = len(list(out.glob("finding-*.onnx")))
+
+    def save(out: Path, case: dict[str, Any], n: int, rc: int) -> None:
         (out / f"finding-{n}.onnx").write_bytes((out / "current.onnx").read_bytes())
         (out / f"finding-{n}.txt").write_text(f"case {case}: child died (rc {rc})\n")
-        print(f"case {case}: child died (rc {rc})", flush=True)
-        total += case["case"] - start + 1
-        start = case["case"] + 1
-    print(f"{total} cases, {len(list(out.glob('finding-*.onnx')))} findings in {out}")
+
+    supervise(__file__, args, ["--notes"] if args.notes else [], save, "finding-*.onnx")
 
 
 if __name__ == "__main__":
