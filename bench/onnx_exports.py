@@ -132,25 +132,10 @@ def compile_export(
     for the sizes of `feeds`; the initializers are bound as constants (`bind`) or kept as
     params, set once with `cache_param_invariant=True` as the peers pre-pack weights.
     Returns (the compiled graph, its input names in order)."""
-    import onnx
-
     import rlx
-    from rlx.frontends.onnx import import_model
-    from rlx.transforms.bind_dims import arg_dim_names
+    from rlx.frontends.onnx import import_sized
 
-    model = onnx.load(str(path))
-    names = [vi.name for vi in model.graph.input if vi.name in feeds]
-    binding: dict[str, int] = {}
-    for vi in model.graph.input:
-        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param and vi.name in feeds:
-                binding[d.dim_param] = feeds[vi.name].shape[axis]
-    module, params = import_model(model, dims=binding if at_import else None)
-    f = module.body.block.first_op
-    for nm, dn in zip(names, arg_dim_names(f), strict=False):  # type: ignore[arg-type]
-        for axis, d in enumerate(dn or []):
-            if isinstance(d, str):
-                binding[d] = feeds[nm].shape[axis]
+    module, params, binding, names = import_sized(path, feeds, at_import=at_import)
     if bind:
         opts = rlx.CompileOptions(dim_binding=binding, param_bindings=params)
         return rlx.compile(module, opts), names

@@ -163,20 +163,9 @@ def check_one(path: Path) -> dict[str, Any]:
 
 def _run_rlx(model: Any, feeds: dict[str, np.ndarray], at_import: bool) -> list[np.ndarray]:
     import rlx
-    from rlx.frontends.onnx import import_model
-    from rlx.transforms.bind_dims import arg_dim_names
+    from rlx.frontends.onnx import import_sized
 
-    binding: dict[str, int] = {}
-    for vi in model.graph.input:
-        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param and vi.name in feeds:
-                binding[d.dim_param] = feeds[vi.name].shape[axis]
-    module, params = import_model(model, dims=binding if at_import else None)
-    f = module.body.block.first_op
-    for nm, dn in zip(list(feeds), arg_dim_names(f), strict=False):  # type: ignore[arg-type]
-        for axis, d in enumerate(dn or []):
-            if isinstance(d, str):
-                binding[d] = feeds[nm].shape[axis]
+    module, params, binding, _ = import_sized(model, feeds, at_import=at_import)
     if BACKEND == "reference":
         from rlx.transforms.bind_dims import bind_dims
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import rlx
-from rlx.frontends.onnx import OnnxImportError, import_model
+from rlx.frontends.onnx import OnnxImportError, import_model, import_sized
 from rlx.frontends.onnx.symbolic import Dim
 from rlx.interpreter import run
 from rlx.transforms.bind_dims import bind_dims
@@ -346,3 +346,21 @@ def test_einsum_with_a_dynamic_batch() -> None:
         [("q", F32, ["batch", 2, 3, 4]), ("k", F32, ["batch", 2, 5, 4])], [("y", F32, None)],
     )  # fmt: skip
     _check(m, {"q": _x(3, 2, 3, 4), "k": _x(3, 2, 5, 4) - 1}, {"batch": 3}, atol=1e-4)
+
+
+@pytest.mark.parametrize("at_import", [False, True])
+def test_import_sized_binds_every_dim_name_from_the_inputs(at_import: bool) -> None:
+    """`import_sized` reads the binding off the fed arrays (the model's `dim_param` names
+    and the names the entry's arguments carry), in the model's input order even when the
+    feeds are given in another; the compiled graph then matches onnx.reference."""
+    m = _model(
+        [helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("Relu", ["s"], ["z"])],
+        [("x", F32, ["batch", "seq"]), ("y", F32, [1, "seq"])], [("z", F32, None)],
+    )  # fmt: skip
+    feeds = {"y": _x(1, 5), "x": _x(3, 5)}
+    module, params, binding, names = import_sized(m, feeds, at_import=at_import)
+    assert binding == {"batch": 3, "seq": 5} and names == ["x", "y"]
+    cg = rlx.compile(module, rlx.CompileOptions(dim_binding=binding))
+    cg.set_params(params)
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    np.testing.assert_array_equal(cg.run(**feeds)[0], want)

@@ -27,5 +27,6 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
 )
 from rlx.frontends.onnx.importer import import_model
 from rlx.frontends.onnx.registry import OnnxImportError, supported_ops
+from rlx.frontends.onnx.sized import import_sized
 
-__all__ = ["import_model", "OnnxImportError", "supported_ops"]
+__all__ = ["import_model", "import_sized", "OnnxImportError", "supported_ops"]
