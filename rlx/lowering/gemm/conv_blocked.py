@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 
 from rlx.lowering.gemm.conv import _if
 from rlx.lowering.gemm.target import isa
-from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation
+from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation, fma, intrinsic2
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
@@ -106,18 +106,6 @@ def broadcast(kb: KernelBuilder, s: SSAValue, lanes: int) -> SSAValue:
     return kb.v(llvm.ShuffleVectorOp(one, undef, splat, vt))
 
 
-def fma(kb: KernelBuilder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
-    t: Attribute = acc.type
-    name = f"llvm.fmuladd.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
-    return kb.v(llvm.CallIntrinsicOp(name, [x, y, acc], [t]))
-
-
-def _intrinsic(kb: KernelBuilder, name: str, a: SSAValue, c: SSAValue) -> SSAValue:
-    t: Attribute = a.type
-    full = f"llvm.{name}.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
-    return kb.v(llvm.CallIntrinsicOp(full, [a, c], [t]))
-
-
 def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
                     res: SSAValue | None, epi: VectorEpilogue, lo: SSAValue | None = None,
                     hi: SSAValue | None = None) -> SSAValue:  # fmt: skip
@@ -131,9 +119,9 @@ def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
     if res is not None:
         v = kb.v(llvm.FAddOp(v, vload(kb, res, v.type.get_shape()[0])))  # type: ignore[attr-defined]
     if epi.act in ("relu", "clip"):
-        v = _intrinsic(kb, "maximum", v, lo)
+        v = intrinsic2(kb, "maximum", v, lo)
     if epi.act == "clip":
-        v = _intrinsic(kb, "minimum", v, hi)
+        v = intrinsic2(kb, "minimum", v, hi)
     if epi.act in ACTIVATIONS:
         v = activation(kb, epi.act, v)
     return v

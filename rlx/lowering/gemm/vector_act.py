@@ -51,13 +51,15 @@ def splat(kb: KernelBuilder, value: float | int, like: SSAValue) -> SSAValue:
     return kb.v(llvm.ShuffleVectorOp(one, undef, DenseArrayBase.from_list(i32, [0] * lanes), vt))
 
 
-def _fma(kb: KernelBuilder, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+def fma(kb: KernelBuilder, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+    """a * b + c lane-wise (`llvm.fmuladd`: one FMA where the target has it)."""
     t: Attribute = a.type
     name = f"llvm.fmuladd.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
     return kb.v(llvm.CallIntrinsicOp(name, [a, b, c], [t]))
 
 
-def _minmax(kb: KernelBuilder, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
+def intrinsic2(kb: KernelBuilder, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """The two-operand f32-vector intrinsic `llvm.<name>` (maximum, minimum, ...)."""
     t: Attribute = a.type
     full = f"llvm.{name}.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
     return kb.v(llvm.CallIntrinsicOp(full, [a, b], [t]))
@@ -88,14 +90,14 @@ def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     """exp(x) per lane for x <= 0 (`fast_exp.exp_nonpositive` on vectors: the Cephes range
     reduction and polynomial; x < -87: 0; NaN in, NaN out)."""
     c = lambda v: splat(kb, v, x)  # noqa: E731
-    shifted = _fma(kb, x, c(_LOG2E), c(_MAGIC))
+    shifted = fma(kb, x, c(_LOG2E), c(_MAGIC))
     n = kb.v(llvm.FSubOp(shifted, c(_MAGIC)))
-    r = _fma(kb, n, c(-_LN2_HI), x)
-    r = _fma(kb, n, c(-_LN2_LO), r)
+    r = fma(kb, n, c(-_LN2_HI), x)
+    r = fma(kb, n, c(-_LN2_LO), r)
     p = c(_P[0])
     for coef in _P[1:]:
-        p = _fma(kb, p, r, c(coef))
-    y = _add(kb, _fma(kb, _mul(kb, p, r), r, r), c(1.0))
+        p = fma(kb, p, r, c(coef))
+    y = _add(kb, fma(kb, _mul(kb, p, r), r, r), c(1.0))
     vi = VectorType(i32, x.type.get_shape())  # type: ignore[attr-defined]
     bits = kb.v(llvm.BitcastOp(shifted, vi))
     biased = kb.v(llvm.AddOp(bits, splat(kb, 127, bits)))
@@ -119,8 +121,8 @@ def activation(kb: KernelBuilder, act: str, x: SSAValue) -> SSAValue:
         return _mul(kb, x, sigmoid(kb, x))
     if act == "hard_swish":  # x · min(max(x / 6 + 1/2, 0), 1), as HardSwishOp.formula
         gate = _add(kb, _mul(kb, x, splat(kb, 1.0 / 6.0, x)), splat(kb, 0.5, x))
-        gate = _minmax(kb, "maximum", gate, splat(kb, 0.0, x))
-        return _mul(kb, x, _minmax(kb, "minimum", gate, splat(kb, 1.0, x)))
+        gate = intrinsic2(kb, "maximum", gate, splat(kb, 0.0, x))
+        return _mul(kb, x, intrinsic2(kb, "minimum", gate, splat(kb, 1.0, x)))
     if act == "gelu_tanh":  # x / (1 + exp(-2u)) = x · sigmoid(2u), u = √(2/π)·(x + 0.044715·x³)
         cube = _mul(kb, _mul(kb, _mul(kb, splat(kb, 0.044715, x), x), x), x)
         two_u = _mul(kb, splat(kb, 2.0 * math.sqrt(2.0 / math.pi), x), _add(kb, x, cube))
