@@ -31,12 +31,12 @@ so compiled code and the compile cache do not depend on it.
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import sys
 import threading
 from typing import Any
 
+from rlx.env import env_count, usable_cpus
 from rlx.runtime import (
     llvm_host,  # a module: llvm_host imports this one
     pool_profile,
@@ -291,19 +291,7 @@ def _pool_ir(profile: bool = False) -> str | None:
 
 
 def _threads_from_env() -> int:
-    raw = os.environ.get(ENV, "").strip()
-    if raw:
-        try:
-            n = int(raw)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(f"{ENV} must be a positive integer, got {raw!r}")
-        return n
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return env_count(ENV, usable_cpus)
 
 
 def register() -> str:

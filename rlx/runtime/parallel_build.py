@@ -36,6 +36,7 @@ from xdsl.dialects import func, llvm, memref
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation, Region
 
+from rlx.env import env_count, usable_cpus
 from rlx.lowering.llvm_ir import to_llvm_ir
 from rlx.runtime import llvm_worker
 from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm, _target_machine
@@ -62,21 +63,7 @@ def can_fork() -> bool:
 
 def jobs() -> int:
     """Processes for one compile: `RLX_COMPILE_JOBS` (ValueError naming it when bad)."""
-    v = os.environ.get(JOBS_ENV, "auto").strip().lower()
-    if v in ("", "auto"):
-        if not can_fork():
-            return 1
-        try:
-            cpus = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cpus = os.cpu_count() or 1
-        return max(1, min(cpus, MAX_JOBS))
-    try:
-        n = int(v)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"{JOBS_ENV} must be auto or a positive count, got {v!r}")
+    n = env_count(JOBS_ENV, lambda: min(usable_cpus(), MAX_JOBS), auto=True)
     return n if can_fork() else 1
 
 

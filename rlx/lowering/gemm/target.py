@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rlx.env import env_count
+
 ENV = "RLX_GEMM_ISA"
 
 MIN_MNK = 32 * 32 * 32
@@ -110,9 +112,4 @@ TASK_MACS = 1 << 18
 def min_tasks() -> int:
     """`RLX_GEMM_TASKS` (a positive integer) or `MIN_TASKS`; compiled code depends on it
     (part of the compile-cache key, `rlx.runtime.blas.cache_key`)."""
-    raw = os.environ.get(TASKS_ENV, "").strip()
-    if not raw:
-        return MIN_TASKS
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{TASKS_ENV} must be a positive integer, got {raw!r}")
-    return int(raw)
+    return env_count(TASKS_ENV, lambda: MIN_TASKS)
