@@ -37,7 +37,8 @@ import numpy as np
 
 from rlx import host_cpu
 from rlx.runtime import blas, parallel
-from rlx.runtime.compiled import Artifact, CompiledGraph, Signature, aligned_empty, data_ptr
+from rlx.runtime.abi import Artifact, Signature, aligned_empty, data_ptr
+from rlx.runtime.compiled import CompiledGraph
 from rlx.runtime.elf_link import (  # noqa: F401  (re-exported: the linking half of aot)
     LOADER_ENV,
     LinkedCode,

@@ -38,7 +38,7 @@ import numpy as np
 
 import rlx
 from rlx.runtime import blas, cache_store
-from rlx.runtime.compiled import Artifact, Signature
+from rlx.runtime.abi import Artifact, Signature
 from rlx.runtime.llvm_host import (
     _LOCK,
     ObjectEngine,

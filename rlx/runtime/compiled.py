@@ -23,164 +23,28 @@ are precomputed; each thread keeps a pointer template (params, prepared values, 
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-KINDS = ("input", "prepared", "param", "output", "status", "arena")
+from rlx.runtime.abi import (
+    DATA_OFF,
+    PREP_PREFIX,
+    ArgSpec,
+    Artifact,
+    Signature,
+    aligned_empty,
+    check_prepared,
+    data_ptr,
+    read_ptr,
+)
+from rlx.runtime.entry_call import entry_caller
+
 STAGES = ("input", "rlx", "linalg", "loops", "llvm", "llvm-ir", "asm")
-PREP_PREFIX = "__rlx_prep_"
-
-
-def np_dtype(name: str) -> np.dtype:
-    """NumPy dtype from its name, including the ml_dtypes ones (bfloat16, float8_*)."""
-    if name == "bfloat16" or name.startswith(("float8_", "float6_", "float4_")):
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """One argument of a lowered graph function."""
-
-    name: str
-    kind: str
-    shape: tuple[int, ...]
-    dtype: str  # NumPy dtype name ("float32", "bfloat16", ...)
-
-    @property
-    def np_dtype(self) -> np.dtype:
-        return np_dtype(self.dtype)
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.np_dtype.itemsize
-
-
-@dataclass
-class Signature:
-    """A function's ABI plus the memory plan numbers; JSON-serialisable for the disk cache."""
-
-    entry: str
-    args: list[ArgSpec]
-    arena_bytes: int
-    unplanned_bytes: int
-    alignment: int
-    dead_params: dict[str, ArgSpec] = field(default_factory=dict)
-    """Params of the source graph removed by optimisation: `set_param` accepts and ignores them."""
-    error_sites: list[str] = field(default_factory=list)
-    """Checked ops by site number (`rlx.errors`): what a run's error message names."""
-
-    def of(self, kind: str) -> list[ArgSpec]:
-        return [a for a in self.args if a.kind == kind]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Signature:
-        def spec(a: Mapping[str, Any]) -> ArgSpec:
-            s = ArgSpec(
-                str(a["name"]), str(a["kind"]), tuple(int(x) for x in a["shape"]), str(a["dtype"])
-            )
-            if s.kind not in KINDS:
-                raise ValueError(f"bad argument kind {s.kind!r}")
-            s.np_dtype  # noqa: B018  (validates the dtype name)
-            return s
-
-        return cls(
-            str(d["entry"]), [spec(a) for a in d["args"]], int(d["arena_bytes"]),
-            int(d["unplanned_bytes"]), int(d["alignment"]),
-            {str(k): spec(v) for k, v in d.get("dead_params", {}).items()},
-            [str(x) for x in d.get("error_sites", [])],
-        )  # fmt: skip
-
-
-def aligned_empty(shape: tuple[int, ...], dtype: np.dtype, alignment: int) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data pointer is a multiple of `alignment`."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + alignment, dtype=np.uint8)
-    off = (-buf.ctypes.data) % alignment
-    return buf[off : off + nbytes].view(dtype).reshape(shape)
-
-
-def _data_offset() -> int | None:
-    """Offset of the data pointer inside an ndarray object (PyArrayObject.data), or None."""
-    probes = [np.ones(3, np.float32), np.zeros((2, 5), np.int8)]
-    for off in range(8, 80, 8):
-        if all(ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data for a in probes):
-            return off
-    return None
-
-
-_DATA_OFF = _data_offset()
-_OFF = _DATA_OFF or 0
-_read_ptr = ctypes.c_void_p.from_address
 ndarray = np.ndarray
-
-
-def data_ptr(a: np.ndarray) -> int:
-    """The data pointer of `a` (~0.2 µs, vs ~2 µs for `a.ctypes.data`)."""
-    if _DATA_OFF is None:
-        return int(a.ctypes.data)
-    return _read_ptr(id(a) + _DATA_OFF).value or 0
-
-
-@dataclass
-class Artifact:
-    """What the compile cache shares between CompiledGraphs: code, signatures, texts."""
-
-    signature: Signature
-    jit: Any  # rlx.runtime.jit.JitModule or cache.ObjectModule (kept alive: the code lives in it)
-    address: int
-    report: list[dict[str, str]]
-    stages: dict[str, str] = field(default_factory=dict)
-    llvm_ir: str = ""
-    prepare: Signature | None = None
-    """The `@prepare` function of `cache_param_invariant`, if the graph has one."""
-    prepare_address: int = 0
-    reports: dict[str, str] = field(default_factory=dict)
-    """Texts of the dispatch and fusion reports ("dispatch", "fusion")."""
-
-
-def check_prepared(sig: Signature, prep: Signature | None) -> None:
-    """ValueError unless every `prepared` argument of `sig` is an output of `prep` (the
-    `@prepare` function) of the same shape and element size (the signless ABI may name one
-    buffer `int8` on one side and `uint8` on the other). A module hoisted by hand (or a
-    cache entry or artifact saying otherwise) could name a value nothing computes (a
-    KeyError at the first run) or one of another size (read out of bounds)."""
-    made = {} if prep is None else {
-        f"{PREP_PREFIX}{j}": (o.shape, o.dtype) for j, o in enumerate(prep.of("output"))
-    }  # fmt: skip
-    size = {name: (shape, np_dtype(dt).itemsize) for name, (shape, dt) in made.items()}
-    for a in sig.of("prepared"):
-        if a.name not in made:
-            have = (
-                f"@{prep.entry} computes {', '.join(made) or 'nothing'}" if prep else "no @prepare"
-            )
-            raise ValueError(
-                f"@{sig.entry}: prepared argument '{a.name}' is not computed by a @prepare "
-                f"function ({have}; prepared values are named {PREP_PREFIX}<i>)"
-            )
-        if size[a.name] != (a.shape, a.np_dtype.itemsize):
-            shape, dtype = made[a.name]
-            raise ValueError(
-                f"@{sig.entry}: prepared argument '{a.name}' is {a.dtype} {list(a.shape)}, "
-                f"but @{prep.entry if prep else '?'} computes {dtype} {list(shape)}"
-            )
-
-
-def _cfunc(address: int, n: int) -> Any:
-    fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(address)
-    fn.argtypes = [ctypes.c_void_p] * n
-    return fn
 
 
 class CompiledGraph:
@@ -194,7 +58,7 @@ class CompiledGraph:
         check_prepared(sig, artifact.prepare)
         self._regenerate = regenerate
         self._align = max(sig.alignment, 64)
-        self._fn = _cfunc(artifact.address, len(sig.args))
+        self._fn = entry_caller(artifact.address, len(sig.args))
         self._params: dict[str, np.ndarray] = {}
         self._tls = threading.local()
         self._spare_out: np.ndarray | None = None
@@ -223,7 +87,7 @@ class CompiledGraph:
         self._prep_stale = self._prep is not None
         self._prep_bufs: dict[str, np.ndarray] = {}
         if self._prep is not None:
-            self._prep_fn = _cfunc(artifact.prepare_address, len(self._prep.args))
+            self._prep_fn = entry_caller(artifact.prepare_address, len(self._prep.args))
             for j, o in enumerate(self._prep.of("output")):
                 self._prep_bufs[f"{PREP_PREFIX}{j}"] = aligned_empty(
                     o.shape, o.np_dtype, self._align
@@ -353,7 +217,7 @@ class CompiledGraph:
                 and a.strides == strides
                 and not boolean  # bool inputs are checked for non-canonical bytes
             ):
-                p = _read_ptr(id(a) + _OFF).value if _OFF else data_ptr(a)
+                p = read_ptr(id(a) + DATA_OFF).value if DATA_OFF else data_ptr(a)
                 if p and not p % size:
                     ptrs[i] = p
                     continue
@@ -367,7 +231,7 @@ class CompiledGraph:
         # reused: a fresh one costs a page fault per 4 KiB on first write.
         if buf is None or sys.getrefcount(buf) > 2:
             buf = np.empty(self._out_bytes + align, np.uint8)
-        base = _read_ptr(id(buf) + _OFF).value if _OFF else data_ptr(buf)
+        base = read_ptr(id(buf) + DATA_OFF).value if DATA_OFF else data_ptr(buf)
         pad = -base % align
         base += pad
         outs = []

@@ -54,15 +54,9 @@ from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
 from rlx.runtime import counters, llvm_worker, option_pipeline, parallel, parallel_build
+from rlx.runtime.abi import ArgSpec, Artifact, Signature, check_prepared, np_dtype
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
-from rlx.runtime.compiled import (
-    ArgSpec,
-    Artifact,
-    CompiledGraph,
-    Signature,
-    check_prepared,
-    np_dtype,
-)
+from rlx.runtime.compiled import CompiledGraph
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
@@ -356,23 +350,6 @@ def _count(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
 
 
-MAX_ARGS = 1024
-"""ctypes calls take at most 1024 arguments (one pointer per input, param, output, arena)."""
-
-
-def _check_argument_count(module: ModuleOp, entry: str) -> None:
-    """Fail before code generation when the entry's ABI would exceed `MAX_ARGS`."""
-    f = find_entry(module, entry)
-    params = {op.param_name for op in f.walk() if isinstance(op, ParamOp)}
-    n = len(f.function_type.inputs.data) + len(params) + len(f.function_type.outputs.data) + 1
-    if n > MAX_ARGS:
-        raise CompileError(
-            f"@{entry} would take {n} buffer arguments (inputs, {len(params)} params, outputs, "
-            f"arena); the runtime supports at most {MAX_ARGS}: bind weights with param_bindings "
-            "or pack them into fewer params"
-        )
-
-
 def _physical_memory() -> int | None:
     """Bytes of RAM of this machine (None where unknown)."""
     try:
@@ -465,7 +442,6 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
                     checker.after_pass(p.instance, module)
                 except DiagnosticException as e:
                     raise CompileError(_diag_text(e, None, sources)) from None
-    _check_argument_count(module, entry)
     _check_static(module)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))

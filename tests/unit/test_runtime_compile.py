@@ -11,7 +11,9 @@ import pytest
 
 import rlx
 from rlx.interpreter import run as reference_run
-from rlx.runtime import cache
+from rlx.runtime import cache, entry_call
+from rlx.runtime.entry_call import CTYPES_MAX_ARGS, entry_caller
+from rlx.runtime.jit import JitModule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ADD = (
@@ -354,15 +356,34 @@ def test_dead_params_are_accepted() -> None:
     assert "dead" in rlx.compile(src, rlx.CompileOptions(dce=False)).params
 
 
-def test_too_many_buffer_arguments_fail_before_codegen() -> None:
-    g = rlx.Graph()
-    acc = g.input("x", (2,))
-    for i in range(1030):
-        acc = g.add(acc, g.param(f"p{i}", (2,)))
-    g.output(acc)
-    opts = rlx.CompileOptions(dce=False, constant_folding=False, fusion_target="none")
-    with pytest.raises(ValueError, match=r"1033 buffer arguments .* at most 1024"):
-        rlx.compile(g, opts)
+def test_entry_with_more_arguments_than_ctypes_allows() -> None:
+    """ctypes calls take at most 1024 arguments: a function of 1100 pointers (each
+    stores its index through its own pointer) runs through the pointer-array trampoline."""
+    n = CTYPES_MAX_ARGS + 76
+    params = ", ".join(f"ptr %a{i}" for i in range(n))
+    stores = "\n".join(f"  store i64 {i}, ptr %a{i}, align 8" for i in range(n))
+    ir = f"define void @wide({params}) {{\n{stores}\n  ret void\n}}\n"
+    code = JitModule(ir, opt_level=0)
+    out = np.full(n, -1, np.int64)
+    entry_caller(code.address("wide"), n)(*(out.ctypes.data + 8 * i for i in range(n)))
+    np.testing.assert_array_equal(out, np.arange(n))
+    with pytest.raises(TypeError, match=f"takes {n} pointer arguments, got 3"):
+        entry_caller(code.address("wide"), n)(1, 2, 3)
+
+
+def test_graph_runs_through_the_trampoline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trampoline path of `CompiledGraph` (run and @prepare), with the ctypes limit
+    lowered to 2 so a small graph takes it, against the reference interpreter."""
+    monkeypatch.setattr(entry_call, "CTYPES_MAX_ARGS", 2)
+    monkeypatch.setenv("RLX_CACHE_PARAM_INVARIANT", "1")
+    g = rlx.compile(HOIST)
+    assert g.prepare_signature is not None
+    rng = np.random.default_rng(0)
+    p = {"w": rng.standard_normal((3, 4)).astype(np.float32), "scale": np.float32(2.0)}
+    g.set_params(p)
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(g.run(x)[0], reference_run(HOIST, [x], p)[0], rtol=1e-5, atol=1e-6)
+    assert g.prepare_runs == 1
 
 
 def test_unbound_dynamic_dims_are_named() -> None:
