@@ -398,8 +398,13 @@ class Importer:
             body = next((b for f in EXPANDERS if (b := f(self, proto)) is not None), None)
             if body is None:
                 raise node.error(f"op type '{proto.op_type}' is not supported")
-            for p in body:
-                self._convert(p)
+            nodes, opset = body
+            outer, self.opset = self.opset, opset
+            try:
+                for p in nodes:
+                    self._convert(p)
+            finally:
+                self.opset = outer
             return
         fn, allowed = entry
         if self.opset < OP_MIN_OPSET.get(proto.op_type, 0):

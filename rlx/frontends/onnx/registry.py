@@ -22,9 +22,11 @@ DYNAMIC_RESULT_HOOKS: list[Callable[[Any, Any], None]] = []
 """`fn(importer, value)` called for each reshape/broadcast result with several dynamic
 dims, to record their symbols (filled by `symbolic_ops`)."""
 
-EXPANDERS: list[Callable[[Any, Any], list[Any] | None]] = []
-"""`fn(importer, node_proto) -> replacement nodes | None`, tried for op types without a
-converter (e.g. ONNX function bodies, filled by `subgraphs`)."""
+EXPANDERS: list[Callable[[Any, Any], tuple[list[Any], int] | None]] = []
+"""`fn(importer, node_proto) -> (replacement nodes, their default-domain opset) | None`,
+tried for op types without a converter (e.g. ONNX function bodies, filled by `subgraphs`).
+The nodes are imported with that opset's semantics: a function body is written against
+the opset its schema declares, which may be older than the model's."""
 
 
 def converter(

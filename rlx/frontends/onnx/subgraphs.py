@@ -41,15 +41,22 @@ def _type_proto(ctx: Importer, name: str) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(et, dims)
 
 
-def expand_function(ctx: Importer, proto: onnx.NodeProto) -> list[onnx.NodeProto] | None:
-    """The nodes of `proto`'s function body (None if its schema defines none)."""
+def expand_function(
+    ctx: Importer, proto: onnx.NodeProto
+) -> tuple[list[onnx.NodeProto], int] | None:
+    """The nodes of `proto`'s function body and the default-domain opset they are written
+    against (None if its schema defines no body). The body keeps its own opset
+    (DynamicQuantizeLinear's is 11 in a model of opset 17): `onnx.inliner` refuses
+    mismatched versions, and the importer reads the nodes with that opset's semantics."""
     try:
         schema = defs.get_schema(proto.op_type, ctx.opset, proto.domain)
     except Exception:
         return None
     fn = onnx.FunctionProto()
     if schema.has_function:
-        body = schema.get_function_with_opset_version(ctx.opset)
+        body = schema.get_function_with_opset_version(
+            _body_version(schema.function_opset_versions, ctx.opset)
+        )
         if body is None:
             return None
         fn.ParseFromString(body if isinstance(body, bytes) else body.SerializeToString())
@@ -57,7 +64,9 @@ def expand_function(ctx: Importer, proto: onnx.NodeProto) -> list[onnx.NodeProto
         types = [_type_proto(ctx, n).SerializeToString() if n else b"" for n in proto.input]
         try:
             body = schema.get_context_dependent_function_with_opset_version(
-                ctx.opset, proto.SerializeToString(), types
+                _body_version(schema.context_dependent_function_opset_versions, ctx.opset),
+                proto.SerializeToString(),
+                types,
             )
         except Exception:
             return None
@@ -74,15 +83,25 @@ def expand_function(ctx: Importer, proto: onnx.NodeProto) -> list[onnx.NodeProto
         if name not in given and a.default_value.type != onnx.AttributeProto.UNDEFINED:
             call.attribute.append(a.default_value)
             call.attribute[-1].name = name
+    own = {o.domain: o.version for o in fn.opset_import}
+    version = own.get("", own.get("ai.onnx", ctx.opset))
+    imports = [o for o in ctx.model.opset_import if o.domain not in ("", "ai.onnx")]
     graph = helper.make_graph([call], "expand", [], [])
-    model = helper.make_model(graph, opset_imports=list(ctx.model.opset_import))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version), *imports])
     model.functions.append(fn)
     out = inliner.inline_selected_functions(model, [(fn.domain, fn.name)])
     prefix = f"{proto.name or proto.output[0]}__"
     nodes = list(out.graph.node)
     produced = {o for nd in nodes for o in nd.output} - set(proto.output)
     _rename(nodes, produced, prefix)
-    return nodes
+    return nodes, version
+
+
+def _body_version(versions: Sequence[int], opset: int) -> int:
+    """The newest opset a schema has a function body for, not newer than the model's
+    (a body is stored under the opsets it was rewritten for: CenterCropPad's under 18
+    only, so asking for 21 gives none)."""
+    return max((v for v in versions if v <= opset), default=opset)
 
 
 def _rename(nodes: Sequence[onnx.NodeProto], names: set[str], prefix: str) -> None:
