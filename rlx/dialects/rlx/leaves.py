@@ -143,7 +143,7 @@ class RngUniformOp(RngOp):
     name = "rlx.rng_uniform"
     low = float_def(0.0, doc="Lower bound (inclusive).")
     high = float_def(1.0, doc="Upper bound (exclusive).")
-    seed_offset = int_def(None, doc="Stream offset (assigned by the rng pass when absent).")
+    seed_offset = int_def(None, doc="Stream offset (0 when absent).")
 
     @classmethod
     def infer(
@@ -166,7 +166,7 @@ class RngNormalOp(RngOp):
     name = "rlx.rng_normal"
     mean = float_def(0.0, doc="Mean of the distribution.")
     std = float_def(1.0, doc="Standard deviation (non-negative).")
-    seed_offset = int_def(None, doc="Stream offset (assigned by the rng pass when absent).")
+    seed_offset = int_def(None, doc="Stream offset (0 when absent).")
 
     @classmethod
     def infer(

@@ -15,6 +15,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_nn,
     ops_pairwise,
     ops_quant,
+    ops_random,
     ops_reduce,
     ops_resize,
     ops_rnn,

@@ -193,19 +193,6 @@ def identity(n: Node) -> list[SSAValue]:
     return [n.input(0)]
 
 
-@converter("Dropout", attrs=("seed", "ratio"))
-def dropout(n: Node) -> list[SSAValue | None]:
-    training = n.const(2, "training_mode ")
-    ratio = n.const(1, "ratio ")
-    if training is not None and bool(training) and (ratio is None or float(ratio) != 0.0):
-        raise n.error("training_mode=True is not supported (unless ratio = 0)")
-    x = n.input(0)
-    mask = None
-    if n.wants(1):
-        mask = n.typed("broadcast_to", n.constant(True, "bool"), shape(x))
-    return [x, mask]
-
-
 @converter("Clip", attrs=())
 def clip(n: Node) -> list[SSAValue]:
     x = n.input(0)
