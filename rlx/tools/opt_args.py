@@ -73,13 +73,13 @@ def add_driver_arguments(
         "dialect (add --lower-to-llvm)",
     )
     for name in PLUGIN_FLAGS:
-        what = name.split("-")[-2]
+        what = {"pass": "passes", "dialect": "dialects"}[name.split("-")[-2]]
         add(
             name,
             action="append",
             default=[],
             metavar="MODULE",
-            help=f"load the {what}s of an xDSL Universe from MODULE (a dotted module name "
+            help=f"load the {what} of an xDSL Universe from MODULE (a dotted module name "
             "or a .py path defining a Universe); repeatable",
         )
     _flag(
