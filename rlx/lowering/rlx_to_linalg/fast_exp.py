@@ -1,14 +1,15 @@
 """`exp_nonpositive`: a cheap f32 exp for arguments <= 0 (softmax's `x - max`), as scalar
-arith ops that LLVM's loop vectorizer widens to ~16 vector instructions per vector.
+arith ops that LLVM's loop vectorizer widens to ~13 vector instructions per vector.
 
 The general f32 exp (`convert-math-to-llvm`, `@__rlx_exp_f32`) clamps both ends, scales
 by 2^n in two steps and fixes up +-inf/NaN with selects (~30 vector instructions). For
 `x <= 0` none of that is needed: with n = rint(x / ln 2) in [-126, 0], 2^n is one normal
 power of two built from the exponent bits, and `x < LO` (where exp(x) < 2^-125.5, i.e.
 a denormal or 0) gives exactly 0, so `-inf` (masked scores) gives 0. NaN propagates
-(every step is NaN-preserving and the final select keeps it). Same Cephes range reduction
-and degree-5 polynomial as the general expansion (< 1 ulp on the normal range);
-denormal results are flushed to 0 (absolute error < 1.7e-38).
+(every step is NaN-preserving and the final select keeps it). Same range reduction and
+degree-6 polynomial (`math_expansions.EXP_POLY`) as the general expansion (< 0.9 ulp on
+the normal range); denormal results are flushed to 0 (absolute error < 1.7e-38). The
+exponent bias 127 rides in the rounding constant, so 2^n is one shift of its bits.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import SSAValue
 
+from rlx.lowering.math_expansions import EXP_POLY
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 
 LO = -87.0
@@ -24,10 +26,7 @@ LO = -87.0
 
 _LOG2E = 1.44269504088896341
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
-_MAGIC = 12582912.0  # 1.5 * 2^23: x + MAGIC rounds x to an integer held in the low bits
-# Cephes expf: exp(r) ~ 1 + r + r^2 * P(r) on |r| <= ln(2)/2.
-_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-      4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)  # fmt: skip
+_MAGIC = 12582912.0 + 127  # 1.5 * 2^23 + bias: x + MAGIC rounds x; its low bits hold n + 127
 
 
 def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
@@ -38,13 +37,12 @@ def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     n = kb.subf(shifted, c(_MAGIC))
     r = kb.subf(x, kb.mulf(n, c(_LN2_HI)))
     r = kb.subf(r, kb.mulf(n, c(_LN2_LO)))
-    p = c(_P[0])
-    for coef in _P[1:]:
-        p = kb.addf(kb.mulf(p, r), c(coef))
-    y = kb.addf(kb.addf(kb.mulf(kb.mulf(p, r), r), r), c(1.0))
-    # 2^n: the low bits of `shifted` hold n; (n + 127) << 23 is its f32 bit pattern (the
-    # shift drops MAGIC's exponent bits, whose low 9 bits are 0)
+    y = c(EXP_POLY[0])
+    for coef in EXP_POLY[1:]:
+        y = kb.addf(kb.mulf(y, r), c(coef))
+    # 2^n: the low bits of `shifted` hold n + 127 (in [1, 127] for x >= LO); shifted left by
+    # 23 they are 2^n's f32 bit pattern (the shift drops MAGIC's bits, whose low 9 are 0)
     bits = kb.v(arith.BitcastOp(shifted, i32))
-    scale_bits = kb.v(arith.ShLIOp(kb.addi(bits, kb.const(127, i32)), kb.const(23, i32)))
+    scale_bits = kb.v(arith.ShLIOp(bits, kb.const(23, i32)))
     res = kb.mulf(y, kb.v(arith.BitcastOp(scale_bits, f32)))
     return kb.select(kb.cmpf("olt", x, c(LO)), c(0.0), res)

@@ -1,13 +1,18 @@
 """Reductions: reduce, softmax (max; exp written once with the row sums; scale by 1/sum),
 cumsum (a loop nest with a carry row so the innermost loop stays unit-stride).
 
-Softmax's row max is NaN-propagating (`maximumf`). A NaN-ignoring `maxnumf` would save
-~6 instructions per vector, but llvmlite 0.50's loop vectorizer mis-compiles that
-reduction: rows whose length is not a multiple of the vector width lost their tail (the
-max of a 10-element row ignored elements 8 and 9, so exp saw a positive argument), and
-some lengths hit an LLVM assertion (`VPlan cost model and legacy cost model disagreed`)
-that aborts the process. `test_row_kernels.py` checks every position of the max for row
-lengths 1-40. Its f32 exp is `fast_exp.exp_nonpositive` (the argument `x - max` is <= 0).
+Softmax's row max is taken over integer keys (`_key`: the float's bits with the magnitude
+bits flipped when the sign is set, so that signed integer order is the float order, -0.0
+below +0.0 and a positive NaN above +inf): one integer `max` and three bit operations per
+element, which LLVM vectorizes like any integer reduction (`vpmaxsd`), instead of the
+six instructions of a NaN-propagating `maximumf` per vector (a NaN-ignoring `maxnumf`
+is cheaper still, but llvmlite 0.50's loop vectorizer mis-compiles that reduction: rows
+whose length is not a multiple of the vector width lost their tail, and some lengths hit
+an LLVM assertion that aborts the process). The max is `maximumf`'s bit for bit except
+for a NaN with the sign bit set, which the keys order below -inf: that row is all NaN
+anyway (its exp is NaN, so is the sum). `test_row_kernels.py` checks every position of
+the max for row lengths 1-40. Its f32 exp is `fast_exp.exp_nonpositive` (the argument
+`x - max` is <= 0).
 
 The iteration space is the input's dims in their order, so a last-axis reduction has the
 reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
@@ -28,6 +33,7 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType, MemRefType, NoneAttr, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 
 from rlx import errors
 from rlx.dialects.rlx.base import (
@@ -198,6 +204,42 @@ def _row_sums(
     return True
 
 
+def _key(kb: KernelBuilder, bits: SSAValue) -> SSAValue:
+    """The ordered integer key of a float's bits (and back: the map is an involution):
+    the magnitude bits flipped where the sign bit is set."""
+    it = bits.type
+    assert isinstance(it, IntegerType)
+    sign = kb.v(arith.ShRSIOp(bits, kb.const(it.width.data - 1, it)))
+    return kb.v(arith.XOrIOp(bits, kb.v(arith.ShRUIOp(sign, kb.const(1, it)))))
+
+
+def _row_max(
+    kb: KernelBuilder,
+    x: SSAValue,
+    m: SSAValue,
+    idm: AffineMap,
+    rmap: AffineMap,
+    iters: list[str],
+) -> None:
+    """m = the max of x along the reduced dimension, over integer keys (module docstring)."""
+    ft = elem(m)
+    it = IntegerType(ft.bitwidth)  # type: ignore[attr-defined]
+    keys = kb.scratch(shape(m), it)
+    w = it.width.data
+    neg_inf = (0xFF8 if w == 32 else 0xFFF) << (w - 12)  # -inf's bits (f32 or f64)
+    kb.fill(keys, neg_inf ^ ((1 << (w - 1)) - 1))  # its key: the max of an all -inf row
+
+    def step(v: SSAValue, kv: SSAValue) -> list[SSAValue]:
+        return [kb.v(arith.MaxSIOp(kv, _key(kb, kb.v(arith.BitcastOp(v, it)))))]
+
+    kb.generic([x], [keys], [idm, rmap], iters, step)
+    rid = identity(len(shape(m)))
+    par = [PARALLEL] * len(shape(m))
+    kb.generic(
+        [keys], [m], [rid, rid], par, lambda kv, _m: [kb.v(arith.BitcastOp(_key(kb, kv), ft))]
+    )
+
+
 def emit_softmax(
     kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
 ) -> None:
@@ -210,8 +252,7 @@ def emit_softmax(
     m, s = kb.scratch(rows, ct), kb.scratch(rows, ct)
     idm, rmap = identity(n), amap(n, [dim(i) for i in range(n) if i != ax])
     iters = [REDUCTION if i == ax else PARALLEL for i in range(n)]
-    kb.fill(m, float("-inf"))
-    kb.generic([x], [m], [idm, rmap], iters, lambda v, mv: [kb.maxf(mv, v)])
+    _row_max(kb, x, m, idm, rmap, iters)
     kb.fill(s, 0.0)
 
     def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
