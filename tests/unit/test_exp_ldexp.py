@@ -7,6 +7,7 @@ the overflow and underflow edges), compiled at O3 through the JIT."""
 from __future__ import annotations
 
 import ctypes
+import platform
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from xdsl.parser import Parser
 
 from rlx.lowering import convert_math_to_llvm as cm
 from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
-from rlx.runtime.jit import compile_module, to_llvm_ir
+from rlx.runtime.jit import JitModule, to_llvm_ir
 
 N = 1 << 16
 
@@ -61,12 +62,28 @@ def _inputs() -> np.ndarray:
     return np.resize(x, N)
 
 
+CPUS = {
+    "host": (None, None),
+    "avx2": ("haswell", "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+popcnt,+sse4.2"),
+    "generic": ("x86-64", ""),
+}
+"""Targets the expansions are compiled for: the host (AVX-512 here), an AVX2 + FMA CPU and
+baseline x86-64 (SSE2, no FMA: the polynomial's multiply-adds round twice); the code of
+the last two also runs on this host."""
+
+
+@pytest.mark.parametrize("cpu", list(CPUS))
 @pytest.mark.parametrize("ldexp", [False, True])
-def test_exp_f32_expansions_match_f64(ldexp: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exp_f32_expansions_match_f64(
+    ldexp: bool, cpu: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if cpu != "host" and platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("x86-64 targets")
     module = _lowered(ldexp, monkeypatch)
     ir = to_llvm_ir(module)
     assert ("llvm.ldexp.f32.i32" in ir) == ldexp
-    jit = compile_module(module)
+    name, feats = CPUS[cpu]
+    jit = JitModule(ir, cpu=name, features=feats)
     x = _inputs()
     buf = np.empty(2 * N * 4 + 128, np.uint8)
     off = (-buf.ctypes.data) % 64
