@@ -61,7 +61,7 @@ def _aligned(shape: tuple[int, ...]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("cpu", list(CPUS))
-@pytest.mark.parametrize("n", [1, 2, 7, 13, 17, 31, 97])
+@pytest.mark.parametrize("n", [1, 13, 97])
 def test_softmax_kernel_on_each_isa(cpu: str, n: int) -> None:
     src = _src(n)
     rng = np.random.default_rng(n)
