@@ -78,3 +78,27 @@ def test_softmax_kernel_on_each_isa(cpu: str, n: int) -> None:
     np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
     if n > 1:
         assert (out[0, : n // 2] == 0).all()  # masked entries are exactly 0
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f16", "bf16"])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_other_types_both_paths(dtype: str, axis: int) -> None:
+    """f64 (i64 keys), f16 and bf16 (f32 keys, exp recomputed for the output) on the row
+    path (last axis) and the generic path (axis 0), special rows included, through
+    `rlx.compile` against the reference interpreter."""
+    import ml_dtypes
+
+    np_t = {"f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    x = _special_rows(13).astype(np_t)
+    x = x if axis == -1 else np.ascontiguousarray(x.T)
+    t = f"tensor<{x.shape[0]}x{x.shape[1]}x{dtype}>"
+    src = f"""func.func @main(%x: {t}) -> {t} {{
+  %y = rlx.softmax %x {{axis = {axis} : i64}} : ({t}) -> {t}
+  func.return %y : {t}
+}}"""
+    (want,) = reference_run(src, [x])
+    (got,) = rlx.compile(src).run(x)
+    tol = 1e-12 if dtype == "f64" else 1e-2
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)
+    np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * 1e-3)
+    np.testing.assert_array_equal(np.isnan(g64), np.isnan(w64))

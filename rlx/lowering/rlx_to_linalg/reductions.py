@@ -1,18 +1,5 @@
-"""Reductions: reduce, softmax (max; exp written once with the row sums; scale by 1/sum),
-cumsum (a loop nest with a carry row so the innermost loop stays unit-stride).
-
-Softmax's row max is taken over integer keys (`_key`: the float's bits with the magnitude
-bits flipped when the sign is set, so that signed integer order is the float order, -0.0
-below +0.0 and a positive NaN above +inf): one integer `max` and three bit operations per
-element, which LLVM vectorizes like any integer reduction (`vpmaxsd`), instead of the
-six instructions of a NaN-propagating `maximumf` per vector (a NaN-ignoring `maxnumf`
-is cheaper still, but llvmlite 0.50's loop vectorizer mis-compiles that reduction: rows
-whose length is not a multiple of the vector width lost their tail, and some lengths hit
-an LLVM assertion that aborts the process). The max is `maximumf`'s bit for bit except
-for a NaN with the sign bit set, which the keys order below -inf: that row is all NaN
-anyway (its exp is NaN, so is the sum). `test_row_kernels.py` checks every position of
-the max for row lengths 1-40. Its f32 exp is `fast_exp.exp_nonpositive` (the argument
-`x - max` is <= 0).
+"""Reductions: reduce, cumsum (a loop nest with a carry row so the innermost loop stays
+unit-stride). Softmax is `softmax.py`.
 
 The iteration space is the input's dims in their order, so a last-axis reduction has the
 reduction innermost and a leading-axis one keeps the parallel last dim innermost: both walk
@@ -30,18 +17,15 @@ from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import arith, memref
-from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerType, MemRefType, NoneAttr, f32, f64, i64
+from xdsl.dialects.builtin import IntegerType, MemRefType, NoneAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
 
 from rlx import errors
 from rlx.dialects.rlx.base import (
     is_unsigned,
     normalize_axis,
 )
-from rlx.dialects.rlx.compute import CumsumOp, ReduceOp, SoftmaxOp
-from rlx.lowering.rlx_to_linalg.fast_exp import exp_nonpositive
+from rlx.dialects.rlx.compute import CumsumOp, ReduceOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     FM_RED,
     PARALLEL,
@@ -158,12 +142,12 @@ def reduce_into(
         kb.generic([acc], [out], [identity(on)] * 2, [PARALLEL] * on, lambda av, _o: [fin(av)])
 
 
-def _contiguous(mem: SSAValue) -> bool:
+def is_contiguous(mem: SSAValue) -> bool:
     t = mem.type
     return isinstance(t, MemRefType) and isinstance(t.layout, NoneAttr)
 
 
-def _as(kb: KernelBuilder, mem: SSAValue, shp: list[int]) -> SSAValue:
+def view_as(kb: KernelBuilder, mem: SSAValue, shp: list[int]) -> SSAValue:
     """Contiguous `mem` viewed with shape `shp` (same element count)."""
     strides = [prod(shp[i + 1 :]) for i in range(len(shp))]
     t = MemRefType(elem(mem), shp)
@@ -183,14 +167,14 @@ def _row_sums(
     n = len(xs)
     if kind not in ("sum", "mean") or not is_float_t(e) or not axes:
         return False
-    if axes != set(range(n - len(axes), n)) or not (_contiguous(x) and _contiguous(out)):
+    if axes != set(range(n - len(axes), n)) or not (is_contiguous(x) and is_contiguous(out)):
         return False
     length = prod(xs[n - len(axes) :])
     rows = prod(xs[: n - len(axes)])
     if length == 0 or rows == 0:
         return False
     at = compute_type(elem(out))
-    xm, om = _as(kb, x, [rows, length]), _as(kb, out, [rows])
+    xm, om = view_as(kb, x, [rows, length]), view_as(kb, out, [rows])
     zero = kb.const(0.0, at)
     with kb.loop(rows) as r:
 
@@ -202,90 +186,6 @@ def _row_sums(
             total = kb.divf(total, kb.const(float(length), at))
         kb.store(kb.convert(total, elem(out)), om, [r])
     return True
-
-
-def _key(kb: KernelBuilder, bits: SSAValue) -> SSAValue:
-    """The ordered integer key of a float's bits (and back: the map is an involution):
-    the magnitude bits flipped where the sign bit is set."""
-    it = bits.type
-    assert isinstance(it, IntegerType)
-    sign = kb.v(arith.ShRSIOp(bits, kb.const(it.width.data - 1, it)))
-    return kb.v(arith.XOrIOp(bits, kb.v(arith.ShRUIOp(sign, kb.const(1, it)))))
-
-
-def _row_max(
-    kb: KernelBuilder,
-    x: SSAValue,
-    m: SSAValue,
-    idm: AffineMap,
-    rmap: AffineMap,
-    iters: list[str],
-) -> None:
-    """m = the max of x along the reduced dimension, over integer keys (module docstring)."""
-    ft = elem(m)
-    it = IntegerType(ft.bitwidth)  # type: ignore[attr-defined]
-    keys = kb.scratch(shape(m), it)
-    w = it.width.data
-    neg_inf = (0xFF8 if w == 32 else 0xFFF) << (w - 12)  # -inf's bits (f32 or f64)
-    kb.fill(keys, neg_inf ^ ((1 << (w - 1)) - 1))  # its key: the max of an all -inf row
-
-    def step(v: SSAValue, kv: SSAValue) -> list[SSAValue]:
-        return [kb.v(arith.MaxSIOp(kv, _key(kb, kb.v(arith.BitcastOp(v, it)))))]
-
-    kb.generic([x], [keys], [idm, rmap], iters, step)
-    rid = identity(len(shape(m)))
-    par = [PARALLEL] * len(shape(m))
-    kb.generic(
-        [keys], [m], [rid, rid], par, lambda kv, _m: [kb.v(arith.BitcastOp(_key(kb, kv), ft))]
-    )
-
-
-def emit_softmax(
-    kb: KernelBuilder, op: Operation, ins: Sequence[SSAValue], outs: Sequence[SSAValue]
-) -> None:
-    x = ins[0]
-    xs = shape(x)
-    n = len(xs)
-    ax = normalize_axis(op.axis or 0, n)
-    ct = compute_type(elem(x))
-    rows = [d for i, d in enumerate(xs) if i != ax]
-    m, s = kb.scratch(rows, ct), kb.scratch(rows, ct)
-    idm, rmap = identity(n), amap(n, [dim(i) for i in range(n) if i != ax])
-    iters = [REDUCTION if i == ax else PARALLEL for i in range(n)]
-    _row_max(kb, x, m, idm, rmap, iters)
-    kb.fill(s, 0.0)
-
-    def exp_sub(v: SSAValue, mv: SSAValue) -> SSAValue:
-        d = kb.subf(v, mv)
-        return exp_nonpositive(kb, d) if ct == f32 else kb.unary(mathd.ExpOp, d)
-
-    if elem(outs[0]) == ct:
-        # exp once: write e = exp(x - max) while summing, then scale rows by 1 / sum.
-        def exp_and_sum(v: SSAValue, mv: SSAValue, _o: SSAValue, sv: SSAValue) -> list[SSAValue]:
-            e = exp_sub(v, mv)
-            return [e, kb.addf(sv, e, FM_RED)]
-
-        kb.generic([x, m], [outs[0], s], [idm, rmap, idm, rmap], iters, exp_and_sum)
-        one = kb.const(1.0, ct)
-        rid = identity(len(rows))
-        kb.generic([s], [s], [rid, rid], [PARALLEL] * len(rows), lambda sv, _s: [kb.divf(one, sv)])
-        kb.generic([s], outs, [rmap, idm], [PARALLEL] * n, lambda iv, o: [kb.mulf(o, iv)])
-        return
-    # narrow outputs (f16/bf16): keep the sum in the compute type, recompute exp on output
-    kb.generic(
-        [x, m],
-        [s],
-        [idm, rmap, rmap],
-        iters,
-        lambda v, mv, sv: [kb.addf(sv, exp_sub(v, mv), FM_RED)],
-    )
-    kb.generic(
-        [x, m, s],
-        outs,
-        [idm, rmap, rmap, idm],
-        [PARALLEL] * n,
-        lambda v, mv, sv, _o: [kb.divf(exp_sub(v, mv), sv)],
-    )
 
 
 def emit_cumsum(
@@ -314,6 +214,5 @@ def emit_cumsum(
 
 LOWERINGS: dict[type[Operation], Emitter] = {
     ReduceOp: emit_reduce,
-    SoftmaxOp: emit_softmax,
     CumsumOp: emit_cumsum,
 }

@@ -18,6 +18,7 @@ from rlx.lowering.rlx_to_linalg import (
     rng,
     scaled_lowp,
     shape_ops,
+    softmax,
 )
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter
 
@@ -25,6 +26,7 @@ LOWERINGS: dict[type[Operation], Emitter] = {
     **elementwise.LOWERINGS,
     **matmul.LOWERINGS,
     **reductions.LOWERINGS,
+    **softmax.LOWERINGS,
     **norms.LOWERINGS,
     **shape_ops.LOWERINGS,
     **attention.LOWERINGS,

@@ -147,12 +147,12 @@ func.func @consts(%x: tensor<2x2xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Softmax: the row max over ordered integer keys (the bits, magnitude flipped under the sign:
-// an integer maxsi reduction, not maximumf's six vector ops nor maxnumf, whose vectorized
-// reduction llvmlite 0.50's LLVM mis-compiles) turned back into floats, then exp(x - max)
-// written once with the row sums by the inline
-// non-positive exp (no math.exp: bit-built 2^n, x < -87 selected to exactly 0), then
-// the scale by 1 / sum.
+// Softmax over the last axis, row after row (as MLAS): the row max over ordered integer keys
+// (the bits, magnitude flipped under the sign: an integer maxsi reduction carried in a
+// register, not maximumf's six vector ops nor maxnumf, whose vectorized reduction llvmlite
+// 0.50's LLVM mis-compiles) turned back into a float, then exp(x - max) written once while
+// the row sum is carried by the inline non-positive exp (no math.exp: bit-built 2^n,
+// x < -87 selected to exactly 0), then the scale by 1 / sum.
 
 func.func @softmax(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
   %s = rlx.softmax %x {axis = -1 : i64} : (tensor<3x7xf32>) -> tensor<3x7xf32>
@@ -160,22 +160,48 @@ func.func @softmax(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
 }
 
 // CHECK-LABEL: func.func private @{{.*}} attributes {rlx.kernel = "rlx.softmax"}
-// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK-SAME:      outs({{.*}} : memref<3xi32>)
-// CHECK:           arith.bitcast {{.*}} : f32 to i32
-// CHECK:           arith.shrsi
-// CHECK:           arith.shrui
+// CHECK-NOT:     linalg.generic
+// CHECK:         scf.for %[[R:.*]] = {{.*}} {
+// CHECK:           %[[K:.*]] = scf.for {{.*}} iter_args({{.*}}) -> (i32) {
+// CHECK:             arith.bitcast {{.*}} : f32 to i32
+// CHECK:             arith.shrsi
+// CHECK:             arith.shrui
+// CHECK:             arith.xori
+// CHECK:             arith.maxsi
 // CHECK:           arith.xori
+// CHECK:           %[[M:.*]] = arith.bitcast {{.*}} : i32 to f32
+// CHECK:           %[[S:.*]] = scf.for {{.*}} -> (f32) {
+// CHECK-NOT:         math.exp
+// CHECK:             arith.subf {{.*}}, %[[M]]
+// CHECK:             arith.shli
+// CHECK:             arith.cmpf olt, {{.*}}, %{{.*}} : f32
+// CHECK:             arith.select
+// CHECK:             memref.store
+// CHECK:             arith.addf {{.*}} fastmath<reassoc,contract>
+// CHECK:           arith.divf {{.*}}, %[[S]]
+// CHECK:           scf.for
+// CHECK:             arith.mulf
+// CHECK:             memref.store
+
+// -----
+
+// Softmax over another axis: the same passes as linalg.generic nests over the whole tensor,
+// the max keys, maxes and sums in scratch rows.
+
+func.func @softmax_axis0(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
+  %s = rlx.softmax %x {axis = 0 : i64} : (tensor<3x7xf32>) -> tensor<3x7xf32>
+  func.return %s : tensor<3x7xf32>
+}
+
+// CHECK-LABEL: func.func private @{{.*}} attributes {rlx.kernel = "rlx.softmax"}
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK-SAME:      outs({{.*}} : memref<7xi32>)
 // CHECK:           arith.maxsi
 // CHECK:         linalg.generic {{.*}} iterator_types = ["parallel"]
-// CHECK:           arith.xori
 // CHECK:           arith.bitcast {{.*}} : i32 to f32
-// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
 // CHECK-NOT:       math.exp
 // CHECK:           arith.shli
-// CHECK:           arith.bitcast {{.*}} : i32 to f32
-// CHECK:           arith.cmpf olt, {{.*}}, %{{.*}} : f32
-// CHECK:           arith.select
 // CHECK:           linalg.yield
 // CHECK:         arith.divf
 // CHECK:         arith.mulf
