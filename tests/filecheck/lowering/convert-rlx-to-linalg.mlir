@@ -205,3 +205,29 @@ func.func @softmax_axis0(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
 // CHECK:           linalg.yield
 // CHECK:         arith.divf
 // CHECK:         arith.mulf
+
+// -----
+
+// An elementwise region's float adds / subs / muls without flags get `contract` (the flag the
+// unfused ops carry): x * a + b may become one FMA. Ops with flags keep theirs; divf, math
+// ops and compares are left as they are.
+
+func.func @region_contract(%x: tensor<4x8xf32>, %a: tensor<8xf32>) -> tensor<4x8xf32> {
+  %r = rlx.elementwise_region %x, %a : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%p: f32, %q: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %m, %q : f32
+    %f = arith.subf %s, %p fastmath<fast> : f32
+    %d = arith.divf %f, %q : f32
+    %e = math.exp %d : f32
+    rlx.yield %e : f32
+  }
+  func.return %r : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func private @{{.*}} attributes {rlx.kernel = "rlx.elementwise_region (any shape)"}
+// CHECK:         arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT:    arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT:    arith.subf %{{.*}}, %{{.*}} fastmath<fast> : f32
+// CHECK-NEXT:    arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:    math.exp %{{.*}} : f32
