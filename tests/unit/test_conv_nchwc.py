@@ -16,7 +16,7 @@ from reference_helpers import assert_close
 import rlx
 from rlx.interpreter import parse_module, run
 from rlx.lowering.gemm.target import isa
-from rlx.lowering.rlx_to_linalg.conv_nchwc import TASKS, _efficiency, balance
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import TASKS, _efficiency, balance
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 TOL = {"f32": 3e-5, "f16": 3e-3, "bf16": 2e-2}
@@ -35,9 +35,11 @@ def _out(size: int, k: int, s: int, p0: int, p1: int, d: int) -> int:
 
 
 def _conv(x: tuple[int, ...], f: int, k: int, attrs: dict, dt: str, block: int,
-          act: str, residual: bool) -> tuple[str, list[tuple[int, ...]]]:  # fmt: skip
-    """Blocked x, weight, bias (and residual) in, blocked result out: the kernel alone."""
+          act: str, residual: bool, xblock: int = 0) -> tuple[str, list[tuple[int, ...]]]:  # fmt: skip
+    """Blocked x, weight, bias (and residual) in, blocked result out: the kernel alone.
+    `xblock`: x's block (0: `block`; 1: the stem form, x [N, C, H, W, 1])."""
     n, c, h, w = x
+    xblock = xblock or block
     groups = attrs.get("groups", 1)
     dw = groups > 1
     st = attrs.get("strides", (1, 1))
@@ -45,8 +47,8 @@ def _conv(x: tuple[int, ...], f: int, k: int, attrs: dict, dt: str, block: int,
     dil = attrs.get("dilations", (1, 1))
     oh = _out(h, k, st[0], pad[0], pad[2], dil[0])
     ow = _out(w, k, st[1], pad[1], pad[3], dil[1])
-    xb, yb = (n, c // block, h, w, block), (n, f // block, oh, ow, block)
-    w6 = (f // block, 1 if dw else c // block, k, k, 1 if dw else block, block)
+    xb, yb = (n, c // xblock, h, w, xblock), (n, f // block, oh, ow, block)
+    w6 = (f // block, 1 if dw else c // xblock, k, k, 1 if dw else xblock, block)
     a = [f"{key} = {_arr(v)}" for key, v in attrs.items() if key != "groups"]
     a += [f"groups = {groups} : i64"] if dw else []
     a += [f'activation = "{act}"', 'layout = "nchwc"']

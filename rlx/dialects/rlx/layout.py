@@ -5,7 +5,8 @@ A blocked activation is a rank-5 tensor `[N, C/B, H, W, B]` holding NCHW channel
 padding lanes). `rlx.to_nchwc` / `rlx.from_nchwc` convert between the layouts; the
 `layout = "nchwc"` attribute of `rlx.conv2d`, `rlx.fused_conv2d_residual` and
 `rlx.pool2d` makes them read and write blocked tensors (`blocked_conv_types` states the
-operand shapes). The `blocked-layout` pass produces all of these (docs/layout.md).
+operand shapes: a conv's x may be blocked by 1, `[N, C, H, W, 1]`, an NCHW tensor
+reshaped, when its channels are not blockable). The `blocked-layout` pass produces all of these (docs/layout.md).
 """
 
 from __future__ import annotations
@@ -64,15 +65,17 @@ def blocked_weight_shape(w: Sequence[int], block: int, depthwise: bool) -> tuple
 
 def blocked_conv_types(operand_types: Types, groups: int) -> tuple[list[TensorType], int]:
     """The NCHW operand types (x, w[, bias]) equivalent to blocked conv operands, and the
-    block, after checking the blocked shapes: x `[N, C/B, H, W, B]`, w `[F/B, C/B, KH, KW,
-    B, B]` (groups = 1) or `[C/B, 1, KH, KW, 1, B]` (depthwise: groups = C = F)."""
+    result's block, after checking the blocked shapes: x `[N, C/Bi, H, W, Bi]`, w `[F/B,
+    C/Bi, KH, KW, Bi, B]` (groups = 1: the input block Bi is x's, the output block B is
+    w's last dim; Bi = 1 reads an NCHW x reshaped, the stem form) or `[C/B, 1, KH, KW, 1,
+    B]` (depthwise: groups = C = F, B = Bi); the result is `[N, F/B, OH, OW, B]`."""
     x, w = operand_types[:2]
-    block = check_blocked(x)
+    bx = check_blocked(x)
     xs, ws = shape_of(x), shape_of(w)
     require(
         xs[1] != DYN, f'layout "nchwc" needs a static channel count, got tensor<{fmt_shape(xs)}>'
     )
-    c = xs[1] * block
+    c = xs[1] * bx
     require(
         len(ws) == 6,
         f'w must be [F/B, C/B, KH, KW, B, B] (rank 6) for layout "nchwc", got tensor<{fmt_shape(ws)}>',
@@ -83,15 +86,16 @@ def blocked_conv_types(operand_types: Types, groups: int) -> tuple[list[TensorTy
         f'layout "nchwc" needs groups == 1 or a depthwise conv (groups == channels == filters), '
         f"got groups = {groups} with {c} channels",
     )
+    block = bx if depthwise or not is_pow2(ws[5]) else ws[5]
     want = (
         (ws[0], 1, ws[2], ws[3], 1, block)
         if depthwise
-        else (ws[0], xs[1], ws[2], ws[3], block, block)
+        else (ws[0], xs[1], ws[2], ws[3], bx, block)
     )
     require(
         tuple(ws) == want,
         f"w must be tensor<{fmt_shape(want)}> for x tensor<{fmt_shape(xs)}> with groups = {groups} "
-        f"(block {block}), got tensor<{fmt_shape(ws)}>",
+        f"(block {bx}), got tensor<{fmt_shape(ws)}>",
     )
     f = ws[0] * block
     require(

@@ -218,8 +218,9 @@ def conv2d(
     """rlx.conv2d(x [N,C,H,W], w [F,C/g,KH,KW][, bias [F]]) {strides, padding, dilations,
     groups, activation, clip, layout}: NCHW cross-correlation with zero padding [top,
     left, bottom, right], then the activation. Layout "nchwc": the same on the unblocked
-    x and w (`rlx.interpreter.ops.layout`), result blocked."""
-    block = _block(ctx, x)
+    x and w (`rlx.interpreter.ops.layout`), result blocked by w's output block (x's block
+    may differ: 1 for the stem form)."""
+    block = _block(ctx, x) and w.shape[-1]
     if block:
         x, w = from_blocked(x), unblock_weight(w)
     out = _conv_activation(ctx, _conv2d(ctx, x, w, bias))
@@ -236,7 +237,7 @@ def fused_conv2d_residual(
 ) -> np.ndarray:
     """activation(conv2d(x, w) + bias + residual), in f64 until the final rounding
     (layout "nchwc": as conv2d's)."""
-    block = _block(ctx, x)
+    block = _block(ctx, x) and w.shape[-1]
     if block:
         x, w, residual = from_blocked(x), unblock_weight(w), from_blocked(residual)
     out = _conv2d(ctx, x, w, bias)

@@ -7,13 +7,14 @@ small llvm-dialect vector helpers the blocked kernels share.
 computes `u` output pixels of one output row times `nblk` output-channel blocks of `B`
 channels, each pixel and block one `vector<B x f32>` accumulator (oneDNN / MLAS style):
 
-    for cb < ncb, kh < nkh, kw < KW, i < B (unrolled), p < u (unrolled):
-        acc[b, p] += broadcast(x[cb·xs_cb + kh·xs_row + (p·sw + kw·dw)·B + i])
-                     · w[b·ws_blk + cb·ws_cb + (kh·KW + kw)·B·B + i·B : +B]
+    for cb < ncb, kh < nkh, kw < KW, i < Bx, p < u (unrolled):
+        acc[b, p] += broadcast(x[cb·xs_cb + kh·xs_row + (p·sw + kw·dw)·Bx + i])
+                     · w[b·ws_blk + cb·ws_cb + (kh·KW + kw)·Bx·B + i·B : +B]
 
-`x` is a zero-padded f32 slab of input rows (the caller's), so no tap is bounds-tested;
-`w` the f32 blocked weights `[F/B, C/B, KH, KW, B_i, B_o]` at the first block and kernel
-row; the tile `[nblk, u, B]` (f32) is written at `tile`. Addresses are byte addresses,
+`x` is a zero-padded f32 slab of input rows (the caller's), so no tap is bounds-tested,
+its channels in blocks of Bx (B, or 1: the stem form, an NCHW input, where every tap is
+one weight vector and `u` broadcasts); `w` the f32 blocked weights `[F/B, C/Bx, KH, KW,
+Bx, B]` at the first block and kernel row; the tile `[nblk, u, B]` (f32) is written at `tile`. Addresses are byte addresses,
 strides are in f32 elements. Per step of `i` the kernel loads `nblk` weight vectors and
 broadcasts `u` inputs for `nblk · u` FMAs.
 """
@@ -161,7 +162,7 @@ def _store_fused(kb: KernelBuilder, acc: list[SSAValue], args: list[SSAValue], u
 
 
 def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw_: int,
-          sw: int, dw: int, epi: VectorEpilogue | None) -> None:  # fmt: skip
+          sw: int, dw: int, epi: VectorEpilogue | None, xb: int) -> None:  # fmt: skip
     x, xs_cb, xs_row, ncb, nkh, w, ws_cb, ws_blk, tile = args[:9]
     px, pw, pt = ptr(kb, x), ptr(kb, w), ptr(kb, tile)
     blk64 = kb.convert(ws_blk, i64)
@@ -174,29 +175,32 @@ def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw
 
         def over_kh(kh: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
             xr = at(kb, xc, kb.muli(kh, xs_row))
-            wo = kb.addi(woff, kb.imul(kh, kw_ * b * b))
+            wo = kb.addi(woff, kb.imul(kh, kw_ * xb * b))
 
             def over_kw(kw: SSAValue | int, acc3: list[SSAValue]) -> list[SSAValue]:
                 if isinstance(kw, int):
-                    xk, wk = at(kb, xr, kw * dw * b), kw * b * b
+                    xk, wk = at(kb, xr, kw * dw * xb), kw * xb * b
                 else:
-                    xk, wk = at(kb, xr, kb.imul(kw, dw * b)), kb.imul(kw, b * b)
+                    xk, wk = at(kb, xr, kb.imul(kw, dw * xb)), kb.imul(kw, xb * b)
                 wrow = [at(kb, wbj, kb.iadd(wo, wk)) for wbj in wb]
 
-                def over_i(i: SSAValue, acc4: list[SSAValue]) -> list[SSAValue]:
+                def over_i(i: SSAValue | int, acc4: list[SSAValue]) -> list[SSAValue]:
                     # one input lane: nblk weight vectors, u broadcasts, nblk·u FMAs (a
                     # loop, not unrolled: LLVM would hoist all B·u broadcasts and spill)
                     xi = at(kb, xk, i)
-                    wv = [vload(kb, at(kb, r, kb.imul(i, b)), b) for r in wrow]
+                    wv = [vload(kb, at(kb, r, i * b if isinstance(i, int) else kb.imul(i, b)), b)
+                          for r in wrow]  # fmt: skip
                     out = list(acc4)
                     for p in range(u):
-                        s = kb.v(llvm.LoadOp(at(kb, xi, p * sw * b), f32, alignment=4))
+                        s = kb.v(llvm.LoadOp(at(kb, xi, p * sw * xb), f32, alignment=4))
                         bs = broadcast(kb, s, b)
                         for j in range(nblk):
                             out[j * u + p] = fma(kb, bs, wv[j], out[j * u + p])
                     return out
 
-                return kb.loop_carry(b, acc3, over_i)
+                if xb == 1:
+                    return over_i(0, acc3)
+                return kb.loop_carry(xb, acc3, over_i)
 
             if kw_ == 1:
                 return over_kw(0, acc2)
@@ -213,13 +217,18 @@ def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw
 
 
 def conv_blocked_microkernel(kernels: Kernels, u: int, nblk: int, b: int, kw: int, sw: int,
-                             dw: int, epi: VectorEpilogue | None = None) -> str:  # fmt: skip
+                             dw: int, epi: VectorEpilogue | None = None,
+                             xb: int = 0) -> str:  # fmt: skip
     """Symbol of the blocked-conv register tile (built on first use): the accumulators
     stored to the f32 tile at `dst` (`[nblk, u, B]`), or with `epi` the epilogue applied
-    and the `valid` pixels stored into the output at `dst` (block stride `os_blk`)."""
+    and the `valid` pixels stored into the output at `dst` (block stride `os_blk`). `xb`:
+    x's block (0: `b`; 1: the stem form)."""
+    xb = xb or b
     return kernels.kernel(
-        ("conv-nchwc-ukernel", u, nblk, b, kw, sw, dw, epi),
+        ("conv-nchwc-ukernel", u, nblk, b, kw, sw, dw, epi, xb),
         [IndexType()] * len(ARGS),
-        lambda kb, args: _body(kb, args, u, nblk, b, kw, sw, dw, epi),
-        f"conv nchwc ukernel {u}x{nblk}x{b}" + (" fused" if epi else ""),
+        lambda kb, args: _body(kb, args, u, nblk, b, kw, sw, dw, epi, xb),
+        f"conv nchwc ukernel {u}x{nblk}x{b}"
+        + (f" x{xb}" if xb != b else "")
+        + (" fused" if epi else ""),
     )

@@ -1,12 +1,14 @@
 """conv2d in the blocked channel layout (NCHWc, `layout = "nchwc"`): a direct register-tile
 kernel (oneDNN / MLAS style) for groups == 1; depthwise convs are `conv_nchwc_dw`'s.
 
-x `[N, C/B, H, W, B]`, weights `[F/B, C/B, KH, KW, B_i, B_o]`, out `[N, F/B, OH, OW, B]`.
-Tasks of `rlx_rt.parallel_call` are (image, group of output-channel block pairs, block of
+x `[N, C/Bx, H, W, Bx]`, weights `[F/B, C/Bx, KH, KW, Bx, B]`, out `[N, F/B, OH, OW, B]`:
+x's block Bx is B, or 1 for the stem form (x an NCHW tensor reshaped: 3 input channels
+are not blockable), the first-layer kernel of oneDNN (per tap one weight vector of the
+B output channels, broadcast inputs; no `to_nchwc` of the result). Tasks of `rlx_rt.parallel_call` are (image, group of output-channel block pairs, block of
 output rows). A task
 
 1. copies the input rows its output rows read, for every input-channel block, into a
-   zero-padded f32 slab `[C/B, R, WP, B]` (f16/bf16 widened; WP covers the left/right
+   zero-padded f32 slab `[C/Bx, R, WP, Bx]` (f16/bf16 widened; WP covers the left/right
    padding and the last, partial pixel tile), so the microkernel never tests a bound;
 2. per pair of output blocks, output row and tile of `u` pixels, calls the register-tile
    microkernel (`gemm/conv_blocked.py`) over the kernel rows that read inside the input
@@ -17,14 +19,13 @@ output rows). A task
 Tasks split the output rows when the input is larger than the weights (early layers:
 every task reads the weights once from cache) and the output-channel blocks otherwise
 (late layers: each weight is read once per call), `balance`d for 2 and 4 threads. The worker is shape-generic (sizes
-from a run-time table): one per (tile, block size, kernel width, column stride and
-dilation, element types, epilogue).
+from a run-time table): one per (tile, block sizes, kernel width, column stride and
+dilation, element types, epilogue). The geometry and the split: `conv_nchwc_plan`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -51,146 +52,16 @@ from rlx.lowering.gemm.conv_blocked import (
 from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.gemm.vector_act import ACTIVATIONS
-from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom, window_taps
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.conv_common import window_taps
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import (
+    GEOMETRY,
+    SLAB_ELEMENTS,
+    BlockedGeom,
+    plan_tasks,
+)
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
-
-SLAB_ELEMENTS = 1 << 17
-"""f32 elements of a task's padded input slab (512 KiB: L2)."""
-
-TASKS = 8
-"""Tasks per call the split aims at (several per thread of the pool, for balance)."""
-
-GEOMETRY = (
-    "n", "cb", "h", "w", "fb", "kh", "oh", "ow", "sh", "pt", "pl", "dh", "wp", "rows",
-    "rb", "pairs", "fgroups", "per", "nbw", "wscb", "wsblk", "srows",
-)  # fmt: skip
-
-SHARED_ELEMENTS = 1 << 22
-"""Largest padded copy of the whole input shared by the tasks (16 MiB of f32)."""
-
-
-@dataclass(frozen=True)
-class BlockedGeom(ConvGeom):
-    """x [n, c/b, h, w, b] * w [f/b, c/b (1: depthwise), kh, kw, ., b] -> [n, f/b, oh, ow, b]:
-    `ConvGeom` (in unblocked channels: c, f, cg, groups; `macs` as for NCHW) plus the block
-    size `b` and whether the conv is depthwise."""
-
-    b: int
-    depthwise: bool
-
-    @property
-    def cb(self) -> int:
-        """Input-channel blocks."""
-        return self.c // self.b
-
-    @property
-    def fb(self) -> int:
-        """Output-channel blocks."""
-        return self.f // self.b
-
-    @staticmethod
-    def of(op: object, x: SSAValue, w: SSAValue, out: SSAValue) -> BlockedGeom:
-        return BlockedGeom.of_shapes(op, shape(x), shape(w), shape(out))
-
-    @staticmethod
-    def of_shapes(op: object, xs: Sequence[int], ws: Sequence[int],
-                  os_: Sequence[int]) -> BlockedGeom:  # fmt: skip
-        n, cb, h, wd, b = xs
-        fb, _, kh, kw, bi, _ = ws
-        _, _, oh, ow, _ = os_
-        (sh, sw), (pt, pl, pb, pr), (dh, dw) = op.spatial()  # type: ignore[attr-defined]
-        groups = getattr(op, "groups", 1)
-        depthwise = bi == 1 and groups > 1
-        return BlockedGeom(n, cb * b, h, wd, fb * b, 1 if depthwise else cb * b, kh, kw, oh,
-                           ow, sh, sw, pt, pl, pb, pr, dh, dw, groups, b, depthwise)  # fmt: skip
-
-
-BALANCE_THREADS = (2, 4)
-"""Thread counts whose balance `balance` weighs, the first one first (the task count is
-fixed at compile time; the first is this project's benchmark machine)."""
-
-
-def _efficiency(n: int, oh: int, pairs: int, rows: int, fgroups: int, threads: int) -> float:
-    """Busy share of `threads` threads running the split (rows per task, output-block
-    groups) with tasks handed out dynamically: the work over threads x the makespan, the
-    largest task taken as the unit."""
-    rb, per = -(-oh // rows), -(-pairs // fgroups)
-    tasks = n * rb * -(-pairs // per)
-    return n * oh * pairs / (threads * -(-tasks // threads) * rows * per)
-
-
-def balance(n: int, oh: int, pairs: int, rows: int, fgroups: int,
-            rows_fixed: bool) -> tuple[int, int]:  # fmt: skip
-    """(rows per task, output-block groups): the split aimed at `TASKS`, refined when it
-    leaves threads idle (7 row blocks of a 14x14 map on 2 threads: 4 + 3 tasks, 88 %
-    busy). Candidates: fewer rows per task (never more: the slab must fit), or 2-3x the
-    groups; at most 4 x `TASKS` tasks. The best balance on `BALANCE_THREADS[0]` threads
-    wins, then the fewest tasks, then the balance on the others. `rows_fixed`: the split
-    is over output blocks only (whole-image input)."""
-
-    def score(r: int, f: int) -> tuple[float, ...]:
-        first, *rest = (round(_efficiency(n, oh, pairs, r, f, t), 3) for t in BALANCE_THREADS)
-        return (first, -n * -(-oh // r) * f, *rest)
-
-    best, pick = score(rows, fgroups), (rows, fgroups)
-    if best[0] >= 0.97:
-        return pick
-    for r in [rows] if rows_fixed else range(1, rows + 1):
-        for f in sorted({fgroups, min(pairs, 2 * fgroups), min(pairs, 3 * fgroups)}):
-            if n * -(-oh // r) * f <= 4 * TASKS and (sc := score(r, f)) > best:
-                best, pick = sc, (r, f)
-    return pick
-
-
-def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
-    """The input mode and the geometry table: the task split and slab sizes (None: one
-    output row's slab is too large). Modes: "inplace" (f32 x, no padding, whole pixel
-    tiles: the microkernel reads x itself), "shared" (tasks split only the output
-    channels: one padded copy of x made before the tasks), "slab" (a padded copy of its
-    rows per task)."""
-    nbw = -(-g.ow // u)
-    inplace = f32_x and max(g.pt, g.pl, g.pb, g.pr) == 0 and g.ow % u == 0
-    wp = g.w if inplace else max(g.pl + g.w + g.pr, (nbw * u - 1) * g.sw + (g.kw - 1) * g.dw + 1)
-    pairs = -(-g.fb // nblk)
-    weights = g.fb * g.cb * g.kh * g.kw * g.b * g.b
-    inputs = g.n * g.cb * g.h * g.w * g.b
-
-    def slab_rows(rows: int) -> int:
-        return (rows - 1) * g.sh + (g.kh - 1) * g.dh + 1
-
-    per_image = -(-TASKS // g.n)
-    if weights >= inputs:  # late layers: split the output channels, read each weight once
-        fgroups = min(pairs, per_image)
-        rb = min(g.oh, -(-per_image // fgroups))
-    else:
-        rb = min(g.oh, per_image)
-        fgroups = min(pairs, -(-per_image // rb))
-    rows = -(-g.oh // rb)
-    while not inplace and rows > 1 and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
-        rows = -(-rows // 2)
-    if not inplace and g.cb * slab_rows(rows) * wp * g.b > SLAB_ELEMENTS:
-        return None
-    rows, fgroups = balance(g.n, g.oh, pairs, rows, fgroups, rows_fixed=rows >= g.oh)
-    rb = -(-g.oh // rows)
-    per = -(-pairs // fgroups)
-    fgroups = -(-pairs // per)
-    vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, kh=g.kh, oh=g.oh, ow=g.ow, sh=g.sh,
-                pt=g.pt, pl=g.pl, dh=g.dh, wp=wp, rows=rows, rb=rb, pairs=pairs,
-                fgroups=fgroups, per=per, nbw=nbw, wscb=g.kh * g.kw * g.b * g.b,
-                wsblk=g.cb * g.kh * g.kw * g.b * g.b,
-                srows=g.h if inplace else slab_rows(g.oh))  # fmt: skip
-    assert tuple(vals) == GEOMETRY
-    mode = "inplace" if inplace else "slab"
-    if (
-        not inplace
-        and rb == 1
-        and fgroups > 1
-        and g.n * g.cb * slab_rows(g.oh) * wp * g.b <= SHARED_ELEMENTS
-    ):
-        mode = "shared"
-    return mode, vals
 
 
 def emit_conv_nchwc(
@@ -222,14 +93,14 @@ def emit_conv_nchwc(
     geo = kb.table(list(plan.values()), i64)
     xf = _flat(kb, x)
     if mode == "shared":  # one padded f32 copy of x for all tasks
-        rr, wrow = plan["srows"], plan["wp"] * g.b
+        rr, wrow = plan["srows"], plan["wp"] * g.xb
         slab = kb.scratch([g.n * g.cb * rr * wrow], f32)
         with kb.loop(g.n) as n:
             base = kb.imul(n, g.cb * rr * wrow)
             r_lo, r_hi = min(g.pt, rr), max(min(g.h + g.pt, rr), min(g.pt, rr))
             _fill_slab(kb, xf, slab, base, n, kb.idx(g.cb), kb.idx(g.h), kb.idx(-g.pt),
-                       kb.idx(rr), kb.idx(r_lo), kb.idx(r_hi), kb.idx(wrow), g.pl * g.b,
-                       g.w * g.b)  # fmt: skip
+                       kb.idx(rr), kb.idx(r_lo), kb.idx(r_hi), kb.idx(wrow), g.pl * g.xb,
+                       g.w * g.xb)  # fmt: skip
         xf = _flat(kb, slab)
     args = [
         geo,
@@ -251,6 +122,7 @@ def emit_conv_nchwc(
         nblk,
         tail,
         g.b,
+        g.xb,
         g.kw,
         g.sw,
         g.dw,
@@ -262,8 +134,8 @@ def emit_conv_nchwc(
     )
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
     uks = (
-        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw, epi),
-        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw, epi) if tail else None,
+        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw, epi, g.xb),
+        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw, epi, g.xb) if tail else None,
     )
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
@@ -274,7 +146,8 @@ def emit_conv_nchwc(
         _worker(wb, mode, d, g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias, wout, post,
                 rest, epi, tile_epi)  # fmt: skip
 
-    worker = kernels.kernel(wkey, wtypes, build, f"conv nchwc {u}x{nblk}x{g.b}", noalias=True)
+    label = f"conv nchwc {u}x{nblk}x{g.b}" + (f" x{g.xb}" if g.xb != g.b else "")
+    worker = kernels.kernel(wkey, wtypes, build, label, noalias=True)
     launch_tasks(kb, worker, args, tasks, g.macs)
     return True
 
@@ -283,8 +156,9 @@ def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n
                cbs: SSAValue, h: SSAValue, ih0: SSAValue, rr: SSAValue, r_lo: SSAValue,
                r_hi: SSAValue, wrow: SSAValue, left: int | SSAValue,
                row_elems: int | SSAValue) -> None:  # fmt: skip
-    """slab[base + (c·rr + r)·wrow + left + e] = x[n, c, ih0 + r, e / B, e % B] (f32) for
-    the slab rows [r_lo, r_hi) that are input rows, zero in the left / right padding."""
+    """slab[base + (c·rr + r)·wrow + left + e] = x[n, c, ih0 + r, e / Bx, e % Bx] (f32)
+    for the slab rows [r_lo, r_hi) that are input rows, zero in the left / right padding
+    (Bx: x's block; `left`, `row_elems` in elements)."""
     zero = kb.const(0.0, f32)
     left_v, row_v = kb.idx(left), kb.idx(row_elems)
     right = kb.addi(left_v, row_v)
@@ -320,7 +194,8 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
     o1 = kb.imin(kb.addi(o0, d.rows), d.oh)
     tile = kb.scratch([nblk * u * b], f32)
     tile_addr = _addr(kb, tile)
-    wrow = kb.imul(d.wp, b)  # slab row stride (elements)
+    xb = g.xb
+    wrow = kb.imul(d.wp, xb)  # slab row stride (elements)
     if mode == "slab":
         # Slab rows: input rows ih0 + r for r < rr (rows outside the input are never read).
         ih0 = kb.subi(kb.muli(o0, d.sh), d.pt)
@@ -331,7 +206,7 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
         r_lo = kb.imin(kb.imax(kb.subi(kb.idx(0), ih0), kb.idx(0)), rr)
         r_hi = kb.imax(kb.imin(kb.subi(d.h, ih0), rr), r_lo)
         _fill_slab(kb, x, slab, kb.idx(0), n, d.cb, d.h, ih0, rr, r_lo, r_hi, wrow,
-                   kb.imul(d.pl, b), kb.imul(d.w, b))  # fmt: skip
+                   kb.imul(d.pl, xb), kb.imul(d.w, xb))  # fmt: skip
     else:  # the whole image: x itself, or the padded copy of all its rows
         # (one worker for both: in place, pt = 0 and srows = h)
         ih0 = kb.subi(kb.idx(0), d.pt)
@@ -351,11 +226,11 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
         nkh = kb.imax(kb.subi(kh_hi, kh_lo), kb.idx(0))
         kh_lo = kb.imin(kh_lo, kb.subi(d.kh, kb.idx(1)))
         srow = kb.addi(kb.subi(top, ih0), kb.muli(kh_lo, d.dh))
-        w_el = kb.imul(kb.addi(kb.muli(fb0, kb.muli(d.cb, d.kh)), kh_lo), g.kw * b * b)
+        w_el = kb.imul(kb.addi(kb.muli(fb0, kb.muli(d.cb, d.kh)), kh_lo), g.kw * xb * b)
         w_addr = kb.iadd(_addr(kb, w), kb.imul(w_el, 4))
         with kb.loop(d.nbw) as jb:
             ow0 = kb.imul(jb, u)
-            x_el = kb.addi(kb.muli(srow, wrow), kb.imul(ow0, g.sw * b))
+            x_el = kb.addi(kb.muli(srow, wrow), kb.imul(ow0, g.sw * xb))
             x_addr = kb.iadd(slab_addr, kb.imul(x_el, 4))
             valid = kb.imin(kb.idx(u), kb.subi(d.ow, ow0))
             if epi is None:

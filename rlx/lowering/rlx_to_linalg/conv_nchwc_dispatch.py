@@ -23,7 +23,8 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
 from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
-from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, BlockedGeom, emit_conv_nchwc, plan_tasks
+from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, emit_conv_nchwc
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom, plan_tasks
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
@@ -37,8 +38,8 @@ def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:  # types: x, w, ou
             return False
         if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
             return False
-    sizes = (g.n * g.cb * g.h * g.w * g.b, g.n * g.fb * g.oh * g.ow * g.b,
-             g.fb * g.cb * g.kh * g.kw * g.b * g.b)  # fmt: skip
+    sizes = (g.n * g.cb * g.h * g.w * g.xb, g.n * g.fb * g.oh * g.ow * g.b,
+             g.fb * g.cb * g.kh * g.kw * g.xb * g.b)  # fmt: skip
     if max(sizes) >= 2**31:
         return False
     if g.depthwise:
@@ -63,7 +64,8 @@ def nchwc_path(op: AnyConv) -> str:
     u, nblk = register_tile(g.fb, g.b, g.ow)
     planned = plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
     assert planned is not None
-    return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input)"
+    narrow = f", x blocked by {g.xb}" if g.xb != g.b else ""
+    return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input{narrow})"
 
 
 def _vector_epi(op: AnyConv) -> VectorEpilogue | None:

@@ -42,7 +42,7 @@ from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import window_taps
-from rlx.lowering.rlx_to_linalg.conv_nchwc import BlockedGeom
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
 
 DW_TILE = 8
