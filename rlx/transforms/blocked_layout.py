@@ -44,7 +44,15 @@ from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
 from rlx.ir_checks import graph_block
-from rlx.transforms.blocked_layout_rules import ACT, MIN_BLOCK, SPREAD, WEIGHT, Plan, plan
+from rlx.transforms.blocked_layout_rules import (
+    ACT,
+    MIN_BLOCK,
+    NARROW,
+    SPREAD,
+    WEIGHT,
+    Plan,
+    plan,
+)
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
@@ -68,9 +76,9 @@ def _block_of(channels: list[int], largest: int) -> int:
     return b
 
 
-def regions(block: Block) -> list[list[tuple[Operation, Plan]]]:
+def regions(block: Block, narrow_convs: bool = True) -> list[list[tuple[Operation, Plan]]]:
     """The connected components (in program order) of the blockable top-level ops of
-    `block`, linked through activation operands."""
+    `block`, linked through activation operands (`narrow_convs`: as `plan`'s)."""
     plans: dict[Operation, Plan] = {}
     parent: dict[Operation, Operation] = {}
 
@@ -81,7 +89,7 @@ def regions(block: Block) -> list[list[tuple[Operation, Plan]]]:
         return op
 
     for op in block.ops:
-        p = plan(op)
+        p = plan(op, narrow_convs)
         if p is None:
             continue
         plans[op] = p
@@ -143,11 +151,12 @@ class _Blocker:
             return owner.next_op
         return first_use
 
-    def convert(self, v: SSAValue, kind: str, b: int, user: Operation, depthwise: bool) -> SSAValue:
-        """Operand `v` of `user` in the blocked form its plan asks for."""
-        if kind not in (ACT, SPREAD, WEIGHT):
+    def convert(self, v: SSAValue, kind: str, b: int, user: Operation, lanes_one: bool) -> SSAValue:
+        """Operand `v` of `user` in the blocked form its plan asks for (`lanes_one`: a
+        weight with one input lane, depthwise or narrow)."""
+        if kind not in (ACT, NARROW, SPREAD, WEIGHT):
             return v
-        key = (v, kind if kind != WEIGHT else f"w{int(depthwise)}", b)
+        key = (v, kind if kind != WEIGHT else f"w{int(lanes_one)}", b)
         if key in self.cache:
             return self.cache[key]
         t = v.type
@@ -158,7 +167,7 @@ class _Blocker:
             if isinstance(v.owner, ConstantOp):
                 self.weights.append(v.owner)
             f, cg, kh, kw = s
-            bi = 1 if depthwise else b
+            bi = 1 if lanes_one else b
             r = self._insert(
                 ReshapeOp(v, result_types=[tensor((f // b, b, cg // bi, bi, kh, kw), e)]), at
             )
@@ -169,8 +178,12 @@ class _Blocker:
             src = v.owner
             if kind == ACT and isinstance(src, FromNchwcOp) and shape_of(src.x.type)[4] == b:
                 out = src.x  # already blocked with this block
-            elif kind == SPREAD or s4[2:] == (1, 1):  # pure reshapes: no channel interleave
-                target = (s4[0], 1, s4[2], s4[3], 1) if kind == SPREAD else blocked_shape(s4, b)
+            elif kind in (SPREAD, NARROW) or s4[2:] == (1, 1):  # pure reshapes: no interleave
+                target = (
+                    (s4[0], 1, s4[2], s4[3], 1) if kind == SPREAD
+                    else (*s4, 1) if kind == NARROW
+                    else blocked_shape(s4, b)
+                )  # fmt: skip
                 out = self._insert(ReshapeOp(v, result_types=[tensor(target, e)]), at)
             else:
                 if len(s) < 4:
@@ -182,7 +195,7 @@ class _Blocker:
     def rewrite(self, region: list[tuple[Operation, Plan]], b: int) -> None:
         for op, p in region:
             operands = [
-                self.convert(v, k, b, op, p.depthwise)
+                self.convert(v, k, b, op, p.weight_lanes_one)
                 for v, k in zip(op.operands, p.kinds, strict=True)
             ]
             new_ops = p.build(op, operands, b)
@@ -243,7 +256,7 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         blocker = _Blocker(self.fold_weights)
         fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and not f.is_declaration]
         for fn in fns:
-            for region in regions(graph_block(fn, "blocked-layout")):
+            for region in regions(graph_block(fn, "blocked-layout"), self.narrow_convs):
                 convs = sum(p.convs for _, p in region)
                 if convs < self.min_convs or edge_conversions(region) > convs:
                     continue

@@ -1,7 +1,9 @@
 """Which ops the `blocked-layout` pass can run in NCHWc, and how (one `Plan` per op).
 
 A plan says, for each operand, how it becomes blocked (`ACT`: an activation
-`[N, C, H, W]` -> `[N, C/B, H, W, B]`, the edges of a blocked region; `SPREAD`: a
+`[N, C, H, W]` -> `[N, C/B, H, W, B]`, the edges of a blocked region; `NARROW`: the
+input of a conv whose channels are not blockable (a stem's 3), reshaped to
+`[N, C, H, W, 1]`, blocked by 1: no copy, the conv writes blocked output; `SPREAD`: a
 broadcast operand without the channel dim, reshaped to `[n, 1, h, w, 1]`; `WEIGHT`: a
 conv weight reordered to the blocked weight layout; `KEEP`: unchanged), the channel
 counts the block must divide, and how to build the blocked op from converted operands.
@@ -32,7 +34,7 @@ from rlx.dialects.rlx.precision_classes import ELEMENTWISE
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, ReshapeOp, SliceOp
 from rlx.dialects.rlx.traits import precision_class
 
-ACT, SPREAD, WEIGHT, KEEP = "act", "spread", "weight", "keep"
+ACT, NARROW, SPREAD, WEIGHT, KEEP = "act", "narrow", "spread", "weight", "keep"
 
 MIN_BLOCK = 8
 """The smallest block the pass uses: every blocked channel count is a multiple of it."""
@@ -54,6 +56,13 @@ class Plan:
     """The result stays NCHW-shaped (a reduction to [N, C]): only the input is blocked."""
     depthwise: bool = False
     """A depthwise conv: its weight takes the `[C/B, 1, KH, KW, 1, B]` layout."""
+    narrow: bool = False
+    """A conv reading x blocked by 1 (`NARROW`): its weight takes `[F/B, C, KH, KW, 1, B]`."""
+
+    @property
+    def weight_lanes_one(self) -> bool:
+        """The weight's input-lane dim is 1 (depthwise or narrow)."""
+        return self.depthwise or self.narrow
 
 
 def _static4(t: Attribute) -> tuple[int, ...] | None:
@@ -120,7 +129,7 @@ def _elementwise(op: Operation) -> Plan | None:
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
 
-def _conv(op: Operation) -> Plan | None:
+def _conv(op: Operation, narrow_convs: bool) -> Plan | None:
     assert isinstance(op, Conv2dOp | FusedConv2dResidualOp)
     xs, ws, out = (_static4(v.type) for v in (op.x, op.w, op.results[0]))
     if op.layout != "nchw" or xs is None or ws is None or out is None:
@@ -129,9 +138,17 @@ def _conv(op: Operation) -> Plan | None:
         return None
     c, f, g = xs[1], ws[0], op.groups
     depthwise = g > 1 and g == c == f and ws[1] == 1
-    if not (g == 1 or depthwise) or c % MIN_BLOCK or f % MIN_BLOCK:
+    if f % MIN_BLOCK or not (g == 1 or depthwise):
         return None
-    kinds = [ACT, WEIGHT] + ([ACT] if isinstance(op, FusedConv2dResidualOp) else [])
+    # Input channels that are not blockable (the 3 of an image): x blocked by 1, a
+    # reshape; the conv writes blocked output (oneDNN's first-layer kernel). Not on 1x1
+    # maps (squeeze-excitation convs of 4-28 channels): the NCHW pointwise kernel takes
+    # those as fast, and its result is a per-channel operand the region reshapes anyway.
+    narrow = narrow_convs and g == 1 and c % MIN_BLOCK != 0 and out[2] * out[3] > 1
+    if c % MIN_BLOCK and not narrow:
+        return None
+    kinds = [NARROW if narrow else ACT, WEIGHT]
+    kinds += [ACT] if isinstance(op, FusedConv2dResidualOp) else []
     kinds += [KEEP] * (len(op.operands) - len(kinds))  # the bias [F]
 
     pooled = op.reduce == "mean"
@@ -153,7 +170,9 @@ def _conv(op: Operation) -> Plan | None:
         red = ReduceOp(conv.results[0], kind="mean", axes=(2, 3), keepdims=True)
         return [conv, red, ReshapeOp(red.results[0], result_types=[t])]
 
-    return Plan(tuple(kinds), (c, f), build, convs=1, sink=pooled, depthwise=depthwise)
+    chans = (f,) if narrow else (c, f)
+    return Plan(tuple(kinds), chans, build, convs=1, sink=pooled, depthwise=depthwise,
+                narrow=narrow)  # fmt: skip
 
 
 def _unreduced(op: Conv2dOp | FusedConv2dResidualOp) -> TensorType:
@@ -255,8 +274,6 @@ def _broadcast(op: Operation) -> Plan | None:
 
 
 _BY_CLASS: dict[type[Operation], Callable[[Operation], Plan | None]] = {
-    Conv2dOp: _conv,
-    FusedConv2dResidualOp: _conv,
     Pool2dOp: _pool,
     ConcatOp: _concat,
     GatherOp: _gather,
@@ -266,8 +283,11 @@ _BY_CLASS: dict[type[Operation], Callable[[Operation], Plan | None]] = {
 }
 
 
-def plan(op: Operation) -> Plan | None:
-    """How `op` runs blocked, or None when it stays NCHW."""
+def plan(op: Operation, narrow_convs: bool = True) -> Plan | None:
+    """How `op` runs blocked, or None when it stays NCHW (`narrow_convs`: convs with
+    unblockable input channels read x blocked by 1)."""
+    if isinstance(op, Conv2dOp | FusedConv2dResidualOp):
+        return _conv(op, narrow_convs)
     rule = _BY_CLASS.get(type(op))
     if rule is not None:
         return rule(op)

@@ -102,6 +102,8 @@ class BlockedLayoutOptions:
     """fold the reorder of constant conv weights into blocked constants now"""
     prepare_weights: bool = False
     """move the reorder of param weights of @main into @prepare (cache_param_invariant)"""
+    narrow_convs: bool = True
+    """convs whose input channels are not a multiple of 8 (stems) read x blocked by 1"""
 
     def check(self) -> None:
         """ValueError naming the option for an invalid value."""

@@ -115,7 +115,7 @@ def test_non_blocked_grouped_conv_in_the_middle() -> None:
 
 
 def _resnet(g: G, dt: str) -> None:
-    """A ResNet-like net: 7x7/2 stem (3 channels: NCHW), max pool, two basic blocks (the
+    """A ResNet-like net: 7x7/2 stem (3 channels: x blocked by 1), max pool, two basic blocks (the
     second downsampling with a strided 1x1 shortcut), global average pool, a linear head."""
     x = g.input("x", (2, 3, 19, 17), dtype=dt)
     a = g.conv2d(x, _w(g, "stem", 16, 3, 7, dt), strides=[2, 2], padding=[3, 3, 3, 3],
@@ -137,6 +137,30 @@ def _resnet(g: G, dt: str) -> None:
 @pytest.mark.parametrize("dt", ["f32", "bf16"])
 def test_resnet_like(dt: str) -> None:
     _check(_resnet, dt, baseline=dt == "f32")
+
+
+def _stem(g: G, dt: str) -> None:
+    """An EfficientNet-like stem: 3 -> 16 3x3/2 + bias + silu, depthwise, 1x1 (odd sizes,
+    batch 2)."""
+    x = g.input("x", (2, 3, 13, 11), dtype=dt)
+    a = g.conv2d(x, _w(g, "stem", 16, 3, 3, dt), g.input("b", (16,), dtype=dt), strides=[2, 2],
+                 padding=[1, 1, 1, 1], activation="silu")  # fmt: skip
+    a = g.conv2d(a, g.input("dw", (16, 1, 3, 3), dtype=dt), padding=[1, 1, 1, 1], groups=16,
+                 activation="clip", clip=[0.0, 6.0])  # fmt: skip
+    g.output(g.conv2d(a, _w(g, "pw", 8, 16, 1, dt)))
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_stem_reads_x_blocked_by_1(dt: str) -> None:
+    """The 3-channel stem joins the region (x reshaped to [N, C, H, W, 1]): no to_nchwc is
+    left, and the stem runs the direct kernel's stem form."""
+    _check(_stem, dt)
+    m = parse_module(_text(_stem, dt))
+    BlockedLayout(block=8).apply(Context(), m)
+    assert "rlx.to_nchwc" not in str(m)
+    for text in (_text(_stem, dt), _text(_resnet, dt)):
+        report = rlx.compile(text, CompileOptions(blocked_layout=True)).dispatch_report()
+        assert "x blocked by 1" in report and "implicit GEMM" not in report
 
 
 def _pooled(g: G, dt: str) -> None:

@@ -1,20 +1,23 @@
 // The blocked-layout pass (docs/layout.md): regions with >= min-convs blockable convs run in
 // NCHWc; conversions only at the region edges; arguments and results stay NCHW.
 // RUN: rlx-opt %s -p 'blocked-layout{block=16}' | filecheck %s
-// RUN: rlx-opt %s -p 'blocked-layout{block=8 min-convs=3}' | filecheck %s --check-prefix=MIN3
+// RUN: rlx-opt %s -p 'blocked-layout{block=16 narrow-convs=false}' | filecheck %s --check-prefix=NONARROW
+// RUN: rlx-opt %s -p 'blocked-layout{block=8 min-convs=3 narrow-convs=false}' | filecheck %s --check-prefix=MIN3
 // RUN: rlx-opt %s --blocked-layout=block=8 --print-ir-after-all 2>&1 >/dev/null | filecheck %s --check-prefix=DUMP
 // RUN: rlx-opt %s -p 'blocked-layout{block=16},canonicalize' | rlx-opt | filecheck %s --check-prefix=ROUNDTRIP
 // RUN: rlx-opt %s -p 'blocked-layout{fold-weights=false}' | filecheck %s --check-prefix=NOFOLD
 // RUN: rlx-opt %s -p 'blocked-layout{block=8}' --check-equivalence > /dev/null
 
 // DUMP: IR Dump After blocked-layout
-// DUMP: rlx.to_nchwc %c0 {block = 8 : i64}
+// DUMP: rlx.conv2d %{{.*}} layout = "nchwc"} : (tensor<1x3x8x8x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<16xf32>) -> tensor<1x2x8x8x8xf32>
 // ROUNDTRIP-LABEL: func.func @resnet
 // ROUNDTRIP: rlx.fused_conv2d_residual {{.*}}layout = "nchwc"
 
 // CHECK-LABEL: func.func @resnet
-// CHECK-NEXT:    %c0 = rlx.conv2d %x, %w0, %b0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu"} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
-// CHECK-NEXT:    %[[X:.*]] = rlx.to_nchwc %c0 {block = 16 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x1x8x8x16xf32>
+// CHECK-NEXT:    %[[X1:.*]] = rlx.reshape %x : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8x1xf32>
+// CHECK-NEXT:    %[[R0:.*]] = rlx.reshape %w0 : (tensor<16x3x3x3xf32>) -> tensor<1x16x3x1x3x3xf32>
+// CHECK-NEXT:    %[[W0:.*]] = rlx.transpose %[[R0]] {permutation = array<i64: 0, 2, 4, 5, 3, 1>} : (tensor<1x16x3x1x3x3xf32>) -> tensor<1x3x3x3x1x16xf32>
+// CHECK-NEXT:    %[[X:.*]] = rlx.conv2d %[[X1]], %[[W0]], %b0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc"} : (tensor<1x3x8x8x1xf32>, tensor<1x3x3x3x1x16xf32>, tensor<16xf32>) -> tensor<1x1x8x8x16xf32>
 // CHECK-NEXT:    %[[P:.*]] = rlx.pool2d %[[X]] {kind = "max", kernel = array<i64: 2, 2>, layout = "nchwc"} : (tensor<1x1x8x8x16xf32>) -> tensor<1x1x4x4x16xf32>
 // CHECK-NEXT:    %[[R1:.*]] = rlx.reshape %w1 : (tensor<16x16x3x3xf32>) -> tensor<1x16x1x16x3x3xf32>
 // CHECK-NEXT:    %[[W1:.*]] = rlx.transpose %[[R1]] {permutation = array<i64: 0, 2, 4, 5, 3, 1>} : (tensor<1x16x1x16x3x3xf32>) -> tensor<1x1x3x3x16x16xf32>
@@ -25,10 +28,16 @@
 // CHECK-NEXT:    %[[M:.*]] = rlx.reduce %[[C2]] {kind = "mean", axes = array<i64: 2, 3>} : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x16xf32>
 // CHECK-NEXT:    %m = rlx.reshape %[[M]] : (tensor<1x1x16xf32>) -> tensor<1x16xf32>
 // CHECK-NEXT:    func.return %m
+// NONARROW-LABEL: func.func @resnet
+// NONARROW-NEXT:    %c0 = rlx.conv2d %x, %w0, %b0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu"} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+// NONARROW-NEXT:    %[[X:.*]] = rlx.to_nchwc %c0 {block = 16 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x1x8x8x16xf32>
+// NONARROW-NEXT:    %[[P:.*]] = rlx.pool2d %[[X]] {kind = "max", kernel = array<i64: 2, 2>, layout = "nchwc"} : (tensor<1x1x8x8x16xf32>) -> tensor<1x1x4x4x16xf32>
 // MIN3-LABEL: func.func @resnet
 // MIN3-NOT:     nchwc
 // MIN3:         func.return
-// ResNet basic block: the stem (3 channels) stays NCHW, the rest is one region.
+// ResNet basic block: the stem (3 channels) reads x blocked by 1 (a reshape) and writes
+// the blocked result: one region, no to_nchwc (narrow-convs=false: the stem stays NCHW
+// and its result is converted).
 func.func @resnet(%x: tensor<1x3x8x8xf32>, %w0: tensor<16x3x3x3xf32>, %b0: tensor<16xf32>, %w1: tensor<16x16x3x3xf32>, %w2: tensor<16x16x3x3xf32>, %b2: tensor<16xf32>) -> tensor<1x16xf32> {
   %c0 = rlx.conv2d %x, %w0, %b0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu"} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
   %p = rlx.pool2d %c0 {kind = "max", kernel = array<i64: 2, 2>} : (tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32>
