@@ -4,14 +4,19 @@ OpenVINO, in one process with the runs alternating (the shared machine's load ch
 during a run, so only ratios from one run compare).
 
     BENCH_THREADS=2 python bench/cnn_layout_ab.py [--models resnet18,...] [--reps 10]
-                                                 [--rounds 3] [--report]
+                                                 [--rounds 3] [--report] [--no-nchw]
+                                                 [--variant NAME=PIPELINE ...] [--no-peers]
 
 Each model is bench/cnn.py's export (torchvision, random weights and batch-norm
 statistics, batch 1, 224²). RLX compiles cold with the initializers as params and
 `cache_param_invariant=True` (as cnn.py does), once per layout. Prints the compile times,
 the max difference of each RLX output from onnxruntime's, and the best time of
 `--rounds` x `--reps` runs per runner. `--report` prints the blocked build's dispatch
-report (which conv kernels the NCHWc ops took).
+report (which conv kernels the NCHWc ops took). `--variant NAME=PIPELINE` adds an RLX
+build with `blocked_layout=False` and PIPELINE run right after fusion (`extra_passes`),
+e.g. `--variant nostem='blocked-layout{narrow-convs=false prepare-weights=true}'` to A/B
+one pass option in the same process; `--no-nchw` drops the NCHW build, `--no-peers`
+onnxruntime and OpenVINO (outputs are then not compared).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from onnx_peers import Runner, ort_runner, ov_runner  # noqa: E402
 import numpy as np  # noqa: E402  isort: skip
 
 
-def _compile(path: Path, x: np.ndarray, blocked: bool) -> tuple[object, float]:
+def _compile(path: Path, x: np.ndarray, blocked: bool,
+             extra: str | None = None) -> tuple[object, float]:  # fmt: skip
     import onnx
 
     import rlx
@@ -41,7 +47,8 @@ def _compile(path: Path, x: np.ndarray, blocked: bool) -> tuple[object, float]:
     CACHE.clear_memory()
     module, params = import_model(onnx.load(str(path)))
     t0 = time.perf_counter()
-    opts = rlx.CompileOptions(cache_param_invariant=True, blocked_layout=blocked)
+    more = {"extra_passes": {"after:fusion": extra}} if extra else {}
+    opts = rlx.CompileOptions(cache_param_invariant=True, blocked_layout=blocked, **more)
     compiled = rlx.compile(module, opts)
     seconds = time.perf_counter() - t0
     compiled.set_params(params)
@@ -71,24 +78,33 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--no-nchw", action="store_true")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=PIPELINE")
     args = ap.parse_args()
+    builds: list[tuple[str, bool, str | None]] = [] if args.no_nchw else [("nchw", False, None)]
+    builds.append(("nchwc", True, None))
+    for v in args.variant:
+        vname, sep, spec = v.partition("=")
+        if not sep or not vname or not spec:
+            ap.error(f"--variant wants NAME=PIPELINE, got {v!r}")
+        builds.append((vname, False, spec))
     print(f"threads={THREADS or 'default'} load={os.getloadavg()[0]:.2f}")
     for name in args.models.split(","):
         path = Path(tempfile.mkdtemp(prefix="rlx-ab-")) / f"{name}.onnx"
         _, x = export(name, path, keep_bn=False)
         runs: dict[str, Runner] = {}
         outs, times = {}, {}
-        for blocked in (False, True):
-            key = "rlx nchwc" if blocked else "rlx nchw"
-            compiled, times[key] = _compile(path, x, blocked)
+        for vname, blocked, spec in builds:
+            key = f"rlx {vname}"
+            compiled, times[key] = _compile(path, x, blocked, spec)
             runs[key] = lambda c=compiled, x=x: c.run(x=x)[0]  # type: ignore[attr-defined]
             outs[key] = runs[key]()
             if blocked and args.report:
                 print(compiled.dispatch_report())  # type: ignore[attr-defined]
-        for peer, runner in (
-            ("ort", ort_runner(path, {"x": x})),
-            ("ov", ov_runner(path, {"x": x})),
-        ):
+        peers = () if args.no_peers else (("ort", ort_runner(path, {"x": x})),
+                                           ("ov", ov_runner(path, {"x": x})))  # fmt: skip
+        for peer, runner in peers:
             if runner is not None:
                 runs[peer] = runner
         want = runs["ort"]() if "ort" in runs else None
@@ -103,7 +119,9 @@ def main() -> None:
         )
         cols = "  ".join(f"{k} {v * 1e3:7.2f} ms" for k, v in best.items())
         comp = ", ".join(f"{k.split()[1]} {v:.2f} s" for k, v in times.items())
-        print(f"{name:16s} {cols}  nchwc/nchw {best['rlx nchwc'] / best['rlx nchw']:.2f}"
+        ratios = "  ".join(f"{k.split()[1]}/nchwc {v / best['rlx nchwc']:.2f}"
+                           for k, v in best.items() if k.startswith("rlx ") and k != "rlx nchwc")  # fmt: skip
+        print(f"{name:16s} {cols}  {ratios}"
               f"  compile {comp}{errs}  load {os.getloadavg()[0]:.2f}")  # fmt: skip
 
 

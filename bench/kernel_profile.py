@@ -2,6 +2,7 @@
 
     RLX_POOL_PROFILE=1 .venv/bin/python bench/kernel_profile.py [--only encoder,minilm]
         [--cnn resnet18,mobilenet_v2,efficientnet_b0] [--threads N] [--reps R] [--env NAME=A,B]
+        [--variant NAME=PIPELINE] [--rounds K]
 
 Compiles each workload as bench/peers.py does (bench/common.py: the encoder layer,
 MiniLM, ...; `cache_param_invariant=True` when it has params; `--only` picks by name
@@ -17,7 +18,12 @@ environment variable NAME (set while compiling) and prints one table each, to co
 compile-time switch within one process. `--cnn` profiles torchvision models exported and
 compiled as bench/cnn.py does (torch / torchvision needed; alone unless `--only` is given
 too); kernels are named by their `rlx.kernel` label (`task_labels`) where the task
-symbols can be matched, and the table ends with the time per label. Needs `RLX_POOL_PROFILE=1` (rlx.runtime.pool_profile).
+symbols can be matched, and the table ends with the time per label. `--variant
+NAME=PIPELINE` (with `--cnn`, repeatable) also compiles each model with
+`blocked_layout=False` and PIPELINE right after fusion (`extra_passes`, e.g.
+`nostem='blocked-layout{narrow-convs=false prepare-weights=true}'`), and `--rounds K`
+profiles the builds in turn K times (an A/B in one process: compare the rounds).
+Needs `RLX_POOL_PROFILE=1` (rlx.runtime.pool_profile).
 """
 
 from __future__ import annotations
@@ -140,9 +146,10 @@ def profile(w: object, threads: int, reps: int, label: str) -> None:
     profile_compiled(c, list(w.inputs.values()), w.name, threads, reps, label)  # type: ignore[attr-defined]
 
 
-def cnn_compiled(name: str) -> tuple[rlx.CompiledGraph, list[object]]:
+def cnn_compiled(name: str, pipeline: str | None = None) -> tuple[rlx.CompiledGraph, list[object]]:
     """torchvision `name` exported and compiled as bench/cnn.py does (its params set and
-    `@prepare` run); (graph, inputs)."""
+    `@prepare` run); (graph, inputs). `pipeline`: run after fusion instead of the default
+    blocked-layout (`blocked_layout=False` and `extra_passes`)."""
     import tempfile
     from pathlib import Path
 
@@ -154,7 +161,9 @@ def cnn_compiled(name: str) -> tuple[rlx.CompiledGraph, list[object]]:
     path = Path(tempfile.mkdtemp(prefix="rlx-kprof-")) / f"{name}.onnx"
     _, x = cnn.export(name, path, False)
     module, params = import_model(onnx.load(str(path)))
-    c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=True))
+    more = {} if pipeline is None else {"blocked_layout": False,
+                                        "extra_passes": {"after:fusion": pipeline}}  # fmt: skip
+    c = rlx.compile(module, rlx.CompileOptions(cache_param_invariant=True, **more))
     c.set_params(params)
     return c, [x]
 
@@ -233,15 +242,24 @@ def main() -> None:
     if env:
         name, values = env.split("=", 1)
         variants = [(name, v) for v in values.split(",")]
+    pipes: list[tuple[str, str | None]] = [("", None)]
+    for i, a in enumerate(args[:-1]):
+        if a == "--variant":
+            vname, _, spec = args[i + 1].partition("=")
+            pipes.append((vname, spec))
+    rounds = int(opt("--rounds", "1"))
     print(f"uptime: {os.getloadavg()}")
     for name in (m for m in opt("--cnn", "").split(",") if m):
         for var, value in variants:
             if value is not None:
                 os.environ[var] = value
-            c, ins = cnn_compiled(name)
-            profile_compiled(
-                c, ins, name, threads, reps, f"{var}={value}" if value is not None else ""
-            )
+            built = [(vname, *cnn_compiled(name, spec)) for vname, spec in pipes]
+            for r in range(rounds):
+                for vname, c, ins in built:
+                    label = f"{var}={value}" if value is not None else ""
+                    label += f" {vname}" if vname else ""
+                    label += f" round {r + 1}" if rounds > 1 else ""
+                    profile_compiled(c, ins, name, threads, reps, label.strip())
     if "--cnn" in args[:-1] and "--only" not in args[:-1]:
         only = []
     for w in workloads(quick=False):

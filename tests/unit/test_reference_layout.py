@@ -104,6 +104,27 @@ def test_nchwc_fused_conv2d_residual() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("c", "xb"), [(3, 1), (1, 1), (8, 2)])
+@pytest.mark.parametrize("residual", [False, True])
+def test_nchwc_conv2d_other_input_block(c, xb, residual) -> None:
+    """x blocked by xb (1: the stem form, [N, C, H, W, 1]), w [F/B, C/xb, KH, KW, xb, B],
+    result blocked by B = 8: the index loops of the layout definition."""
+    b, f = 8, 16
+    x = RNG.standard_normal((2, c, 7, 5)).astype(np.float32)
+    w = RNG.standard_normal((f, c, 3, 3)).astype(np.float32)
+    base = conv_loops(x, w, None, (2, 1), (1, 0, 1, 2), (1, 1), 1)
+    res = RNG.standard_normal(base.shape).astype(np.float32)
+    want = block_loops(base + res if residual else base, b)
+    w6 = np.zeros((f // b, c // xb, 3, 3, xb, b), np.float32)
+    for fb, cb, y, z, i, o in itertools.product(*map(range, w6.shape)):
+        w6[fb, cb, y, z, i, o] = w[fb * b + o, cb * xb + i, y, z]
+    attrs = f'{{strides = {ints(2, 1)}, padding = {ints(1, 0, 1, 2)}, layout = "nchwc"}}'
+    ops = [block_loops(x, xb), w6, *([block_loops(res, b)] if residual else [])]
+    op = "rlx.fused_conv2d_residual" if residual else "rlx.conv2d"
+    got = run1(op, ops, (want.shape, np.float32), attrs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 @pytest.mark.parametrize("dt", [np.float32, BF16], ids=str)
 def test_nchwc_pool2d(kind, dt) -> None:

@@ -86,7 +86,11 @@ def blocked_conv_types(operand_types: Types, groups: int) -> tuple[list[TensorTy
         f'layout "nchwc" needs groups == 1 or a depthwise conv (groups == channels == filters), '
         f"got groups = {groups} with {c} channels",
     )
-    block = bx if depthwise or not is_pow2(ws[5]) else ws[5]
+    require(
+        depthwise or is_pow2(ws[5]),
+        f"the output block (last dim of w) must be a power of two, got {ws[5]}",
+    )
+    block = bx if depthwise else ws[5]
     want = (
         (ws[0], 1, ws[2], ws[3], 1, block)
         if depthwise

@@ -897,6 +897,30 @@ func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x4x8xf32>) {
 
 // -----
 
+func.func @f(%x: tensor<1x3x5x5x1xf32>, %w: tensor<2x3x3x3x8x8xf32>) {
+  // expected-error @+1 {{w must be tensor<2x3x3x3x1x8> for x tensor<1x3x5x5x1> with groups = 1 (block 1), got tensor<2x3x3x3x8x8>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x3x5x5x1xf32>, tensor<2x3x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x3x5x5x1xf32>, %w: tensor<2x3x3x3x1x8xf32>) {
+  // expected-error @+1 {{result #0 has type tensor<1x2x3x3x1xf32>, but the operands and attributes give tensor<1x2x3x3x8xf32>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x3x5x5x1xf32>, tensor<2x3x3x3x1x8xf32>) -> tensor<1x2x3x3x1xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x3x5x5x1xf32>, %w: tensor<2x3x3x3x1x6xf32>) {
+  // expected-error @+1 {{the output block (last dim of w) must be a power of two, got 6}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc"} : (tensor<1x3x5x5x1xf32>, tensor<2x3x3x3x1x6xf32>) -> tensor<1x2x3x3x6xf32>
+  func.return
+}
+
+// -----
+
 func.func @f(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x1x3x3x8x8xf32>) {
   // expected-error @+1 {{layout "nchwc" needs groups == 1 or a depthwise conv (groups == channels == filters), got groups = 2 with 16 channels}}
   %y = rlx.conv2d %x, %w {groups = 2 : i64, layout = "nchwc"} : (tensor<1x2x5x5x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>

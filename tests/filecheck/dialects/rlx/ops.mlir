@@ -138,6 +138,13 @@ func.func @nchwc(%x: tensor<2x16x5x5xf32>, %w: tensor<2x2x3x3x8x8xf32>, %wd: ten
   func.return
 }
 
+func.func @nchwc_stem(%x: tensor<1x3x9x9xf32>, %w: tensor<2x3x3x3x1x8xf32>, %b: tensor<16xf32>, %r: tensor<1x2x5x5x8xf32>) {
+  %0 = rlx.reshape %x : (tensor<1x3x9x9xf32>) -> tensor<1x3x9x9x1xf32>
+  %1 = rlx.conv2d %0, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, activation = "silu", layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<16xf32>) -> tensor<1x2x5x5x8xf32>
+  %2 = rlx.fused_conv2d_residual %0, %w, %r {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<1x2x5x5x8xf32>) -> tensor<1x2x5x5x8xf32>
+  func.return
+}
+
 func.func @quant(%x: tensor<2x8xf32>, %q: tensor<2x8xi8>) {
   %0 = rlx.quantize %x {scale = 0.1 : f64, zero_point = 3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xi8>
   %1 = rlx.dequantize %q {scale = array<f64: 0.1, 0.2>, zero_point = array<i64: 0, 1>, axis = 0 : i64} : (tensor<2x8xi8>) -> tensor<2x8xf32>
@@ -328,6 +335,12 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: %5 = rlx.from_nchwc %4 : (tensor<2x2x2x2x8xf32>) -> tensor<2x16x2x2xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
+// CHECK-LABEL: func.func @nchwc_stem(%x: tensor<1x3x9x9xf32>, %w: tensor<2x3x3x3x1x8xf32>, %b: tensor<16xf32>, %r: tensor<1x2x5x5x8xf32>) {
+// CHECK-NEXT: %0 = rlx.reshape %x : (tensor<1x3x9x9xf32>) -> tensor<1x3x9x9x1xf32>
+// CHECK-NEXT: %1 = rlx.conv2d %0, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, activation = "silu", layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<16xf32>) -> tensor<1x2x5x5x8xf32>
+// CHECK-NEXT: %2 = rlx.fused_conv2d_residual %0, %w, %r {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<1x2x5x5x8xf32>) -> tensor<1x2x5x5x8xf32>
+// CHECK-NEXT: func.return
+// CHECK-NEXT: }
 // CHECK-LABEL: func.func @quant(%x: tensor<2x8xf32>, %q: tensor<2x8xi8>) {
 // CHECK-NEXT: %0 = rlx.quantize %x {scale = 1.000000e-01 : f64, zero_point = 3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xi8>
 // CHECK-NEXT: %1 = rlx.dequantize %q {scale = array<f64: 1.000000e-01, 2.000000e-01>, zero_point = array<i64: 0, 1>, axis = 0 : i64} : (tensor<2x8xi8>) -> tensor<2x8xf32>
@@ -473,6 +486,8 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // GENERIC: %3 = "rlx.fused_conv2d_residual"(%1, %w, %1, %b) {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc"} : (tensor<2x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<2x2x5x5x8xf32>, tensor<16xf32>) -> tensor<2x2x5x5x8xf32>
 // GENERIC: %4 = "rlx.pool2d"(%3) {kind = "max", kernel = array<i64: 2, 2>, layout = "nchwc"} : (tensor<2x2x5x5x8xf32>) -> tensor<2x2x2x2x8xf32>
 // GENERIC: %5 = "rlx.from_nchwc"(%4) : (tensor<2x2x2x2x8xf32>) -> tensor<2x16x2x2xf32>
+// GENERIC-LABEL: sym_name = "nchwc_stem"
+// GENERIC: %1 = "rlx.conv2d"(%0, %w, %b) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, activation = "silu", layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<16xf32>) -> tensor<1x2x5x5x8xf32>
 // GENERIC-LABEL: sym_name = "quant"
 // GENERIC: %0 = "rlx.quantize"(%x) {scale = 1.000000e-01 : f64, zero_point = 3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xi8>
 // GENERIC: %1 = "rlx.dequantize"(%q) {scale = array<f64: 1.000000e-01, 2.000000e-01>, zero_point = array<i64: 0, 1>, axis = 0 : i64} : (tensor<2x8xi8>) -> tensor<2x8xf32>
