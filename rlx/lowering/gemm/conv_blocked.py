@@ -202,8 +202,10 @@ def _body(kb: KernelBuilder, args: list[SSAValue], u: int, nblk: int, b: int, kw
                     return over_i(0, acc3)
                 return kb.loop_carry(xb, acc3, over_i)
 
-            if kw_ == 1:
-                return over_kw(0, acc2)
+            if kw_ == 1 or xb == 1 and kw_ <= 3:  # stem form, 3x3: taps unrolled (7x7 spilled)
+                for kw in range(kw_):
+                    acc2 = over_kw(kw, acc2)
+                return acc2
             return kb.loop_carry(kw_, acc2, over_kw)
 
         return kb.loop_carry(nkh, acc, over_kh)
