@@ -9,7 +9,9 @@ ConvNeXt block, depthwise conv between channels-last ops, would pay two copies f
 conv), is converted with one block `B` per region: the largest power of two <=
 `block` (0: 16 with AVX-512, else 8) that divides every channel count of the region.
 Each op is rebuilt on blocked operands (`rlx.to_nchwc` where a value enters the region,
-per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, conv weights
+per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, the input of a conv
+whose channels are not blockable (a stem's 3, `narrow-convs`) reshaped to `[N, C, H, W,
+1]`: blocked by 1, no copy, and the conv writes the blocked result; conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
 when constant, moved into `@prepare` with `prepare-weights`), and every use outside the
 region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the

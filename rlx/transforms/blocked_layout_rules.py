@@ -9,7 +9,8 @@ conv weight reordered to the blocked weight layout; `KEEP`: unchanged), the chan
 counts the block must divide, and how to build the blocked op from converted operands.
 The rules are per op *kind* (trait or class), not per op name: every elementwise op
 (the `Elementwise` precision class, `rlx.cast`), `rlx.elementwise_region`, conv2d /
-fused_conv2d_residual (groups 1 or depthwise), pool2d, concat (channel or spatial axis:
+fused_conv2d_residual (groups 1 or depthwise; groups 1 with unblockable input channels
+reads x blocked by 1), pool2d, concat (channel or spatial axis:
 pad), gather and slice on the spatial axes (resize, crop, pad), reductions over H and W
 (global pooling), and broadcast_to of a scalar (the fill of a pad).
 """
