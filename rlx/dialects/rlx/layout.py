@@ -92,9 +92,7 @@ def blocked_conv_types(operand_types: Types, groups: int) -> tuple[list[TensorTy
     )
     block = bx if depthwise else ws[5]
     want = (
-        (ws[0], 1, ws[2], ws[3], 1, block)
-        if depthwise
-        else (ws[0], xs[1], ws[2], ws[3], bx, block)
+        (ws[0], 1, ws[2], ws[3], 1, block) if depthwise else (ws[0], xs[1], ws[2], ws[3], bx, block)
     )
     require(
         tuple(ws) == want,
