@@ -6,6 +6,7 @@ during a run, so only ratios from one run compare).
     BENCH_THREADS=2 python bench/cnn_layout_ab.py [--models resnet18,...] [--reps 10]
                                                  [--rounds 3] [--report] [--no-nchw]
                                                  [--variant NAME=PIPELINE ...] [--no-peers]
+                                                 [--cpu]
 
 Each model is bench/cnn.py's export (torchvision, random weights and batch-norm
 statistics, batch 1, 224²). RLX compiles cold with the initializers as params and
@@ -16,7 +17,9 @@ report (which conv kernels the NCHWc ops took). `--variant NAME=PIPELINE` adds a
 build with `blocked_layout=False` and PIPELINE run right after fusion (`extra_passes`),
 e.g. `--variant nostem='blocked-layout{narrow-convs=false prepare-weights=true}'` to A/B
 one pass option in the same process; `--no-nchw` drops the NCHW build, `--no-peers`
-onnxruntime and OpenVINO (outputs are then not compared).
+onnxruntime and OpenVINO (outputs are then not compared). `--cpu` times each run by the
+process's CPU time instead of the wall clock (with BENCH_THREADS=1 it moves least with
+other processes' load; with more threads it sums them).
 """
 
 from __future__ import annotations
@@ -56,15 +59,16 @@ def _compile(path: Path, x: np.ndarray, blocked: bool,
     return compiled, seconds
 
 
-def _best(runs: dict[str, Runner], reps: int, rounds: int) -> dict[str, float]:
+def _best(runs: dict[str, Runner], reps: int, rounds: int,
+          clock: object = time.perf_counter) -> dict[str, float]:  # fmt: skip
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(rounds):
         for name, fn in runs.items():
             fn()
             for _ in range(reps):
-                t0 = time.perf_counter()
+                t0 = clock()  # type: ignore[operator]
                 fn()
-                best[name] = min(best[name], time.perf_counter() - t0)
+                best[name] = min(best[name], clock() - t0)  # type: ignore[operator]
     return best
 
 
@@ -80,6 +84,7 @@ def main() -> None:
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--no-nchw", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=PIPELINE")
     args = ap.parse_args()
     builds: list[tuple[str, bool, str | None]] = [] if args.no_nchw else [("nchw", False, None)]
@@ -108,7 +113,7 @@ def main() -> None:
             if runner is not None:
                 runs[peer] = runner
         want = runs["ort"]() if "ort" in runs else None
-        best = _best(runs, args.reps, args.rounds)
+        best = _best(runs, args.reps, args.rounds, time.process_time if args.cpu else time.perf_counter)
         errs = (
             ""
             if want is None
