@@ -113,7 +113,9 @@ def main() -> None:
             if runner is not None:
                 runs[peer] = runner
         want = runs["ort"]() if "ort" in runs else None
-        best = _best(runs, args.reps, args.rounds, time.process_time if args.cpu else time.perf_counter)
+        best = _best(
+            runs, args.reps, args.rounds, time.process_time if args.cpu else time.perf_counter
+        )
         errs = (
             ""
             if want is None
