@@ -83,6 +83,14 @@ _ERF_LARGE = (
     0.9985373,
 )
 
+EXP_LOG2E = 1.44269504088896341
+EXP_LN2_HI, EXP_LN2_LO = 0.693359375, -2.12194440e-4
+"""ln 2 in two parts (the high part exact in 9 bits, so n * EXP_LN2_HI is exact)."""
+EXP_ROUND = 12582912.0
+"""1.5 * 2^23: x + EXP_ROUND rounds x to an integer held in the low mantissa bits."""
+EXP_NONPOSITIVE_LO = -87.0
+"""`exp_nonpositive` gives 0 below this: rint(LO / ln 2) = -126 keeps 2^n normal."""
+
 EXP_POLY = (
     1.381459180265665e-3,
     8.368712849915028e-3,
@@ -200,11 +208,11 @@ def exp_reduced(
     xc = e.select(e.fcmp("ogt", x, hi), hi, x)
     xc = e.select(e.fcmp("olt", xc, lo), lo, xc)
     # n = rint(x / ln 2) by the 1.5 * 2^23 trick: its integer value sits in the low bits
-    magic = e.const(12582912.0, f32)
-    shifted = e.fadd(e.fmul(xc, e.const(1.44269504088896341, f32)), magic)
+    magic = e.const(EXP_ROUND, f32)
+    shifted = e.fadd(e.fmul(xc, e.const(EXP_LOG2E, f32)), magic)
     n = e.fsub(shifted, magic)
-    r = e.fsub(xc, e.fmul(n, e.const(0.693359375, f32)))
-    r = e.fsub(r, e.fmul(n, e.const(-2.12194440e-4, f32)))
+    r = e.fsub(xc, e.fmul(n, e.const(EXP_LN2_HI, f32)))
+    r = e.fsub(r, e.fmul(n, e.const(EXP_LN2_LO, f32)))
     y = e.horner(r, EXP_POLY, f32)
     ni = e.add(llvm.SubOp(e.add(llvm.BitcastOp(shifted, i32)), e.const(0x4B400000, i32)))
     return y, ni

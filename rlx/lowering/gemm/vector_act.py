@@ -26,6 +26,14 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i1, i
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.llvm_common import NO_FASTMATH, make
+from rlx.lowering.math_expansions import (
+    EXP_LN2_HI,
+    EXP_LN2_LO,
+    EXP_LOG2E,
+    EXP_NONPOSITIVE_LO,
+    EXP_POLY,
+    EXP_ROUND,
+)
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
@@ -33,12 +41,7 @@ if TYPE_CHECKING:
 ACTIVATIONS = ("sigmoid", "silu", "hard_swish", "gelu_tanh")
 """Activations `activation` computes (relu / clip are `conv_blocked.vector_epilogue`'s)."""
 
-_LOG2E = 1.44269504088896341
-_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
-_MAGIC = 12582912.0  # 1.5 * 2^23: x + MAGIC rounds x to an integer held in the low bits
-_LO = -87.0  # below: exp gives 0 (keeps 2^n normal), as fast_exp.exp_nonpositive
-_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-      4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)  # fmt: skip
+_BIASED_ROUND = EXP_ROUND + 127  # x + this rounds x; its low bits hold n + 127
 
 
 def splat(kb: KernelBuilder, value: float | int, like: SSAValue) -> SSAValue:
@@ -87,23 +90,21 @@ def _add(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
-    """exp(x) per lane for x <= 0 (`fast_exp.exp_nonpositive` on vectors: the Cephes range
-    reduction and polynomial; x < -87: 0; NaN in, NaN out)."""
+    """exp(x) per lane for x <= 0: `fast_exp.exp_nonpositive` on vectors (the same range
+    reduction, degree-6 `EXP_POLY` and biased rounding constant; x < -87: 0; NaN in, NaN
+    out), with explicit FMAs."""
     c = lambda v: splat(kb, v, x)  # noqa: E731
-    shifted = fma(kb, x, c(_LOG2E), c(_MAGIC))
-    n = kb.v(llvm.FSubOp(shifted, c(_MAGIC)))
-    r = fma(kb, n, c(-_LN2_HI), x)
-    r = fma(kb, n, c(-_LN2_LO), r)
-    p = c(_P[0])
-    for coef in _P[1:]:
-        p = fma(kb, p, r, c(coef))
-    y = _add(kb, fma(kb, _mul(kb, p, r), r, r), c(1.0))
+    shifted = fma(kb, x, c(EXP_LOG2E), c(_BIASED_ROUND))
+    n = kb.v(llvm.FSubOp(shifted, c(_BIASED_ROUND)))
+    r = fma(kb, n, c(-EXP_LN2_HI), x)
+    r = fma(kb, n, c(-EXP_LN2_LO), r)
+    y = c(EXP_POLY[0])
+    for coef in EXP_POLY[1:]:
+        y = fma(kb, y, r, c(coef))
     vi = VectorType(i32, x.type.get_shape())  # type: ignore[attr-defined]
     bits = kb.v(llvm.BitcastOp(shifted, vi))
-    biased = kb.v(llvm.AddOp(bits, splat(kb, 127, bits)))
-    scale = kb.v(llvm.BitcastOp(kb.v(llvm.ShlOp(biased, splat(kb, 23, bits))), x.type))
-    res = _mul(kb, y, scale)
-    return _select(kb, _less(kb, x, c(_LO)), c(0.0), res)
+    scale = kb.v(llvm.BitcastOp(kb.v(llvm.ShlOp(bits, splat(kb, 23, bits))), x.type))
+    return _select(kb, _less(kb, x, c(EXP_NONPOSITIVE_LO)), c(0.0), _mul(kb, y, scale))
 
 
 def sigmoid(kb: KernelBuilder, x: SSAValue) -> SSAValue:
