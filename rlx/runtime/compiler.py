@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,14 @@ from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, llvm_worker, option_pipeline, parallel, parallel_build
+from rlx.runtime import (
+    counters,
+    llvm_worker,
+    option_pipeline,
+    parallel,
+    parallel_build,
+    text_later,
+)
 from rlx.runtime.abi import ArgSpec, Artifact, Signature, check_prepared, np_dtype
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import CompiledGraph
@@ -413,7 +421,22 @@ def _run_pass(
 def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
            sources: SourceManager, capture: bool, jit: bool = True) -> Artifact:  # fmt: skip
     """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
-    below "rlx" (always kept)."""
+    below "rlx" (always kept, printed by a child when `jit`: `text_later`; missing when
+    that child failed, and then regenerated on demand)."""
+    rlx_text: list[Callable[[], str | None]] = []
+    try:
+        art = _pipeline(module, input_text, opts, entry, log, sources, capture, jit, rlx_text)
+    finally:
+        text = rlx_text[0]() if rlx_text else None  # reaps the child in any case
+    if text is not None:
+        art.stages["rlx"] = text
+    return art
+
+
+def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
+              sources: SourceManager, capture: bool, jit: bool,
+              rlx_text: list[Callable[[], str | None]]) -> Artifact:  # fmt: skip
+    """`_build`'s body; appends the getter of the "rlx" stage's text to `rlx_text`."""
     counters.bump("pipeline")
     ctx = make_context()
     find_entry(module, entry)
@@ -445,7 +468,8 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     _check_static(module)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))
-    stages["rlx"] = str(module)  # always: cheap, and what tests and users inspect most
+    # always kept (what tests and users inspect most); printed beside the compile
+    rlx_text.append(text_later.later(module) if jit and not capture else lambda t=str(module): t)
     ref = rlx_dtypes(module, entry)
     prep_f = find_prepare(module, entry)
     prep_name = None if prep_f is None else prep_f.sym_name.data
@@ -548,18 +572,22 @@ def compile(
         # cycles behind (+5-10 MB peak on densenet121 / a 5k-op graph).
         gc_was_on = gc.isenabled()
         gc.disable()
+        input_later = text_later.later(module)  # printed beside the compile
         try:
-            art = _build(module, str(module), opts, entry, log, sources, capture=False)
+            art = _build(module, "", opts, entry, log, sources, capture=False)
         finally:
+            text = input_later()  # reaps the child in any case
             if gc_was_on:
                 gc.enable()
+        # the source itself is unchanged (load_module copied it): print it if the child failed
+        art.stages["input"] = text if text is not None else str(load_module(source, ctx)[0])
         ir = art.llvm_ir
         meta = {
             "signature": art.signature.to_json(),
             "prepare": None if art.prepare is None else art.prepare.to_json(),
             "report": art.report,
             "reports": art.reports,
-            "rlx": art.stages["rlx"],
+            "rlx": art.stages.get("rlx", ""),
             "input": art.stages["input"],
         }
         obj = getattr(art.jit, "object_code", None)

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
-from rlx.runtime import blas, counters, llvm_worker
+from rlx.runtime import blas, counters, llvm_worker, object_bundle
 from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 __all__ = ["JitModule", "UnresolvedSymbolError", "compile_module", "ensure_runtime_symbols",
@@ -64,6 +64,12 @@ def _check_resolved(mod: Any, provided: frozenset[str] = frozenset()) -> None:
 # JIT
 
 
+Part = str | bytes | tuple[bytes, bytes]
+"""A module `JitModule` adds (`more`): LLVM IR text (optimised here), optimised bitcode
+(linked in before code generation) or (optimised bitcode, its object code) generated
+elsewhere with the same pipeline and target (the object is loaded as is)."""
+
+
 class JitModule:
     """A compiled module: O3-optimised for the host and loaded by MCJIT.
 
@@ -72,8 +78,9 @@ class JitModule:
     The object owns the execution engine: keep it alive while its functions may run.
 
     ``more`` (`rlx.runtime.parallel_build`): called once this module is optimised, it
-    returns the modules to link in before code generation, each optimised bitcode (same
-    pipeline and target) or LLVM IR text (optimised here first); ``provided`` names the
+    returns the other parts of the program (`Part`): IR text or bitcode is linked into this
+    module before code generation, an object generated elsewhere is loaded beside it (its
+    bitcode is linked into a copy that gives ``llvm_ir``); ``provided`` names the
     functions they define.
     """
 
@@ -86,7 +93,7 @@ class JitModule:
         features: str | None = None,
         unroll: bool = False,
         provided: frozenset[str] = frozenset(),
-        more: Callable[[], Sequence[bytes | str]] | None = None,
+        more: Callable[[], Sequence[Part]] | None = None,
     ) -> None:
 
         counters.bump("llvm")
@@ -107,7 +114,8 @@ class JitModule:
             mod.data_layout = str(tm.target_data)
             if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
                 mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
-            for part in more() if more is not None else ():
+            parts = list(more()) if more is not None else []
+            for part in parts:  # linked into this module: its code is generated here
                 if isinstance(part, str):  # not optimised yet
                     other = llvm_binding.parse_assembly(part)
                     other.verify()
@@ -116,27 +124,44 @@ class JitModule:
                         other = llvm_worker.optimise(
                             other, tm, opt_level, self.cpu, self.features, unroll
                         )
-                else:
-                    other = llvm_binding.parse_bitcode(part)
-                    other.triple, other.data_layout = mod.triple, mod.data_layout
-                mod.link_in(other)
+                    mod.link_in(other)
+                elif isinstance(part, bytes):
+                    mod.link_in(self._parse_bitcode(part, mod))
+            # Parts with their code generated already (bitcode, object): the object is
+            # loaded as is; the bitcode only makes the IR text of the whole program.
+            done = [p for p in parts if isinstance(p, tuple)]
+            objects_in = [obj for _, obj in done]
+            text_mod = mod.clone() if done else None
+            for bitcode, _ in done:
+                text_mod.link_in(self._parse_bitcode(bitcode, mod))  # type: ignore[union-attr]
             if more is not None:
-                _check_resolved(mod)
+                _check_resolved(mod if text_mod is None else text_mod)
             engine = llvm_binding.create_mcjit_compiler(mod, tm)
             objects: list[bytes] = []
             # MCJIT hands over the object code it generates: the compile cache stores it,
             # so a cold compile runs LLVM's code generator once, not twice.
             engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
+            for obj in objects_in:  # resolved against this module's symbols at finalize
+                engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
             engine.finalize_object()
-        self.object_code: bytes | None = objects[0] if len(objects) == 1 else None
-        """Host object code of the module as MCJIT generated it (loadable by the cache)."""
-        self._module = mod
+        own = objects[:1] if len(objects) == 1 else []
+        self.object_code: bytes | None = object_bundle.pack(own + objects_in) if own else None
+        """Host object code of the module as MCJIT generated it, with the children's
+        objects after it (`object_bundle`): what the cache stores and loads."""
+        self._module = mod if text_mod is None else text_mod
         self._engine = engine
         self._tm = tm
         self._ir: str | None = None
         self._asm: str | None = None
         self._addresses: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _parse_bitcode(data: bytes, like: Any) -> Any:
+        """An optimised module from bitcode, with `like`'s triple and data layout."""
+        other = llvm_binding.parse_bitcode(data)
+        other.triple, other.data_layout = like.triple, like.data_layout
+        return other
 
     def address(self, name: str) -> int:
         """Entry address of function ``name``; KeyError if it is not defined."""
