@@ -207,7 +207,12 @@ def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
 
 
 def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
+    """The graph function `entry`: looked up among the module's top-level functions (its
+    symbol table: a lowered CNN has ~10^5 ops inside them), then nested ones."""
+    top = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    funcs = top if any(f.sym_name.data == entry for f in top) else [
+        op for op in module.walk() if isinstance(op, func.FuncOp)
+    ]  # fmt: skip
     for f in funcs:
         if f.sym_name.data == entry:
             if f.is_declaration:
@@ -244,8 +249,11 @@ def source_params(module: ModuleOp) -> dict[str, ArgSpec]:
     return out
 
 
-def rlx_dtypes(module: ModuleOp, entry: str) -> dict[tuple[str, str | int], str]:
-    """Tensor-level dtypes of the entry's I/O and params (the memref ABI is signless)."""
+def rlx_dtypes(
+    module: ModuleOp, entry: str, params: dict[str, ArgSpec] | None = None
+) -> dict[tuple[str, str | int], str]:
+    """Tensor-level dtypes of the entry's I/O and params (the memref ABI is signless);
+    `params`: `source_params(module)` when the caller has it."""
     f = find_entry(module, entry)
     out: dict[tuple[str, str | int], str] = {}
     for kind, types in (
@@ -255,7 +263,8 @@ def rlx_dtypes(module: ModuleOp, entry: str) -> dict[tuple[str, str | int], str]
         for i, t in enumerate(types):
             if isinstance(t, TensorType):
                 out[kind, i] = _dtype_name(t.element_type)
-    out.update({("param", n): a.dtype for n, a in source_params(module).items()})
+    params = source_params(module) if params is None else params
+    out.update({("param", n): a.dtype for n, a in params.items()})
     return out
 
 
@@ -470,10 +479,11 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     reports["ran"] = ",".join(sorted(probe.ran))
     # always kept (what tests and users inspect most); printed beside the compile
     rlx_text.append(text_later.later(module) if jit and not capture else lambda t=str(module): t)
-    ref = rlx_dtypes(module, entry)
+    graph_params = source_params(module)  # after the graph passes (walked once for both)
+    ref = rlx_dtypes(module, entry, graph_params)
     prep_f = find_prepare(module, entry)
     prep_name = None if prep_f is None else prep_f.sym_name.data
-    prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name)
+    prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name, graph_params)
     for p in plan.phase("lower"):
         _run_pass(p.name, p.instance, module, ctx, log, sources, verify=False)
     if capture:

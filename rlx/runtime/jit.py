@@ -65,9 +65,9 @@ def _check_resolved(mod: Any, provided: frozenset[str] = frozenset()) -> None:
 
 
 Part = str | bytes | tuple[bytes, bytes]
-"""A module `JitModule` adds (`more`): LLVM IR text (optimised here), optimised bitcode
-(linked in before code generation) or (optimised bitcode, its object code) generated
-elsewhere with the same pipeline and target (the object is loaded as is)."""
+"""A part of the program `JitModule` adds (`more`): LLVM IR text (optimised here),
+optimised bitcode, or (optimised bitcode, its object code) generated elsewhere with the
+same pipeline and target (the object is loaded as is; the bitcode gives the IR text)."""
 
 
 class JitModule:
@@ -78,10 +78,9 @@ class JitModule:
     The object owns the execution engine: keep it alive while its functions may run.
 
     ``more`` (`rlx.runtime.parallel_build`): called once this module is optimised, it
-    returns the other parts of the program (`Part`): IR text or bitcode is linked into this
-    module before code generation, an object generated elsewhere is loaded beside it (its
-    bitcode is linked into a copy that gives ``llvm_ir``); ``provided`` names the
-    functions they define.
+    returns the other parts of the program (`Part`), each loaded as an object of its own
+    beside this module's (IR text or bitcode is compiled here first; see `_link_parts`);
+    ``provided`` names the functions they define.
     """
 
     def __init__(
@@ -114,47 +113,64 @@ class JitModule:
             mod.data_layout = str(tm.target_data)
             if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
                 mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
-            parts = list(more()) if more is not None else []
-            for part in parts:  # linked into this module: its code is generated here
-                if isinstance(part, str):  # not optimised yet
-                    other = llvm_binding.parse_assembly(part)
-                    other.verify()
-                    other.triple, other.data_layout = mod.triple, mod.data_layout
-                    if opt_level > 0:
-                        other = llvm_worker.optimise(
-                            other, tm, opt_level, self.cpu, self.features, unroll
-                        )
-                    mod.link_in(other)
-                elif isinstance(part, bytes):
-                    mod.link_in(self._parse_bitcode(part, mod))
-            # Parts with their code generated already (bitcode, object): the object is
-            # loaded as is; the bitcode only makes the IR text of the whole program.
-            done = [p for p in parts if isinstance(p, tuple)]
-            objects_in = [obj for _, obj in done]
-            text_mod = mod.clone() if done else None
-            for bitcode, _ in done:
-                text_mod.link_in(self._parse_bitcode(bitcode, mod))  # type: ignore[union-attr]
-            if more is not None:
-                _check_resolved(mod if text_mod is None else text_mod)
-            engine = llvm_binding.create_mcjit_compiler(mod, tm)
-            objects: list[bytes] = []
-            # MCJIT hands over the object code it generates: the compile cache stores it,
-            # so a cold compile runs LLVM's code generator once, not twice.
-            engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
-            for obj in objects_in:  # resolved against this module's symbols at finalize
-                engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
-        own = objects[:1] if len(objects) == 1 else []
-        self.object_code: bytes | None = object_bundle.pack(own + objects_in) if own else None
-        """Host object code of the module as MCJIT generated it, with the children's
-        objects after it (`object_bundle`): what the cache stores and loads."""
-        self._module = mod if text_mod is None else text_mod
+            if more is None:
+                engine = llvm_binding.create_mcjit_compiler(mod, tm)
+                objects: list[bytes] = []
+                # MCJIT hands over the object code it generates: the compile cache stores
+                # it, so a cold compile runs LLVM's code generator once, not twice.
+                engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
+                engine.finalize_object()
+                self._module = mod
+                code = objects[0] if len(objects) == 1 else None
+            else:
+                self._module, code, engine = self._link_parts(mod, tm, more, unroll)
+        self.object_code: bytes | None = code
+        """Host object code as MCJIT generated it, or the parts' objects of a parallel
+        build (`object_bundle`): what the cache stores and loads."""
         self._engine = engine
         self._tm = tm
         self._ir: str | None = None
         self._asm: str | None = None
         self._addresses: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def _link_parts(
+        self, mod: Any, tm: Any, more: Callable[[], Sequence[Part]], unroll: bool
+    ) -> tuple[Any, bytes, Any]:
+        """A parallel build: (the whole program's IR, the bundle of its objects, the engine).
+
+        This part's object is generated before the other parts are waited for (they are
+        still being compiled in the children); a part whose child failed is optimised and
+        compiled here. Every part is one object; one engine loads them all. The IR text is
+        taken before code generation, which rewrites the module it compiles."""
+        text_mod = mod.clone()
+        objects = [bytes(tm.emit_object(mod))]
+        for part in more():
+            if isinstance(part, tuple):  # (optimised bitcode, its object code)
+                text_mod.link_in(self._parse_bitcode(part[0], mod))
+                objects.append(part[1])
+                continue
+            if isinstance(part, bytes):
+                other = self._parse_bitcode(part, mod)
+            else:  # IR text, not optimised yet
+                other = llvm_binding.parse_assembly(part)
+                other.verify()
+                other.triple, other.data_layout = mod.triple, mod.data_layout
+                if self.opt_level > 0:
+                    other = llvm_worker.optimise(
+                        other, tm, self.opt_level, self.cpu, self.features, unroll
+                    )
+            text_mod.link_in(other.clone())
+            objects.append(bytes(tm.emit_object(other)))
+        _check_resolved(text_mod)
+        engine_tm = _target_machine(self.opt_level, self.cpu, self.features, jit=True)
+        empty = llvm_binding.parse_assembly("")
+        empty.triple = engine_tm.triple
+        engine = llvm_binding.create_mcjit_compiler(empty, engine_tm)  # owns engine_tm
+        for obj in objects:
+            engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        return text_mod, object_bundle.pack(objects), engine
 
     @staticmethod
     def _parse_bitcode(data: bytes, like: Any) -> Any:
