@@ -210,7 +210,7 @@ def test_child_objects_and_cached_bundle(parallel, monkeypatch, tmp_path) -> Non
     assert obj.read_bytes() == code
     CACHE.clear_memory()
     hit = rlx.compile(g.module.clone(), OPTS)
-    assert hit.cache_hit
+    assert hit.cache_hit and hit._art.jit.__class__.__name__ == "ObjectModule"
     llvm_ir = hit.ir("llvm-ir")
     assert "define" in llvm_ir and llvm_ir == c.ir("llvm-ir")  # one linked module's text
     for cg in (c, hit):
@@ -224,3 +224,9 @@ def test_child_objects_and_cached_bundle(parallel, monkeypatch, tmp_path) -> Non
         rlx.compile(g.module.clone(), OPTS)
         (one,) = (tmp_path / "serial").rglob("*.o")
         assert one.read_bytes()[:4] == b"\x7fELF"
+        CACHE.clear_memory()
+        old = rlx.compile(g.module.clone(), OPTS)  # a single-object entry still loads
+        assert old.cache_hit and old._art.jit.__class__.__name__ == "ObjectModule"
+        old.set_params(params)
+        for s, a in zip(serial, old.run(**inputs), strict=True):
+            np.testing.assert_array_equal(np.array(a), s)
