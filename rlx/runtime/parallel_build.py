@@ -259,8 +259,14 @@ class Child:
         r, w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        with _LOCK:  # no thread of this process is inside LLVM while it forks
-            pid = os.fork()
+        try:
+            with _LOCK:  # no thread of this process is inside LLVM while it forks
+                pid = os.fork()
+        except OSError as e:  # no process to be had (EAGAIN, ENOMEM): done here
+            os.close(r)
+            os.close(w)
+            self.pid, self.fd, self.error, self.closed = 0, -1, f"fork failed: {e}", True
+            return
         if pid == 0:  # the child: never returns
             os.close(r)
             gc.disable()  # a collection would touch (and copy) every page of the heap
@@ -275,6 +281,8 @@ class Child:
 
     def receive(self) -> bytes | None:
         """The next message's payload, or None (and `error` set) when it failed."""
+        if self.pid == 0:  # never started
+            return None
         deadline = time.monotonic() + REPLY_TIMEOUT_S
         line = self._read(deadline, until_newline=True)
         try:

@@ -56,10 +56,21 @@ class TextLater:
         if parallel_build.jobs() < 2 or _size(module, MIN_OPS) < MIN_OPS:
             self._text = str(module)
             return
-        fd, self._path = tempfile.mkstemp(prefix="rlx-text-", suffix=".mlir")
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            fd, self._path = tempfile.mkstemp(prefix="rlx-text-", suffix=".mlir")
+        except OSError:  # no writable temporary directory: print here
+            self._text = str(module)
+            return
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): print here
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self._path)
+            self._text = str(module)
+            return
         if pid == 0:  # the child: print, write, exit (never returns)
             code = 1
             try:

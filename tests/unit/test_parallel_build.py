@@ -230,3 +230,27 @@ def test_child_objects_and_cached_bundle(parallel, monkeypatch, tmp_path) -> Non
         old.set_params(params)
         for s, a in zip(serial, old.run(**inputs), strict=True):
             np.testing.assert_array_equal(np.array(a), s)
+
+
+def test_fork_failure_compiles_here(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No process to be had (fork raises EAGAIN): every part and text is done in this
+    process, with the serial compile's bits and texts."""
+    from rlx.runtime import text_later
+
+    g, inputs, params = conv_graph()
+    serial = _serial(monkeypatch, g, inputs, params)
+    with monkeypatch.context() as m:
+        m.setenv(parallel_build.JOBS_ENV, "1")
+        want = rlx.compile(g.module.clone(), OPTS)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(text_later, "MIN_OPS", 0)
+    monkeypatch.setattr(os, "fork", no_fork)
+    c = rlx.compile(g.module.clone(), OPTS)
+    assert len(parallel) == 1
+    assert (c.ir("input"), c.ir("rlx")) == (want.ir("input"), want.ir("rlx"))
+    c.set_params(params)
+    for s, a in zip(serial, c.run(**inputs), strict=True):
+        np.testing.assert_array_equal(np.array(a), s)
