@@ -24,19 +24,13 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    IntegerAttr,
-    MemRefType,
     ModuleOp,
-    StringAttr,
-    TensorType,
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
@@ -50,13 +44,27 @@ from rlx.diagnostics import (
     render,
 )
 from rlx.dialects import get_all_dialects
-from rlx.dialects.rlx.leaves import ParamOp
-from rlx.dtypes import numpy_dtype
 from rlx.parser import LocatingParser
-from rlx.runtime import counters, llvm_worker, option_pipeline, parallel, parallel_build
-from rlx.runtime.abi import ArgSpec, Artifact, Signature, check_prepared, np_dtype
+from rlx.runtime import (
+    counters,
+    llvm_worker,
+    option_pipeline,
+    parallel,
+    parallel_build,
+    text_later,
+)
+from rlx.runtime.abi import Artifact, check_prepared
 from rlx.runtime.cache import CACHE, emit_object, load_artifact, make_key
 from rlx.runtime.compiled import CompiledGraph
+from rlx.runtime.entry_abi import (
+    CompileError,
+    check_memory,
+    extract_signature,
+    find_entry,
+    find_prepare,
+    rlx_dtypes,
+    source_params,
+)
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
@@ -65,10 +73,6 @@ from rlx.transforms.bind_dims import unbound_dims
 
 BACKEND = "llvm-cpu"
 """Part of the cache key: names the code generator."""
-
-
-class CompileError(ValueError):
-    """The input cannot be compiled: parse/verify errors or a pass rejecting the graph."""
 
 
 class UnboundDimsError(CompileError):
@@ -198,182 +202,11 @@ def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
     return module, sources
 
 
-def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
-    for f in funcs:
-        if f.sym_name.data == entry:
-            if f.is_declaration:
-                raise CompileError(f"@{entry} is a declaration (no body): nothing to compile")
-            if f.sym_visibility is not None and f.sym_visibility.data == "private":
-                raise CompileError(f"@{entry} is private: the entry function must be public")
-            if len(f.body.blocks) != 1:
-                raise CompileError(
-                    f"@{entry} has {len(f.body.blocks)} blocks: a graph function is one block "
-                    "(no cf branches; rlx.if and rlx.scan hold regions)"
-                )
-            return f
-    names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-    raise CompileError(f"no function @{entry} in the module (functions: {names})")
-
-
-# ----------------------------------------------------------------------------- signature
-
-
-def _dtype_name(elem: Any) -> str:
-
-    return numpy_dtype(elem).name
-
-
-def source_params(module: ModuleOp) -> dict[str, ArgSpec]:
-
-    out: dict[str, ArgSpec] = {}
-    for op in module.walk():
-        if isinstance(op, ParamOp) and op.param_name not in out:
-            t = op.result.type
-            out[op.param_name] = ArgSpec(
-                op.param_name, "param", tuple(t.get_shape()), _dtype_name(t.element_type)
-            )  # type: ignore[attr-defined]
-    return out
-
-
-def rlx_dtypes(module: ModuleOp, entry: str) -> dict[tuple[str, str | int], str]:
-    """Tensor-level dtypes of the entry's I/O and params (the memref ABI is signless)."""
-    f = find_entry(module, entry)
-    out: dict[tuple[str, str | int], str] = {}
-    for kind, types in (
-        ("input", f.function_type.inputs.data),
-        ("output", f.function_type.outputs.data),
-    ):
-        for i, t in enumerate(types):
-            if isinstance(t, TensorType):
-                out[kind, i] = _dtype_name(t.element_type)
-    out.update({("param", n): a.dtype for n, a in source_params(module).items()})
-    return out
-
-
-def _arg_dicts(f: func.FuncOp) -> list[dict[str, Any]]:
-    attrs = f.arg_attrs.data if isinstance(f.arg_attrs, ArrayAttr) else ()
-    n = len(f.function_type.inputs.data)
-    return [
-        dict(attrs[i].data) if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
-        for i in range(n)
-    ]
-
-
-def find_prepare(module: ModuleOp, entry: str) -> func.FuncOp | None:
-    """The function with `rlx.prepare_for = "<entry>"` (hoist-param-invariant), if any."""
-    for op in module.ops:
-        if isinstance(op, func.FuncOp):
-            a = op.attributes.get("rlx.prepare_for")
-            if isinstance(a, StringAttr) and a.data == entry:
-                return op
-    return None
-
-
-def extract_signature(module: ModuleOp, entry: str, alignment: int,
-                      ref: dict[tuple[str, str | int], str] | None = None) -> Signature:  # fmt: skip
-    """The ABI of the lowered `entry` (arg attrs `rlx.kind` / `rlx.name`, func attrs).
-
-    `ref` (from `rlx_dtypes` before lowering) restores signedness lost by the signless ABI.
-    """
-    f = find_entry(module, entry)
-    args: list[ArgSpec] = []
-    counts = {"input": 0, "output": 0}
-    for i, (t, d) in enumerate(zip(f.function_type.inputs.data, _arg_dicts(f), strict=True)):
-        kind, name = d.get("rlx.kind"), d.get("rlx.name")
-        if not (
-            isinstance(kind, StringAttr)
-            and isinstance(name, StringAttr)
-            and isinstance(t, MemRefType)
-        ):
-            raise CompileError(
-                f"lowered @{entry}: argument {i} lacks rlx.kind/rlx.name or is not a memref ({t})"
-            )
-        k = kind.data
-        shape = tuple(t.get_shape())
-        if any(s < 0 for s in shape):
-            raise CompileError(
-                f"{k} '{name.data}' has a dynamic shape {t}; bind its dims with dim_binding"
-            )
-        dtype = _dtype_name(t.element_type)
-        key: tuple[str, str | int] = (k, name.data)
-        if k in counts:
-            key = (k, counts[k])
-            counts[k] += 1
-        want = (ref or {}).get(key)
-        if want is not None and np_dtype(want).itemsize == np_dtype(dtype).itemsize:
-            dtype = want
-        args.append(ArgSpec(name.data, k, shape, dtype))
-    letter = {
-        "input": "i", "prepared": "r", "param": "p", "output": "o", "status": "s", "arena": "a"
-    }  # fmt: skip
-    order = "".join(letter.get(a.kind, "?") for a in args)
-    if (
-        "?" in order
-        or order.count("a") != 1
-        or order.count("s") > 1
-        or order != "".join(sorted(order, key="irposa".index))
-    ):
-        raise CompileError(
-            f"lowered @{entry}: unexpected argument kinds order {order!r} "
-            "(want inputs, prepared, params, outputs, status (optional), arena)"
-        )
-    sites_attr = f.attributes.get("rlx.error_sites")
-    sites = (
-        [str(getattr(x, "data", x)) for x in sites_attr.data]
-        if isinstance(sites_attr, ArrayAttr)
-        else []
-    )
-
-    def i64(name: str) -> int:
-        a = f.attributes.get(name) or f.properties.get(name)
-        return a.value.data if isinstance(a, IntegerAttr) else 0
-
-    arena_bytes = i64("rlx.arena_bytes")
-    for a in args:  # the runtime sizes these buffers by the signature: they must agree
-        if a.kind == "status" and (a.shape, a.dtype) != ((5,), "int64"):
-            raise CompileError(f"lowered @{entry}: the status record must be memref<5xi64>")
-        if a.kind == "arena" and a.nbytes > max(arena_bytes, 1):
-            raise CompileError(
-                f"lowered @{entry}: the arena argument holds {a.nbytes} bytes but "
-                f"rlx.arena_bytes is {arena_bytes}"
-            )
-    return Signature(
-        entry, args, arena_bytes, i64("rlx.unplanned_bytes"), alignment, error_sites=sites
-    )
-
-
 # ----------------------------------------------------------------------------- pipeline
 
 
 def _count(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
-
-
-def _physical_memory() -> int | None:
-    """Bytes of RAM of this machine (None where unknown)."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _check_memory(sig: Signature, prep: Signature | None) -> None:
-    """CompileError when one run needs more memory (arena, outputs, params, prepared
-    values) than the machine has: an ONNX AveragePool with pads of 2^40 compiled to a
-    12 TiB arena; a graph needing somewhat more than RAM would be allocated lazily and then
-    thrash or be killed, far from its cause."""
-    ram = _physical_memory()
-    if ram is None:
-        return
-    need = sum(s.arena_bytes + sum(a.nbytes for a in s.args if a.kind != "arena")
-               for s in (sig, prep) if s is not None)  # fmt: skip
-    if need > ram:
-        gib = 1 << 30
-        raise CompileError(
-            f"@{sig.entry} needs {need / gib:.1f} GiB per run (arena {sig.arena_bytes / gib:.1f} "
-            f"GiB, inputs, outputs, params) but this machine has {ram / gib:.1f} GiB"
-        )
 
 
 def _check_static(module: ModuleOp) -> None:
@@ -413,7 +246,22 @@ def _run_pass(
 def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
            sources: SourceManager, capture: bool, jit: bool = True) -> Artifact:  # fmt: skip
     """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
-    below "rlx" (always kept)."""
+    below "rlx" (always kept, printed by a child when `jit`: `text_later`; missing when
+    that child failed, and then regenerated on demand)."""
+    rlx_text: list[Callable[[], str | None]] = []
+    try:
+        art = _pipeline(module, input_text, opts, entry, log, sources, capture, jit, rlx_text)
+    finally:
+        text = rlx_text[0]() if rlx_text else None  # reaps the child in any case
+    if text is not None:
+        art.stages["rlx"] = text
+    return art
+
+
+def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
+              sources: SourceManager, capture: bool, jit: bool,
+              rlx_text: list[Callable[[], str | None]]) -> Artifact:  # fmt: skip
+    """`_build`'s body; appends the getter of the "rlx" stage's text to `rlx_text`."""
     counters.bump("pipeline")
     ctx = make_context()
     find_entry(module, entry)
@@ -445,11 +293,13 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
     _check_static(module)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))
-    stages["rlx"] = str(module)  # always: cheap, and what tests and users inspect most
-    ref = rlx_dtypes(module, entry)
+    # always kept (what tests and users inspect most); printed beside the compile
+    rlx_text.append(text_later.later(module) if jit and not capture else lambda t=str(module): t)
+    graph_params = source_params(module)  # after the graph passes (walked once for both)
+    ref = rlx_dtypes(module, entry, graph_params)
     prep_f = find_prepare(module, entry)
     prep_name = None if prep_f is None else prep_f.sym_name.data
-    prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name)
+    prep_ref = None if prep_name is None else rlx_dtypes(module, prep_name, graph_params)
     for p in plan.phase("lower"):
         _run_pass(p.name, p.instance, module, ctx, log, sources, verify=False)
     if capture:
@@ -463,7 +313,7 @@ def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, 
         raise CompileError(str(e)) from None
     live = {a.name for s in (sig, prep) if s is not None for a in s.of("param")}
     sig.dead_params = {k: v for k, v in params.items() if k not in live}
-    _check_memory(sig, prep)
+    check_memory(sig, prep)
 
     def lower(m: ModuleOp, quiet: bool = False) -> None:
         for p in option_pipeline.llvm_pipeline():
@@ -548,18 +398,22 @@ def compile(
         # cycles behind (+5-10 MB peak on densenet121 / a 5k-op graph).
         gc_was_on = gc.isenabled()
         gc.disable()
+        input_later = text_later.later(module)  # printed beside the compile
         try:
-            art = _build(module, str(module), opts, entry, log, sources, capture=False)
+            art = _build(module, "", opts, entry, log, sources, capture=False)
         finally:
+            text = input_later()  # reaps the child in any case
             if gc_was_on:
                 gc.enable()
+        # the source itself is unchanged (load_module copied it): print it if the child failed
+        art.stages["input"] = text if text is not None else str(load_module(source, ctx)[0])
         ir = art.llvm_ir
         meta = {
             "signature": art.signature.to_json(),
             "prepare": None if art.prepare is None else art.prepare.to_json(),
             "report": art.report,
             "reports": art.reports,
-            "rlx": art.stages["rlx"],
+            "rlx": art.stages.get("rlx", ""),
             "input": art.stages["input"],
         }
         obj = getattr(art.jit, "object_code", None)

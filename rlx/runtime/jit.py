@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 )
 
 from rlx.lowering.llvm_ir import to_llvm_ir
-from rlx.runtime import blas, counters, llvm_worker
+from rlx.runtime import blas, counters, llvm_worker, object_bundle
 from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
 
 __all__ = ["JitModule", "UnresolvedSymbolError", "compile_module", "ensure_runtime_symbols",
@@ -64,6 +64,12 @@ def _check_resolved(mod: Any, provided: frozenset[str] = frozenset()) -> None:
 # JIT
 
 
+Part = str | bytes | tuple[bytes, bytes]
+"""A part of the program `JitModule` adds (`more`): LLVM IR text (optimised here),
+optimised bitcode, or (optimised bitcode, its object code) generated elsewhere with the
+same pipeline and target (the object is loaded as is; the bitcode gives the IR text)."""
+
+
 class JitModule:
     """A compiled module: O3-optimised for the host and loaded by MCJIT.
 
@@ -72,9 +78,9 @@ class JitModule:
     The object owns the execution engine: keep it alive while its functions may run.
 
     ``more`` (`rlx.runtime.parallel_build`): called once this module is optimised, it
-    returns the modules to link in before code generation, each optimised bitcode (same
-    pipeline and target) or LLVM IR text (optimised here first); ``provided`` names the
-    functions they define.
+    returns the other parts of the program (`Part`), each loaded as an object of its own
+    beside this module's (IR text or bitcode is compiled here first; see `_link_parts`);
+    ``provided`` names the functions they define.
     """
 
     def __init__(
@@ -86,7 +92,7 @@ class JitModule:
         features: str | None = None,
         unroll: bool = False,
         provided: frozenset[str] = frozenset(),
-        more: Callable[[], Sequence[bytes | str]] | None = None,
+        more: Callable[[], Sequence[Part]] | None = None,
     ) -> None:
 
         counters.bump("llvm")
@@ -107,36 +113,71 @@ class JitModule:
             mod.data_layout = str(tm.target_data)
             if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
                 mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
-            for part in more() if more is not None else ():
-                if isinstance(part, str):  # not optimised yet
-                    other = llvm_binding.parse_assembly(part)
-                    other.verify()
-                    other.triple, other.data_layout = mod.triple, mod.data_layout
-                    if opt_level > 0:
-                        other = llvm_worker.optimise(
-                            other, tm, opt_level, self.cpu, self.features, unroll
-                        )
-                else:
-                    other = llvm_binding.parse_bitcode(part)
-                    other.triple, other.data_layout = mod.triple, mod.data_layout
-                mod.link_in(other)
-            if more is not None:
-                _check_resolved(mod)
-            engine = llvm_binding.create_mcjit_compiler(mod, tm)
-            objects: list[bytes] = []
-            # MCJIT hands over the object code it generates: the compile cache stores it,
-            # so a cold compile runs LLVM's code generator once, not twice.
-            engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
-            engine.finalize_object()
-        self.object_code: bytes | None = objects[0] if len(objects) == 1 else None
-        """Host object code of the module as MCJIT generated it (loadable by the cache)."""
-        self._module = mod
+            if more is None:
+                engine = llvm_binding.create_mcjit_compiler(mod, tm)
+                objects: list[bytes] = []
+                # MCJIT hands over the object code it generates: the compile cache stores
+                # it, so a cold compile runs LLVM's code generator once, not twice.
+                engine.set_object_cache(notify_func=lambda _m, buf: objects.append(bytes(buf)))
+                engine.finalize_object()
+                self._module = mod
+                code = objects[0] if len(objects) == 1 else None
+            else:
+                self._module, code, engine = self._link_parts(mod, tm, more, unroll)
+        self.object_code: bytes | None = code
+        """Host object code as MCJIT generated it, or the parts' objects of a parallel
+        build (`object_bundle`): what the cache stores and loads."""
         self._engine = engine
         self._tm = tm
         self._ir: str | None = None
         self._asm: str | None = None
         self._addresses: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def _link_parts(
+        self, mod: Any, tm: Any, more: Callable[[], Sequence[Part]], unroll: bool
+    ) -> tuple[Any, bytes, Any]:
+        """A parallel build: (the whole program's IR, the bundle of its objects, the engine).
+
+        This part's object is generated before the other parts are waited for (they are
+        still being compiled in the children); a part whose child failed is optimised and
+        compiled here. Every part is one object; one engine loads them all. The IR text is
+        taken before code generation, which rewrites the module it compiles."""
+        text_mod = mod.clone()
+        objects = [bytes(tm.emit_object(mod))]
+        for part in more():
+            if isinstance(part, tuple):  # (optimised bitcode, its object code)
+                text_mod.link_in(self._parse_bitcode(part[0], mod))
+                objects.append(part[1])
+                continue
+            if isinstance(part, bytes):
+                other = self._parse_bitcode(part, mod)
+            else:  # IR text, not optimised yet
+                other = llvm_binding.parse_assembly(part)
+                other.verify()
+                other.triple, other.data_layout = mod.triple, mod.data_layout
+                if self.opt_level > 0:
+                    other = llvm_worker.optimise(
+                        other, tm, self.opt_level, self.cpu, self.features, unroll
+                    )
+            text_mod.link_in(other.clone())
+            objects.append(bytes(tm.emit_object(other)))
+        _check_resolved(text_mod)
+        engine_tm = _target_machine(self.opt_level, self.cpu, self.features, jit=True)
+        empty = llvm_binding.parse_assembly("")
+        empty.triple = engine_tm.triple
+        engine = llvm_binding.create_mcjit_compiler(empty, engine_tm)  # owns engine_tm
+        for obj in objects:
+            engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        return text_mod, object_bundle.pack(objects), engine
+
+    @staticmethod
+    def _parse_bitcode(data: bytes, like: Any) -> Any:
+        """An optimised module from bitcode, with `like`'s triple and data layout."""
+        other = llvm_binding.parse_bitcode(data)
+        other.triple, other.data_layout = like.triple, like.data_layout
+        return other
 
     def address(self, name: str) -> int:
         """Entry address of function ``name``; KeyError if it is not defined."""

@@ -13,7 +13,7 @@ import functools
 import threading
 from typing import Any
 
-from rlx.runtime import parallel
+from rlx.runtime import object_bundle, parallel
 
 _LOCK = threading.RLock()
 _INITIALISED = False
@@ -149,7 +149,8 @@ class ObjectEngine:
             empty = llvm_binding.parse_assembly("")
             empty.triple = tm.triple
             self._engine = llvm_binding.create_mcjit_compiler(empty, tm)
-            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(data))
+            for obj in object_bundle.unpack(data):  # one object, or a parallel compile's
+                self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
 
     def address(self, name: str) -> int:

@@ -189,3 +189,68 @@ def test_serial_where_fork_is_unsafe(monkeypatch) -> None:  # type: ignore[no-un
     for value in ("auto", "4"):
         monkeypatch.setenv(parallel_build.JOBS_ENV, value)
         assert parallel_build.jobs() == 1
+
+
+def test_child_objects_and_cached_bundle(parallel, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each child sends its object code: the compile holds one object per part (a bundle,
+    `object_bundle`), the cache stores and loads that bundle, and both compute the bits
+    of a serial compile; a serial compile's entry stays one plain object file."""
+    from rlx.runtime import object_bundle
+
+    g, inputs, params = conv_graph()
+    serial = _serial(monkeypatch, g, inputs, params)
+    monkeypatch.setenv("RLX_CACHE", "1")
+    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
+    CACHE.clear_memory()
+    c = rlx.compile(g.module.clone(), OPTS)
+    assert not c.cache_hit and len(parallel) == 1
+    code = c._art.jit.object_code
+    assert code.startswith(object_bundle.MAGIC) and len(object_bundle.unpack(code)) == 2
+    (obj,) = tmp_path.rglob("*.o")
+    assert obj.read_bytes() == code
+    CACHE.clear_memory()
+    hit = rlx.compile(g.module.clone(), OPTS)
+    assert hit.cache_hit and hit._art.jit.__class__.__name__ == "ObjectModule"
+    llvm_ir = hit.ir("llvm-ir")
+    assert "define" in llvm_ir and llvm_ir == c.ir("llvm-ir")  # one linked module's text
+    for cg in (c, hit):
+        cg.set_params(params)
+        for s, a in zip(serial, cg.run(**inputs), strict=True):
+            np.testing.assert_array_equal(np.array(a), s)
+    with monkeypatch.context() as m:  # serial: the single-object format, unchanged
+        m.setenv(parallel_build.JOBS_ENV, "1")
+        m.setenv("RLX_CACHE_DIR", str(tmp_path / "serial"))
+        CACHE.clear_memory()
+        rlx.compile(g.module.clone(), OPTS)
+        (one,) = (tmp_path / "serial").rglob("*.o")
+        assert one.read_bytes()[:4] == b"\x7fELF"
+        CACHE.clear_memory()
+        old = rlx.compile(g.module.clone(), OPTS)  # a single-object entry still loads
+        assert old.cache_hit and old._art.jit.__class__.__name__ == "ObjectModule"
+        old.set_params(params)
+        for s, a in zip(serial, old.run(**inputs), strict=True):
+            np.testing.assert_array_equal(np.array(a), s)
+
+
+def test_fork_failure_compiles_here(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No process to be had (fork raises EAGAIN): every part and text is done in this
+    process, with the serial compile's bits and texts."""
+    from rlx.runtime import text_later
+
+    g, inputs, params = conv_graph()
+    serial = _serial(monkeypatch, g, inputs, params)
+    with monkeypatch.context() as m:
+        m.setenv(parallel_build.JOBS_ENV, "1")
+        want = rlx.compile(g.module.clone(), OPTS)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(text_later, "MIN_OPS", 0)
+    monkeypatch.setattr(os, "fork", no_fork)
+    c = rlx.compile(g.module.clone(), OPTS)
+    assert len(parallel) == 1
+    assert (c.ir("input"), c.ir("rlx")) == (want.ir("input"), want.ir("rlx"))
+    c.set_params(params)
+    for s, a in zip(serial, c.run(**inputs), strict=True):
+        np.testing.assert_array_equal(np.array(a), s)

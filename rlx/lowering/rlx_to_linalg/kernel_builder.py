@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from rlx.lowering.rlx_to_linalg.static_ops import static_memref
 from rlx.lowering.rlx_to_linalg.types import (
     FM_CONTRACT,
     FM_NONE,
@@ -180,7 +181,7 @@ class KernelBuilder:
         assert self._globals is not None, "kernel built without a global-table registry"
         name = self._globals(typ, values)
         n = len(values)  # type: ignore[arg-type]
-        return self.hoist(memref.GetGlobalOp(name, MemRefType(typ, [n])))
+        return self.hoist(memref.GetGlobalOp(name, static_memref(typ, (n,))))
 
     def count_below(self, table: SSAValue, n: int, a: SSAValue) -> SSAValue:
         """How many of the `n` ascending entries of 1-D `table` are < `a` (an index): an

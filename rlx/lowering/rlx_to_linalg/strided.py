@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import MemRefType, i64
+from xdsl.dialects import func
+from xdsl.dialects.builtin import i64
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.rlx_to_linalg import streaming
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 from rlx.lowering.rlx_to_linalg.kernels import attr_text
+from rlx.lowering.rlx_to_linalg.static_ops import static_memref, static_reinterpret
 
 FLAT = 2**31 - 1
 """Length of the flat views the worker reads (the same pointer as the buffer)."""
@@ -116,10 +117,8 @@ def _inner(lay: Layout) -> int | None:
 def _flat(kb: KernelBuilder, mem: SSAValue) -> SSAValue:
     """`mem` (contiguous) as a flat view, made once per kernel (the same pointer)."""
     if mem not in kb.flat_views:
-        t = MemRefType(elem(mem), [FLAT])
-        kb.flat_views[mem] = kb.hoist(
-            memref.ReinterpretCastOp.from_dynamic(mem, [0], [FLAT], [1], t)
-        )
+        t = static_memref(elem(mem), (FLAT,))
+        kb.flat_views[mem] = kb.hoist(static_reinterpret(mem, 0, [FLAT], [1], t))
     return kb.flat_views[mem]
 
 
