@@ -9,8 +9,10 @@ lie about its data; a node input renamed to a missing value, dropped, or to the 
 own output (a cycle). A finding: an exception other than OnnxImportError / ValueError /
 IndexError / ArithmeticError / TypeError (import, compile or run), a hang over
 `--timeout`, the child dying (a segfault: the parent restarts it), or a run whose
-results differ from onnx.reference's (`mismatch`); a run that succeeds where
-onnx.reference raises is noted (`ref-refused`, worth a look: a possible silent value).
+results differ from onnx.reference's and onnxruntime's (`mismatch`), or a run that
+succeeds where both refuse (`accepted`: a possible silent value). Noted only with
+`--notes`: results that differ from onnx.reference but match onnxruntime (`ref-wrong`),
+runs that succeed where onnx.reference raises but onnxruntime agrees (`ref-refused`).
 Findings go to `<out>/finding-<n>.onnx` plus `.txt`.
 
     nice -n 10 timeout 900 .venv/bin/python tools/fuzz/fuzz_onnx.py --seconds 600
@@ -128,6 +130,20 @@ def _compare(got: list, want: list) -> str | None:  # type: ignore[type-arg]
     return None
 
 
+def _onnxruntime(model, feeds: dict):  # type: ignore[no-untyped-def,type-arg]
+    """onnxruntime's outputs, or a string saying why it refused (or is not installed)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "onnxruntime (not installed)"
+    try:
+        ort.set_default_logger_severity(4)
+        s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return s.run(None, feeds)
+    except Exception as e:  # noqa: BLE001
+        return f"onnxruntime ({type(e).__name__})"
+
+
 def run_case(model, seed: int, timeout: float) -> str | None:  # type: ignore[no-untyped-def]
     """The finding of one mutated model, or None."""
     import rlx
@@ -157,8 +173,18 @@ def run_case(model, seed: int, timeout: float) -> str | None:  # type: ignore[no
                 warnings.simplefilter("ignore")
                 want = ReferenceEvaluator(model).run(None, feeds)
         except Exception as e:  # noqa: BLE001
-            return f"ref-refused: {type(e).__name__}: {str(e)[:200]}"
-        return _compare(got, want)
+            ort = _onnxruntime(model, feeds)
+            if isinstance(ort, str):  # both references refuse what rlx ran
+                return f"accepted: onnx.reference ({type(e).__name__}) and {ort} refuse it"
+            diff = _compare(got, ort)
+            return diff or f"ref-refused: {type(e).__name__}: {str(e)[:200]} (onnxruntime agrees)"
+        diff = _compare(got, want)
+        if diff is None:
+            return None
+        ort = _onnxruntime(model, feeds)  # a third opinion: onnx.reference is wrong on some
+        if not isinstance(ort, str) and _compare(got, ort) is None:
+            return f"ref-wrong: {diff}; onnxruntime agrees with rlx"
+        return f"mismatch: {diff} (onnxruntime: {ort if isinstance(ort, str) else _compare(ort, want) or 'as onnx.reference'})"
 
     try:
         return _timed(go, timeout)
@@ -183,7 +209,7 @@ def child(args: argparse.Namespace, start: int) -> None:
         (out / "current.onnx").write_bytes(model.SerializeToString())
         (out / "current.json").write_text(json.dumps({"case": i, "name": case.name, "what": what}))
         found = run_case(model, i, args.timeout)
-        if found and (args.notes or not found.startswith("ref-refused")):
+        if found and (args.notes or not found.startswith(("ref-refused", "ref-wrong"))):
             n = len(list(out.glob("finding-*.onnx")))
             (out / f"finding-{n}.onnx").write_bytes(model.SerializeToString())
             (out / f"finding-{n}.txt").write_text(f"case {i} {case.name}: {what}\n{found}\n")

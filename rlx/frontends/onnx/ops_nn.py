@@ -161,6 +161,30 @@ def _spatial_pads(
     return begins + ends
 
 
+def pool_pads(
+    n: Node,
+    in_sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dil: Sequence[int],
+) -> list[int]:
+    """`_spatial_pads` of a pool, refusing a pad as large as the kernel: its border windows
+    would lie wholly in the padding (a max of -inf with index -1, an average of nothing),
+    which onnxruntime refuses too ("Pad should be smaller than kernel")."""
+    k = len(in_sizes)
+    for name, v in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
+        if len(v) != k or min(v, default=1) < 1:
+            raise n.error(f"{name} {list(v)} must be {k} positive sizes (one per spatial axis)")
+    pads = _spatial_pads(n, in_sizes, kernel, strides, dil)
+    for i in range(2 * k):
+        if pads[i] >= kernel[i % k]:
+            raise n.error(
+                f"pads {pads}: pad {pads[i]} is not smaller than the kernel "
+                f"({kernel[i % k]}) on spatial axis {i % k}"
+            )
+    return pads
+
+
 def _to_2d(n: Node, x: SSAValue) -> SSAValue:
     s = shape(x)
     if len(s) == 3:
@@ -223,7 +247,7 @@ def pool(n: Node) -> list[SSAValue]:
     if any(d != 1 for d in dil):
         raise n.error("pooling dilations other than 1 are not supported")
     sizes = shape(x)[2:]
-    pads = _spatial_pads(n, sizes, kernel, strides, dil)
+    pads = pool_pads(n, sizes, kernel, strides, dil)
     if n.attr("ceil_mode", 0):
         if n.attr("count_include_pad", 0):
             raise n.error("ceil_mode=1 with count_include_pad=1 is not supported")

@@ -33,7 +33,7 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
     k = len(sizes)
     st = list(n.attr("strides") or [1] * k)
     dil = list(n.attr("dilations") or [1] * k)
-    pads = ops_nn._spatial_pads(n, sizes, kernel, st, dil)
+    pads = ops_nn.pool_pads(n, sizes, kernel, st, dil)
     out = []
     for i in range(k):
         span = sizes[i] + pads[i] + pads[k + i] - ((kernel[i] - 1) * dil[i] + 1)
