@@ -8,11 +8,18 @@ Every pattern is exact: it never changes a value bit (except the sign of a zero 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    Float64Type,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -41,22 +48,32 @@ from rlx.dialects.rlx.elementwise import (
 )
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
+from rlx.dtypes import numpy_dtype
 from rlx.interpreter import to_numpy
 from rlx.transforms.dce import RemoveDeadOp
 from rlx.transforms.expansion import dense
 
 
 def const_value(v: SSAValue) -> np.ndarray | None:
-    """The array of an `rlx.constant` result, else None."""
+    """The array of an `rlx.constant` result, else None. A splat is a read-only broadcast
+    view of its one element: `dense<0.0> : tensor<1099511627776xf32>` is not 4 TiB."""
     if not isinstance(v.owner, ConstantOp):
         return None
-
-    return to_numpy(v.owner.value)
+    attr = v.owner.value
+    shape, et = tuple(attr.get_shape()), attr.get_element_type()
+    if math.prod(shape) > 1 and len(attr.data.data) == numpy_dtype(et).itemsize:
+        one = to_numpy(DenseIntOrFPElementsAttr(TensorType(et, []), attr.data))
+        return np.broadcast_to(one, shape)
+    return to_numpy(attr)
 
 
 def _all_equal(v: SSAValue, x: float) -> bool:
     a = const_value(v)
-    return a is not None and a.size > 0 and bool(np.all(a == x))
+    if a is None or a.size == 0:
+        return False
+    if a.strides and not any(a.strides):  # a splat: its one element
+        return bool(a.reshape(-1)[:1] == x)
+    return bool(np.all(a == x))
 
 
 def _static_or_single_dyn(t: TensorType) -> bool:
