@@ -125,6 +125,11 @@ class Graph:
         return op.result
 
     # ------------------------------------------------------------------ regions
+    @property
+    def current_block(self) -> Block:
+        """The block ops are emitted into (the function body, or a region's in `building`)."""
+        return self._block
+
     @contextmanager
     def building(self, block: Block) -> Iterator[Block]:
         """Emit into `block` (a region body being built, e.g. of `rlx.if` / `rlx.scan`)

@@ -101,6 +101,23 @@ def op_loc(op: Operation | None) -> SourceLoc | None:
     return None
 
 
+def op_name(op: Operation | None) -> str | None:
+    """The name of a `loc("name")` on `op`, an op inside it (what it was fused from) or
+    its closest ancestor: the importers' name of what the op came from."""
+    from xdsl.dialects.builtin import NameLoc
+    from xdsl.traits import IsolatedFromAbove
+
+    isolated = op is None or op.has_trait(IsolatedFromAbove)  # a function: not its ops'
+    inner = [] if isolated else list(op.walk())  # type: ignore[union-attr]
+    while op is not None:
+        inner.append(op)
+        op = op.parent_op()
+    for o in inner:
+        if isinstance(o.location, NameLoc):
+            return o.location.desc.data
+    return None
+
+
 # --------------------------------------------------------------------------------------
 # Raising and emitting diagnostics from passes
 # --------------------------------------------------------------------------------------
@@ -188,7 +205,10 @@ def diagnostic_from_exception(exc: BaseException, op: Operation | None = None) -
     message = exc.message if isinstance(exc, OpError) else str(exc)
     if isinstance(exc, VerifyException) and located is not None and not message.startswith("'"):
         message = f"'{located.name}' op {message}"  # as MLIR words verifier errors
-    diag = Diagnostic("error", message, op_loc(located))
+    loc = op_loc(located)
+    if loc is None and (name := op_name(located)) is not None:
+        message = f"{name}: {message}"  # e.g. an op imported from an ONNX node
+    diag = Diagnostic("error", message, loc)
     if isinstance(exc, OpError):
         for note_op, note_msg in exc.notes:
             diag.notes.append(Diagnostic("note", note_msg, op_loc(note_op)))

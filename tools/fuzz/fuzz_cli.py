@@ -5,7 +5,9 @@
 A finding is: `rlx-opt` exiting with a code other than 0/1, exit 1 without an `error:`
 line, a traceback or an `internal error` on stderr, a run longer than `--timeout`
 seconds, an exception from `rlx.compile` / `run` that is not a ValueError / IndexError /
-ArithmeticError / TypeError, or the process dying (segfault): the cases run in a child
+ArithmeticError / TypeError, or the process dying (segfault); `--mode passes` runs one
+rlx pass (`GRAPH_PASSES`, under `--check-equivalence`, or a lowering) on mutants that
+`rlx-opt` accepts unchanged (valid IR), and a changed value is a finding too. The cases run in a child
 process that writes each input to `<out>/current.mlir` first, and the parent restarts it
 after a crash. Findings go to `<out>/finding-<n>.mlir` (the input, the command and the
 error as a comment); a summary is printed at the end.
@@ -46,6 +48,16 @@ PIPELINES: list[list[str]] = [
     ["-p", "scan-unroll{max-length=-3}"], ["-p", "convert-memref-to-llvm{max-alloca-bytes=-1}"],
 ]  # fmt: skip
 EXPECTED = (ValueError, IndexError, ArithmeticError, TypeError)
+GRAPH_PASSES = [
+    "canonicalize", "constant-folding", "cse", "dce", "fusion", "kernel-dispatch", "legalize",
+    "fold-batch-norm", "hoist-param-invariant", "pack-weights", "blocked-layout", "scan-unroll",
+    "scaled-quant", "split-graph", "precision{precision=f16}", "precision{precision=bf16}",
+    "shape-inference", "bind-dims{dims=\"batch=2,seq=3,n=2\"}", "expand-small-floats",
+]  # fmt: skip
+"""`--mode passes`: each runs alone under `--check-equivalence` (the reference interpreter
+before and after must agree: a changed value is a finding too), except `precision`
+(bf16 rounding of a K=72 conv already reaches its 0.05 tolerance: noise, not a finding)."""
+LOWERING_PASSES = ["convert-rlx-to-linalg", "convert-rlx-to-linalg,plan-memory", "lower-to-llvm"]
 
 
 class Hang(Exception):
@@ -87,6 +99,31 @@ def run_opt(path: Path, flags: list[str], timeout: float) -> str | None:
         return f"exit {code}: " + text[-800:]
     if code == 1 and "error:" not in text:
         return "exit 1 without a diagnostic: " + text[-800:]
+    if "check-equivalence:" in text and "changed output" in text:
+        return "changed value: " + text[-800:]
+    return None
+
+
+def valid_mutant(text: str, rng: random.Random, pool: list[str], path: Path) -> str | None:
+    """`text` mutated (0 to 2 times) until `rlx-opt` accepts it as it is (exit 0): valid IR
+    that a pass may still choke on; None after 8 tries."""
+    from rlx.tools.rlx_opt import main
+
+    for _ in range(8):
+        t = text
+        for _ in range(rng.randint(0, 2)):
+            t = mutate(t, rng, pool)
+        path.write_text(t)
+        try:
+            with (
+                contextlib.redirect_stderr(io.StringIO()),
+                contextlib.redirect_stdout(io.StringIO()),
+            ):
+                code = _timed(lambda: main([str(path), "--split-input-file"]), 10)
+        except BaseException:  # noqa: BLE001  (invalid or broken: not a pass's input)
+            continue
+        if code == 0:
+            return t
     return None
 
 
@@ -145,14 +182,24 @@ def child(args: argparse.Namespace, start: int) -> None:
     while time.monotonic() < end:
         rng = random.Random(i)
         text = rng.choice(pool)
-        for _ in range(rng.randint(1, 3)):
-            text = mutate(text, rng, pool)
-        flags = rng.choice(PIPELINES) if args.mode == "opt" else []
+        if args.mode == "passes":
+            got = valid_mutant(text, rng, pool, cur)
+            if got is None:
+                i += 1
+                continue
+            text = got
+            p = rng.choice(GRAPH_PASSES + LOWERING_PASSES)
+            checked = p in GRAPH_PASSES and not p.startswith("precision")
+            flags = ["-p", p] + (["--check-equivalence"] if checked else [])
+        else:
+            for _ in range(rng.randint(1, 3)):
+                text = mutate(text, rng, pool)
+            flags = rng.choice(PIPELINES) if args.mode == "opt" else []
         cur.write_text(text)
         (out / "current.json").write_text(json.dumps({"case": i, "flags": flags}))
         found = (
             run_opt(cur, flags, args.timeout)
-            if args.mode == "opt"
+            if args.mode in ("opt", "passes")
             else run_compile(cur, args.timeout, i)
         )
         if found:
@@ -166,7 +213,7 @@ def child(args: argparse.Namespace, start: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["opt", "compile"], default="opt")
+    ap.add_argument("--mode", choices=["opt", "compile", "passes"], default="opt")
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--timeout", type=float, default=20)
     ap.add_argument("--seed", type=int, default=0)

@@ -23,10 +23,13 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     IntegerAttr,
     ModuleOp,
+    NameLoc,
+    NoneAttr,
     StringAttr,
     TensorType,
+    UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from rlx.builder import Graph
 from rlx.dialects.rlx.base import DYN, shape_of, tensor
@@ -384,6 +387,14 @@ class Importer:
             raise Node(self, proto).error(f"malformed node ({detail})") from e
 
     def _convert_node(self, proto: onnx.NodeProto) -> None:
+        block = self.g.current_block
+        last = block.last_op
+        try:
+            self._convert_node_ops(proto)
+        finally:
+            _locate(block, last, NameLoc(StringAttr(str(Node(self, proto))), NoneAttr()))
+
+    def _convert_node_ops(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
@@ -446,6 +457,19 @@ def initializer_array(t: onnx.TensorProto) -> np.ndarray:
         return numpy_helper.to_array(t)
     except NODE_ERRORS as e:
         raise OnnxImportError(f"initializer '{t.name}' (dims {list(t.dims)}): {e}") from None
+
+
+def _locate(block: Block, last: Operation | None, loc: NameLoc) -> None:
+    """Give the ops a node added to `block` after `last` (and the ops inside them) the
+    node's location, `loc("node 'n' (Op)")` as MLIR's importers do, so diagnostics and
+    run-time errors (`rlx.error_sites`) name the ONNX node; ops an inner node (a subgraph's)
+    located already keep theirs."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        for o in op.walk():
+            if isinstance(o.location, UnknownLoc):
+                o.location = loc
+        op = op.next_op
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

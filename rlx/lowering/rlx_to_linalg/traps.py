@@ -19,7 +19,14 @@ from contextlib import contextmanager
 from math import prod
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import FileLineColLoc, IntegerType, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntegerType,
+    MemRefType,
+    NameLoc,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -89,11 +96,14 @@ SITES_ATTR = "rlx.error_sites"
 
 def _where(op: Operation) -> str | None:
     """`file:line:col` of the op, or of the first located op inside it (a fused region's
-    ops keep the locations of the ops they came from), if known."""
+    ops keep the locations of the ops they came from), or the name of a `loc("name")`
+    (an imported ONNX node: `node 'n' (Gather)`), if known."""
     for o in op.walk():
         loc = o.location
         if isinstance(loc, FileLineColLoc) and loc.line.data > 0:
             return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        if isinstance(loc, NameLoc):
+            return loc.desc.data
     return None
 
 
