@@ -41,6 +41,7 @@ from rlx.frontends.onnx.legacy import modernize
 from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
 from rlx.frontends.onnx.schema_checks import check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
+from rlx.transforms.dim_exprs import DIMS_ATTR
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {"Resize": 10, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10}
@@ -393,6 +394,7 @@ class Importer:
             self._convert_node_ops(proto)
         finally:
             _locate(block, last, NameLoc(StringAttr(str(Node(self, proto))), NoneAttr()))
+        _check_sizes(Node(self, proto), block, last)
 
     def _convert_node_ops(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
@@ -469,6 +471,23 @@ def _locate(block: Block, last: Operation | None, loc: NameLoc) -> None:
         for o in op.walk():
             if isinstance(o.location, UnknownLoc):
                 o.location = loc
+        op = op.next_op
+
+
+def _check_sizes(node: Node, block: Block, last: Operation | None) -> None:
+    """Refuse a size a converter computed as negative (a Tile by -1, a Reshape to -2): a
+    -1 reads as a `?` dim (`DYN`), so a `?` result of an op whose operands are all static
+    is one too, unless the op names the symbolic size (`rlx.dims`, `symbolic.mark`)."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        for r in op.results:
+            s = shape_of(r.type) if isinstance(r.type, TensorType) else ()
+            bad = any(d < 0 and d != DYN for d in s)
+            if DYN in s and not op.regions and DIMS_ATTR not in op.attributes:
+                ins = [shape_of(o.type) for o in op.operands if isinstance(o.type, TensorType)]
+                bad = bad or (bool(ins) and all(DYN not in i for i in ins))
+            if bad:
+                raise node.error(f"computed a negative size: {op.name} result of shape {list(s)}")
         op = op.next_op
 
 

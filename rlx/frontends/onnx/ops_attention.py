@@ -72,8 +72,6 @@ def attention(n: Node) -> list[SSAValue | None]:
     softcap = n.attr("softcap", 0.0)
     if softcap and softcap > 0:
         attrs["softcap"] = float(softcap)
-    if n.attr("is_causal", 0) not in (0, 1):
-        raise n.error(f"is_causal must be 0 or 1, got {n.attr('is_causal')}")
     causal = bool(n.attr("is_causal", 0))
     left, right = n.attr("left_window_size", -1), n.attr("right_window_size", -1)
     bias: SSAValue | None = None

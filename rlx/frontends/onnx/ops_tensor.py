@@ -396,6 +396,10 @@ def pad(n: Node) -> Out:
     cval = n.const(2, "constant_value ")
     k = len(axes)
     for a, before, after in zip(axes, pads[:k], pads[k:], strict=True):
+        if shape(x)[a] != DYN and shape(x)[a] + before + after < 0:  # was a size of 0
+            raise n.error(
+                f"pads {pads} make axis {a} (size {shape(x)[a]}) {shape(x)[a] + before + after}"
+            )
         if before < 0 or after < 0:
             x = slice_axis(n, x, a, max(-before, 0), after if after < 0 else 2**62, 1)
             before, after = max(before, 0), max(after, 0)

@@ -1,6 +1,8 @@
 """Checks of a node against its ONNX schema before any converter sees it: the number of
-inputs, required inputs present, and each input's element type among the types the
-schema allows (for the model's declared values: graph inputs and initializers).
+inputs, required inputs present, each input's element type among the types the schema
+allows (graph inputs, initializers and the values converters emitted; not the arrays
+the importer folded, which may be held in another type), and the integer attributes
+the schema defines as booleans (`BOOL_ATTRS`) 0 or 1.
 
 Why: converters read the inputs they expect and trust their types, so a malformed node
 became a silent wrong value (a `Sub` of one input imported as that input, a float
@@ -19,6 +21,25 @@ import onnx
 from xdsl.dialects.builtin import TensorType
 
 from rlx.dtypes import numpy_dtype
+
+BOOL_ATTRS = frozenset(
+    "align_corners allowzero antialias batch_axis ceil_mode center_point_box"
+    " count_include_pad detect_negative detect_positive exclude_outside exclusive fmod"
+    " input_forget interleaved inverse is_case_sensitive is_causal keepdims largest layout"
+    " linear_before_reset new_axis noop_with_empty_axes onesided periodic reverse saturate"
+    " select_last_index sorted storage_order time_axis training_mode transA transB upper"
+    " spatial is_test broadcast".split()
+)
+"""INT attributes whose schema description allows only 0 and 1 (every op that has them;
+the last three of opsets before 7 / 9). Converters read them as `bool(value)`, where
+onnx.reference and onnxruntime disagree on other values (`Mod` fmod=3) or refuse them
+(MaxPool storage_order=3): an OnnxImportError naming the node."""
+
+
+def _check_bool_attrs(node: Any, proto: onnx.NodeProto) -> None:
+    for a in proto.attribute:
+        if a.type == onnx.AttributeProto.INT and a.name in BOOL_ATTRS and a.i not in (0, 1):
+            raise node.error(f"{a.name} must be 0 or 1, got {a.i}")
 
 
 def _schema(proto: onnx.NodeProto, opset: int) -> Any:
@@ -53,6 +74,7 @@ def onnx_type(ctx: Any, name: str) -> str | None:
 
 def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
     """Raise `node.error(...)` if `proto` does not fit its schema (see the module doc)."""
+    _check_bool_attrs(node, proto)
     schema = _schema(proto, ctx.opset)
     if schema is None:
         return
@@ -65,8 +87,8 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
     if not formals:
         return
     allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-    # Declared types only (graph inputs, initializers): values the importer computed may
-    # be held in another type than ONNX's (a folded Equal of sizes as i64).
+    # Declared and emitted values: arrays the importer computed may be held in another
+    # type than ONNX's (a folded Equal of sizes as i64).
     declared = {vi.name for vi in ctx.model.graph.input} | set(ctx.initializers)
     single = onnx.defs.OpSchema.FormalParameterOption.Single
     for i, name in enumerate(proto.input):
@@ -75,7 +97,8 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
             if formal.option == single and i < len(formals):
                 raise node.error(f"required input #{i} ('{formal.name}') is missing")
             continue
-        have = onnx_type(ctx, name) if name in declared else None
+        emitted = name in ctx.values and name not in ctx.known
+        have = onnx_type(ctx, name) if name in declared or emitted else None
         ok = allowed.get(formal.type_str, {formal.type_str})
         if have is not None and have not in ok and any(t.startswith("tensor(") for t in ok):
             takes = ", ".join(sorted(t[7:-1] for t in ok if t.startswith("tensor(")))
