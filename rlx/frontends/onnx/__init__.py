@@ -8,6 +8,7 @@ docs/onnx-coverage.md for the supported ops.
 from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     loops,
     ops_attention,
+    ops_constants,
     ops_einsum,
     ops_elementwise,
     ops_index,

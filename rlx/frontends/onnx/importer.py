@@ -26,22 +26,20 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
-    TensorType,
-    UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
 from rlx.builder import Graph
-from rlx.dialects.rlx.base import DYN, shape_of, tensor
+from rlx.dialects.rlx.base import DYN, tensor
 from rlx.dialects.rlx.control import YieldOp
 from rlx.dtypes import element_type, numpy_dtype
 from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.legacy import modernize
-from rlx.frontends.onnx.registry import CONVERTERS, DYNAMIC_RESULT_HOOKS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.node import Node, check_sizes, elem, is_static, locate, shape
+from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
 from rlx.frontends.onnx.schema_checks import check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
-from rlx.transforms.dim_exprs import DIMS_ATTR
 
 MIN_OPSET = 1
 OP_MIN_OPSET = {"Resize": 10, "Range": 11, "QuantizeLinear": 10, "DequantizeLinear": 10}
@@ -59,122 +57,6 @@ def onnx_elem(onnx_type: int) -> Attribute:
     except Exception:
         name = onnx.TensorProto.DataType.Name(onnx_type)
         raise OnnxImportError(f"ONNX element type {name} has no rlx element type") from None
-
-
-class Node:
-    """One ONNX node being converted: typed access to its inputs and attributes."""
-
-    def __init__(self, ctx: Importer, proto: onnx.NodeProto) -> None:
-        self.ctx = ctx
-        self.proto = proto
-        self.op_type = proto.op_type
-        self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
-
-    def __str__(self) -> str:
-        name = self.proto.name or (self.proto.output[0] if self.proto.output else "?")
-        return f"node '{name}' ({self.op_type})"
-
-    def error(self, what: str) -> OnnxImportError:
-        """An OnnxImportError naming this node: `node 'n' (Op): what`."""
-        return OnnxImportError(f"{self}: {what}")
-
-    # ---------------------------------------------------------------- attributes / inputs
-    def attr(self, name: str, default: Any = None) -> Any:
-        v = self.attrs.get(name, default)
-        return v.decode() if isinstance(v, bytes) else v
-
-    @property
-    def n_outputs(self) -> int:
-        return len(self.proto.output)
-
-    def has(self, i: int) -> bool:
-        """Whether optional input `i` is given."""
-        return i < len(self.proto.input) and self.proto.input[i] != ""
-
-    def wants(self, i: int) -> bool:
-        """Whether output `i` is used (named)."""
-        return i < len(self.proto.output) and self.proto.output[i] != ""
-
-    def input(self, i: int) -> SSAValue:
-        if not self.has(i):
-            raise self.error(f"input #{i} is required")
-        return self.ctx.value(self.proto.input[i])
-
-    def opt(self, i: int) -> SSAValue | None:
-        return self.input(i) if self.has(i) else None
-
-    def const(self, i: int, what: str = "") -> np.ndarray | None:
-        """The compile-time value of input `i` (None if absent); raises if not constant."""
-        if not self.has(i):
-            return None
-        name = self.proto.input[i]
-        if name not in self.ctx.known:
-            raise self.error(
-                f"input #{i} {what}('{name}') must be a constant (initializer or Constant)"
-            )
-        return self.ctx.known[name]
-
-    def inputs(self) -> list[SSAValue]:
-        return [self.ctx.value(n) for n in self.proto.input if n]
-
-    # ---------------------------------------------------------------- emission helpers
-    def emit(self, op: str, *operands: SSAValue, **attrs: Any) -> SSAValue:
-        try:
-            r = self.ctx.g.op(op, *operands, **attrs)
-        except ValueError as e:
-            raise self.error(str(e)) from None
-        assert isinstance(r, SSAValue)
-        return r
-
-    def typed(self, op: str, x: SSAValue, shape: Sequence[int], dtype: Any = None) -> SSAValue:
-        """reshape / broadcast_to / cast with an explicit result shape or dtype."""
-        try:
-            if op == "cast":
-                return self.ctx.g.cast(x, dtype)
-            if op == "reshape":
-                return self.ctx.g.reshape(x, list(shape))
-            return self.ctx.g.broadcast_to(x, list(shape))
-        except ValueError as e:
-            raise self.error(str(e)) from None
-
-    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
-        if tuple(shape) == shape_of(x.type):
-            return x
-        y = self.typed("reshape", x, shape)
-        if list(shape).count(DYN) > 1:
-            for hook in DYNAMIC_RESULT_HOOKS:
-                hook(self.ctx, y)
-        return y
-
-    def cast(self, x: SSAValue, dtype: Any) -> SSAValue:
-        return x if elem(x) == element_type(dtype) else self.typed("cast", x, (), dtype)
-
-    def constant(self, value: Any, like: SSAValue | Attribute | Any = None) -> SSAValue:
-        """An rlx.constant (dtype of `like`: a value, an element type or a NumPy dtype)."""
-        if isinstance(like, SSAValue):
-            like = elem(like)
-        elif isinstance(like, str):
-            like = element_type(like)
-        dt = numpy_dtype(like) if isinstance(like, Attribute) else like
-        return self.ctx.materialize(np.asarray(value, dtype=dt))
-
-
-def elem(v: SSAValue) -> Attribute:
-    assert isinstance(v.type, TensorType)
-    return v.type.element_type
-
-
-def shape(v: SSAValue) -> tuple[int, ...]:
-    return shape_of(v.type)
-
-
-def dims_text(s: Sequence[int]) -> str:
-    """A shape for messages: `[?, 3]` (dynamic dims as `?`)."""
-    return "[" + ", ".join("?" if d == DYN else str(d) for d in s) + "]"
-
-
-def is_static(s: Sequence[int]) -> bool:
-    return DYN not in s
 
 
 class Importer:
@@ -393,8 +275,8 @@ class Importer:
         try:
             self._convert_node_ops(proto)
         finally:
-            _locate(block, last, NameLoc(StringAttr(str(Node(self, proto))), NoneAttr()))
-        _check_sizes(Node(self, proto), block, last)
+            locate(block, last, NameLoc(StringAttr(str(Node(self, proto))), NoneAttr()))
+        check_sizes(Node(self, proto), block, last)
 
     def _convert_node_ops(self, proto: onnx.NodeProto) -> None:
         node = Node(self, proto)
@@ -459,36 +341,6 @@ def initializer_array(t: onnx.TensorProto) -> np.ndarray:
         return numpy_helper.to_array(t)
     except NODE_ERRORS as e:
         raise OnnxImportError(f"initializer '{t.name}' (dims {list(t.dims)}): {e}") from None
-
-
-def _locate(block: Block, last: Operation | None, loc: NameLoc) -> None:
-    """Give the ops a node added to `block` after `last` (and the ops inside them) the
-    node's location, `loc("node 'n' (Op)")` as MLIR's importers do, so diagnostics and
-    run-time errors (`rlx.error_sites`) name the ONNX node; ops an inner node (a subgraph's)
-    located already keep theirs."""
-    op = block.first_op if last is None else last.next_op
-    while op is not None:
-        for o in op.walk():
-            if isinstance(o.location, UnknownLoc):
-                o.location = loc
-        op = op.next_op
-
-
-def _check_sizes(node: Node, block: Block, last: Operation | None) -> None:
-    """Refuse a size a converter computed as negative (a Tile by -1, a Reshape to -2): a
-    -1 reads as a `?` dim (`DYN`), so a `?` result of an op whose operands are all static
-    is one too, unless the op names the symbolic size (`rlx.dims`, `symbolic.mark`)."""
-    op = block.first_op if last is None else last.next_op
-    while op is not None:
-        for r in op.results:
-            s = shape_of(r.type) if isinstance(r.type, TensorType) else ()
-            bad = any(d < 0 and d != DYN for d in s)
-            if DYN in s and not op.regions and DIMS_ATTR not in op.attributes:
-                ins = [shape_of(o.type) for o in op.operands if isinstance(o.type, TensorType)]
-                bad = bad or (bool(ins) and all(DYN not in i for i in ins))
-            if bad:
-                raise node.error(f"computed a negative size: {op.name} result of shape {list(s)}")
-        op = op.next_op
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

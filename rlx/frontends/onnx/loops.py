@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, tensor
 from rlx.dialects.rlx.control import IfOp, ScanOp, YieldOp
-from rlx.frontends.onnx.importer import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.ops_tensor import slice_axis
 from rlx.frontends.onnx.registry import OnnxImportError, converter
 

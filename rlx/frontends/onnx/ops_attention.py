@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 

@@ -14,7 +14,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx import symbolic
-from rlx.frontends.onnx.importer import Node, dims_text, shape
+from rlx.frontends.onnx.node import Node, dims_text, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic_ops import sym_of
 

@@ -10,7 +10,8 @@ from xdsl.ir import Attribute, SSAValue
 
 from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.importer import Node, elem, onnx_elem, shape
+from rlx.frontends.onnx.importer import onnx_elem
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
 
 _UNARY = {

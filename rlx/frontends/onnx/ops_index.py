@@ -7,7 +7,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_shape

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn, ops_scatter
-from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
+from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 

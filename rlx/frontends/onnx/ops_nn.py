@@ -9,8 +9,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.importer import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
 
 
@@ -161,30 +160,6 @@ def _spatial_pads(
     return begins + ends
 
 
-def pool_pads(
-    n: Node,
-    in_sizes: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dil: Sequence[int],
-) -> list[int]:
-    """`_spatial_pads` of a pool, refusing a pad as large as the kernel: its border windows
-    would lie wholly in the padding (a max of -inf with index -1, an average of nothing),
-    which onnxruntime refuses too ("Pad should be smaller than kernel")."""
-    k = len(in_sizes)
-    for name, v in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
-        if len(v) != k or min(v, default=1) < 1:
-            raise n.error(f"{name} {list(v)} must be {k} positive sizes (one per spatial axis)")
-    pads = _spatial_pads(n, in_sizes, kernel, strides, dil)
-    for i in range(2 * k):
-        if pads[i] >= kernel[i % k]:
-            raise n.error(
-                f"pads {pads}: pad {pads[i]} is not smaller than the kernel "
-                f"({kernel[i % k]}) on spatial axis {i % k}"
-            )
-    return pads
-
-
 def _to_2d(n: Node, x: SSAValue) -> SSAValue:
     s = shape(x)
     if len(s) == 3:
@@ -226,60 +201,6 @@ def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAVa
         padding=_pads2(pads, rank), groups=n.attr("group", 1),
     )  # fmt: skip
     return _back(n, y, rank)
-
-
-_POOL_ATTRS = (
-    "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
-    "storage_order", "count_include_pad",
-)  # fmt: skip
-
-
-def pool(n: Node) -> list[SSAValue]:
-    """1-D / 2-D pools onto `rlx.pool2d` (registered by `ops_window`, which handles the rest)."""
-    if n.wants(1):
-        raise n.error("the Indices output of MaxPool is not supported")
-    x = n.input(0)
-    rank = len(shape(x))
-    k = rank - 2
-    kernel = list(n.attr("kernel_shape"))
-    strides = list(n.attr("strides") or [1] * k)
-    dil = list(n.attr("dilations") or [1] * k)
-    if any(d != 1 for d in dil):
-        raise n.error("pooling dilations other than 1 are not supported")
-    sizes = shape(x)[2:]
-    pads = pool_pads(n, sizes, kernel, strides, dil)
-    if n.attr("ceil_mode", 0):
-        if n.attr("count_include_pad", 0):
-            raise n.error("ceil_mode=1 with count_include_pad=1 is not supported")
-        if DYN in sizes:
-            raise n.error("ceil_mode=1 needs static spatial sizes")
-        for i in range(k):
-            span = sizes[i] + pads[i] + pads[k + i] - kernel[i]
-            out = -(-span // strides[i]) + 1
-            if (out - 1) * strides[i] >= sizes[i] + pads[i]:
-                out -= 1
-            pads[k + i] += max(
-                (out - 1) * strides[i] + kernel[i] - (sizes[i] + pads[i] + pads[k + i]), 0
-            )
-    x2 = _to_2d(n, x)
-    kind = "max" if n.op_type == "MaxPool" else "avg"
-    if kind == "avg" and n.attr("count_include_pad", 0) and any(pads):
-        c = shape(x2)[1]
-        if c == DYN:
-            raise n.error("count_include_pad=1 needs a static channel count")
-        kk = _two(kernel, rank, 1)
-        wv = np.full([c, 1, *kk], 1.0 / (kk[0] * kk[1]))
-        y = n.emit(
-            "conv2d", x2, n.constant(wv, x2), strides=_two(strides, rank, 1),
-            padding=_pads2(pads, rank), groups=c,
-        )  # fmt: skip
-        return [_back(n, y, rank)]
-    small_int = numpy_dtype(elem(x2)) in (np.int8, np.uint8)
-    y = n.emit(
-        "pool2d", n.cast(x2, "f32") if small_int else x2, kind=kind, kernel=_two(kernel, rank, 1),
-        strides=_two(strides, rank, 1), padding=_pads2(pads, rank),
-    )  # fmt: skip
-    return [_back(n, n.cast(y, elem(x2)), rank)]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool", attrs=())

@@ -13,7 +13,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, shape
+from rlx.frontends.onnx.node import Node, shape
 from rlx.frontends.onnx.registry import converter
 
 

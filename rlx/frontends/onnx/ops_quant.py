@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_window
-from rlx.frontends.onnx.importer import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
 
 _QATTRS = ("axis", "saturate", "block_size", "output_dtype", "precision")

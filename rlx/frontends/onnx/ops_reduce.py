@@ -7,7 +7,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_bool, is_int
-from rlx.frontends.onnx.importer import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_of
 

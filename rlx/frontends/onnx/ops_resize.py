@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.registry import OnnxImportError, converter
 
 

@@ -22,8 +22,8 @@ from xdsl.ir import Block, SSAValue
 
 from rlx.dialects.rlx.base import tensor
 from rlx.dialects.rlx.control import YieldOp
-from rlx.frontends.onnx.importer import Node, elem, is_static, shape
 from rlx.frontends.onnx.loops import reverse0, scan_op
+from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.importer import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 _A = -0.75

@@ -17,18 +17,11 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, shape
+from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, shape, static_shape
 from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
 from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape
-
-
-def _static(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
-    s = shape(v)
-    if not is_static(s):
-        raise n.error(f"{what} needs a static shape, got {dims_text(s)}")
-    return s
 
 
 def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
@@ -127,7 +120,7 @@ def gather_nd(n: Node) -> list[SSAValue]:
     b = n.attr("batch_dims", 0)
     if not (is_static(shape(x)) and is_static(shape(idx))) and b == 0:
         return [_gather_nd_symbolic(n, x, idx)]
-    xs, js = _static(n, x, "GatherND data"), _static(n, idx, "GatherND indices")
+    xs, js = static_shape(n, x, "GatherND data"), static_shape(n, idx, "GatherND indices")
     m = js[-1]
     flat = _flat_nd(n, idx, xs[b : b + m], xs[:b])
     rest = xs[b + m :]
@@ -240,7 +233,7 @@ def scatter_nd(n: Node) -> list[SSAValue]:
     x, idx, upd = n.input(0), n.input(1), n.input(2)
     if not (is_static(shape(x)) and is_static(shape(idx))):
         return [_scatter_nd_symbolic(n, x, idx, upd)]
-    xs, js = _static(n, x, "ScatterND data"), _static(n, idx, "ScatterND indices")
+    xs, js = static_shape(n, x, "ScatterND data"), static_shape(n, idx, "ScatterND indices")
     m = js[-1]
     flat = _flat_nd(n, idx, xs[:m], ())
     k, p, r = int(np.prod(js[:-1])), int(np.prod(xs[:m])), int(np.prod(xs[m:]))
@@ -257,9 +250,9 @@ def scatter_elements(n: Node) -> list[SSAValue]:
     if not (is_static(shape(x)) and is_static(shape(idx))):
         axis = n.attr("axis", 0) % len(shape(x))
         return [_scatter_elements_symbolic(n, x, idx, upd, axis)]
-    xs = _static(n, x, "data")
+    xs = static_shape(n, x, "data")
     axis = n.attr("axis", 0) % len(xs)
-    _static(n, idx, "indices")
+    static_shape(n, idx, "indices")
     pos = element_positions(n, idx, xs, axis)
     return [_scatter_flat(n, x, pos, upd, n.attr("reduction", "none"))]
 
@@ -267,7 +260,7 @@ def scatter_elements(n: Node) -> list[SSAValue]:
 @converter("TensorScatter", attrs=("axis", "mode"))
 def tensor_scatter(n: Node) -> list[SSAValue]:
     cache, upd = n.input(0), n.input(1)
-    cs, us = _static(n, cache, "past_cache"), _static(n, upd, "update")
+    cs, us = static_shape(n, cache, "past_cache"), static_shape(n, upd, "update")
     rank = len(cs)
     axis = n.attr("axis", -2) % rank
     t = np.arange(us[axis]).reshape([us[axis] if i == axis else 1 for i in range(rank)])
@@ -285,7 +278,7 @@ def tensor_scatter(n: Node) -> list[SSAValue]:
 @converter("MaxUnpool", attrs=("kernel_shape", "pads", "strides"))
 def max_unpool(n: Node) -> list[SSAValue]:
     x, idx = n.input(0), n.input(1)
-    xs = _static(n, x, "X")
+    xs = static_shape(n, x, "X")
     k = list(n.attr("kernel_shape"))
     d = len(k)
     st = list(n.attr("strides", [1] * d))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
+from rlx.frontends.onnx.node import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 

@@ -1,7 +1,7 @@
 """Shape and data-movement ONNX ops: Reshape, Transpose, Slice, Concat, Gather, Pad, ...
 
-Shape computations are resolved at import time: `Shape` of a static shape and the
-Constant / ConstantOfShape / Range nodes produce known constants.
+The ops whose results are compile-time values (Shape, Constant, ConstantOfShape, Range)
+are in `ops_constants`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from math import prod
 from typing import Any
 
 import numpy as np
-from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.importer import Node, dims_text, is_static, shape
+from rlx.frontends.onnx.node import Node, dims_text, is_static, shape, static_shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import (
-    dyn_iota,
     dynamic_slice,
     sym_shape,
     symbolic_reshape,
@@ -34,13 +32,6 @@ def _axes(n: Node, axes: Sequence[int], rank: int) -> list[int]:
     if any(not 0 <= a < rank for a in out) or len(set(out)) != len(out):
         raise n.error(f"axes {list(axes)} are invalid for rank {rank}")
     return out
-
-
-def _static(n: Node, x: SSAValue, what: str) -> tuple[int, ...]:
-    s = shape(x)
-    if not is_static(s):
-        raise n.error(f"{what} needs a static input shape, got {dims_text(s)}")
-    return s
 
 
 @converter("Reshape", attrs=("allowzero",))
@@ -244,92 +235,6 @@ def split(n: Node) -> Out:
     return outs
 
 
-@converter("Shape", attrs=("start", "end"))
-def shape_(n: Node) -> Out:
-    s = shape(n.input(0))
-    sel = s[slice(n.attr("start", 0), n.attr("end", None))]
-    if DYN in sel:
-        syms = sym_shape(n, 0)
-        if syms is None:
-            raise n.error(f"Shape of {dims_text(s)}: a dynamic dim has no name (give dims=)")
-        return [np.array(syms[slice(n.attr("start", 0), n.attr("end", None))], dtype=object)]
-    return [np.array(sel, np.int64)]
-
-
-@converter("Size", attrs=())
-def size(n: Node) -> Out:
-    return [np.array(prod(_static(n, n.input(0), "Size")), np.int64)]
-
-
-@converter("Constant", attrs=(
-    "value", "value_float", "value_floats", "value_int", "value_ints",
-))  # fmt: skip
-def constant(n: Node) -> Out:
-    (name, v), *_ = n.attrs.items()
-    if name == "value":
-        return [numpy_helper.to_array(v)]
-    dt = np.float32 if "float" in name else np.int64
-    return [np.array(v, dt)]
-
-
-@converter("ConstantOfShape", attrs=("value",))
-def constant_of_shape(n: Node) -> Out:
-    t = n.const(0, "shape ")
-    v = n.attr("value")
-    fill = numpy_helper.to_array(v).reshape(()) if v is not None else np.float32(0)
-    if is_symbolic(t):
-        syms = list(t.reshape(-1).tolist())
-        y = n.typed(
-            "broadcast_to", n.constant(np.full([1] * len(syms), fill), fill.dtype), sizes(syms)
-        )
-        mark(n.ctx, y, syms)
-        return [y]
-    dims = [int(d) for d in t]
-    _bounded(n, dims)
-    return [np.full(dims, fill, dtype=fill.dtype)]
-
-
-MAX_CONSTANT_ELEMENTS = 1 << 28
-"""Most elements a constant made at import time (ConstantOfShape, Range) may have (1 GiB
-of f32): a model asking for more is refused instead of allocating it."""
-
-
-def _bounded(n: Node, dims: list[int]) -> None:
-    if any(d < 0 for d in dims):
-        raise n.error(f"negative dimension in shape {dims}")
-    if prod(dims) > MAX_CONSTANT_ELEMENTS:
-        raise n.error(
-            f"a constant of shape {dims} ({prod(dims)} elements) is larger than the "
-            f"importer makes ({MAX_CONSTANT_ELEMENTS} elements)"
-        )
-
-
-@converter("Range", attrs=())
-def range_(n: Node) -> Out:
-    start, limit, delta = (n.const(i, "") for i in range(3))
-    if any(is_symbolic(v) for v in (start, limit, delta)):
-        s0, l0, d0 = (np.asarray(v).reshape(()).item() for v in (start, limit, delta))
-        if isinstance(s0, Dim) or isinstance(d0, Dim) or int(d0) <= 0:
-            raise n.error("Range with a symbolic limit needs constant start and a positive delta")
-        count = (l0 - int(s0) + (int(d0) - 1)) // int(d0) if int(d0) != 1 else l0 - int(s0)
-        dt = np.asarray(start).dtype if not is_symbolic(start) else np.dtype(np.int64)
-        r = n.cast(dyn_iota(n, count), dt)
-        if int(d0) != 1:
-            r = n.emit("mul", r, n.constant(int(d0), r))
-        return [n.emit("add", r, n.constant(int(s0), r)) if int(s0) else r]
-    s, lim, d = (np.asarray(v, dtype=np.float64) for v in (start, limit, delta))
-    if s.size == lim.size == d.size == 1:
-        s, lim, d = (float(v.reshape(-1)[0]) for v in (s, lim, d))
-        if not all(np.isfinite([s, lim, d])) or d == 0:
-            raise n.error(
-                f"Range({s:g}, {lim:g}, {d:g}): start, limit and delta must be finite and "
-                "delta nonzero"
-            )
-        _bounded(n, [max(0, int(np.ceil((lim - s) / d)))])
-    a, b, c = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))  # scalars or [1]
-    return [np.arange(a, b, c).astype(start.dtype)]
-
-
 @converter("Tile", attrs=())
 def tile(n: Node) -> Out:
     x = n.input(0)
@@ -356,7 +261,7 @@ def tile(n: Node) -> Out:
 @converter("DepthToSpace", "SpaceToDepth", attrs=("blocksize", "mode"))
 def depth_space(n: Node) -> Out:
     x = n.input(0)
-    b_, c, h, w = _static(n, x, n.op_type)
+    b_, c, h, w = static_shape(n, x, n.op_type)
     bs = n.attr("blocksize")
     if not isinstance(bs, int) or bs < 1:
         raise n.error(f"blocksize must be a positive integer, got {bs!r}")
@@ -441,7 +346,7 @@ def fill_like(n: Node, x: SSAValue, axis: int, width: int, value: Any) -> SSAVal
 @converter("Trilu", attrs=("upper",))
 def trilu(n: Node) -> Out:
     x = n.input(0)
-    s = _static(n, x, "Trilu")
+    s = static_shape(n, x, "Trilu")
     k = n.const(1, "k ")
     k = int(k) if k is not None else 0
     rows, cols = np.arange(s[-2])[:, None], np.arange(s[-1])[None, :]

@@ -1,6 +1,7 @@
-"""Pooling and convolution beyond `rlx.pool2d` / `rlx.conv2d`: N-D windows (3-D),
-dilations, ceil mode with count_include_pad, MaxPool's Indices, LpPool (opsets 1-25),
-LRN (1-25), 3-D Conv (1-25).
+"""Pooling (MaxPool, AveragePool, LpPool: opsets 1-25), LRN (1-25) and Conv (1-25):
+1-D / 2-D pools onto `rlx.pool2d` (`pool2d`), and beyond it N-D windows (3-D),
+dilations, ceil mode with count_include_pad, MaxPool's Indices; 3-D Conv. A pool's pad
+must be smaller than its kernel (`pool_pads`, as onnxruntime requires).
 
 The general pool pads the input (with -inf, the lowest integer, or 0), takes one
 strided `rlx.slice` per kernel offset and combines them with `max` / `add`; averages
@@ -14,6 +15,7 @@ convolutions with the depth folded into the batch.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -21,11 +23,89 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn
-from rlx.frontends.onnx.importer import Node, elem, is_static, shape
+from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import mark, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_of
+
+
+def pool_pads(
+    n: Node,
+    in_sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dil: Sequence[int],
+) -> list[int]:
+    """`_spatial_pads` of a pool, refusing a pad as large as the kernel: its border windows
+    would lie wholly in the padding (a max of -inf with index -1, an average of nothing),
+    which onnxruntime refuses too ("Pad should be smaller than kernel")."""
+    k = len(in_sizes)
+    for name, v in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
+        if len(v) != k or min(v, default=1) < 1:
+            raise n.error(f"{name} {list(v)} must be {k} positive sizes (one per spatial axis)")
+    pads = ops_nn._spatial_pads(n, in_sizes, kernel, strides, dil)
+    for i in range(2 * k):
+        if pads[i] >= kernel[i % k]:
+            raise n.error(
+                f"pads {pads}: pad {pads[i]} is not smaller than the kernel "
+                f"({kernel[i % k]}) on spatial axis {i % k}"
+            )
+    return pads
+
+
+_POOL_ATTRS = (
+    "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
+    "storage_order", "count_include_pad",
+)  # fmt: skip
+
+
+def pool2d(n: Node) -> list[SSAValue]:
+    """1-D / 2-D pools onto `rlx.pool2d` (`pool` sends the other pools to `general_pool`)."""
+    if n.wants(1):
+        raise n.error("the Indices output of MaxPool is not supported")
+    x = n.input(0)
+    rank = len(shape(x))
+    k = rank - 2
+    kernel = list(n.attr("kernel_shape"))
+    strides = list(n.attr("strides") or [1] * k)
+    dil = list(n.attr("dilations") or [1] * k)
+    if any(d != 1 for d in dil):
+        raise n.error("pooling dilations other than 1 are not supported")
+    sizes = shape(x)[2:]
+    pads = pool_pads(n, sizes, kernel, strides, dil)
+    if n.attr("ceil_mode", 0):
+        if n.attr("count_include_pad", 0):
+            raise n.error("ceil_mode=1 with count_include_pad=1 is not supported")
+        if DYN in sizes:
+            raise n.error("ceil_mode=1 needs static spatial sizes")
+        for i in range(k):
+            span = sizes[i] + pads[i] + pads[k + i] - kernel[i]
+            out = -(-span // strides[i]) + 1
+            if (out - 1) * strides[i] >= sizes[i] + pads[i]:
+                out -= 1
+            pads[k + i] += max(
+                (out - 1) * strides[i] + kernel[i] - (sizes[i] + pads[i] + pads[k + i]), 0
+            )
+    x2 = ops_nn._to_2d(n, x)
+    kind = "max" if n.op_type == "MaxPool" else "avg"
+    if kind == "avg" and n.attr("count_include_pad", 0) and any(pads):
+        c = shape(x2)[1]
+        if c == DYN:
+            raise n.error("count_include_pad=1 needs a static channel count")
+        kk = ops_nn._two(kernel, rank, 1)
+        wv = np.full([c, 1, *kk], 1.0 / (kk[0] * kk[1]))
+        y = n.emit(
+            "conv2d", x2, n.constant(wv, x2), strides=ops_nn._two(strides, rank, 1),
+            padding=ops_nn._pads2(pads, rank), groups=c,
+        )  # fmt: skip
+        return [ops_nn._back(n, y, rank)]
+    small_int = numpy_dtype(elem(x2)) in (np.int8, np.uint8)
+    y = n.emit(
+        "pool2d", n.cast(x2, "f32") if small_int else x2, kind=kind, kernel=ops_nn._two(kernel, rank, 1),
+        strides=ops_nn._two(strides, rank, 1), padding=ops_nn._pads2(pads, rank),
+    )  # fmt: skip
+    return [ops_nn._back(n, n.cast(y, elem(x2)), rank)]
 
 
 def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
@@ -33,7 +113,7 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
     k = len(sizes)
     st = list(n.attr("strides") or [1] * k)
     dil = list(n.attr("dilations") or [1] * k)
-    pads = ops_nn.pool_pads(n, sizes, kernel, st, dil)
+    pads = pool_pads(n, sizes, kernel, st, dil)
     out = []
     for i in range(k):
         span = sizes[i] + pads[i] + pads[k + i] - ((kernel[i] - 1) * dil[i] + 1)
@@ -152,7 +232,7 @@ def general_pool(n: Node, kind: str) -> list[SSAValue | None]:
     return [n.emit("div", acc, n.constant(cnt.reshape([1, 1, *out]), acc))]
 
 
-@converter("MaxPool", "AveragePool", attrs=ops_nn._POOL_ATTRS)
+@converter("MaxPool", "AveragePool", attrs=_POOL_ATTRS)
 def pool(n: Node) -> list[SSAValue | None]:
     rank = len(shape(n.input(0)))
     dil = n.attr("dilations") or []
@@ -163,7 +243,7 @@ def pool(n: Node) -> list[SSAValue | None]:
         or (n.attr("ceil_mode", 0) and n.attr("count_include_pad", 0))
     )
     if not special:
-        return ops_nn.pool(n)
+        return pool2d(n)
     return general_pool(n, "max" if n.op_type == "MaxPool" else "avg")
 
 

@@ -21,7 +21,8 @@ from xdsl.ir import Block, Region, SSAValue
 
 from rlx.dialects.rlx.base import DYN, tensor
 from rlx.dialects.rlx.control import IfOp
-from rlx.frontends.onnx.importer import Importer, Node, elem, shape
+from rlx.frontends.onnx.importer import Importer
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import EXPANDERS, converter
 
 Val = SSAValue | np.ndarray
