@@ -143,6 +143,38 @@ CASES = {
               [h.make_tensor_value_info("e", T.FLOAT, [0, 4])], [ANY]),
         "node 'y' (ArgMax): ArgMax over an empty axis (0) has no index",
     ),
+    # session 7 (tools/fuzz/fuzz_onnx.py: run where onnx.reference and onnxruntime refuse)
+    "SoftmaxCrossEntropyLoss target of another batch": (  # a [1] target was broadcast
+        model([h.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"])],
+              [h.make_tensor_value_info("x", T.FLOAT, [3, 5]),
+               h.make_tensor_value_info("t", T.INT64, [1])], [ANY]),
+        "node 'y' (SoftmaxCrossEntropyLoss): target of shape [1] does not fit input [3, 5] "
+        "(needs [3])",
+    ),
+    "TensorScatter update wider than the cache": (
+        model([h.make_node("TensorScatter", ["c", "u"], ["y"])],
+              [h.make_tensor_value_info("c", T.FLOAT, [2, 1, 4, 3]),
+               h.make_tensor_value_info("u", T.FLOAT, [2, 1, 2, 5])], [ANY]),
+        "update of shape [2, 1, 2, 5] does not fit past_cache [2, 1, 4, 3] (axis 2)",
+    ),
+    "QuantizeLinear blocked scale of another shape": (  # a [1, 2] scale was broadcast
+        model([h.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=1, block_size=2)],
+              [X, h.make_tensor_value_info("s", T.FLOAT, [1, 2])], [ANY]),
+        "blocked scale / zero point of shape [1, 2] must be [2, 2] (input [2, 3], axis 1, "
+        "block_size 2)",
+    ),
+    "DequantizeLinear axis 7": (  # 7 % 2 picked axis 1
+        model([h.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=7)],
+              [h.make_tensor_value_info("q", T.INT8, [2, 3]),
+               h.make_tensor_value_info("s", T.FLOAT, [3])], [ANY]),
+        "node 'y' (DequantizeLinear): axis 7 is out of range for a rank-2 input",
+    ),
+    "BitShift of int64 and uint8": (
+        model([h.make_node("BitShift", ["a", "b"], ["y"], direction="LEFT")],
+              [h.make_tensor_value_info("a", T.INT64, [3]),
+               h.make_tensor_value_info("b", T.UINT8, [3])], [ANY]),
+        "input #1 ('b') is uint8 but input #0 ('a') is int64; BitShift takes one type T",
+    ),
 }  # fmt: skip
 
 

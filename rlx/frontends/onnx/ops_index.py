@@ -7,7 +7,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.node import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_shape
@@ -121,6 +121,18 @@ def _nll(n: Node, logp: SSAValue, target: SSAValue, weight: SSAValue | None) -> 
     """NLL loss of log-probabilities `[N, C, ...]` and class indices `[N, ...]`."""
     s = shape(logp)
     rank, c = len(s), s[1]
+    want = [s[0], *s[2:]]
+    ts0 = shape(target)
+    fits = len(ts0) == len(want) and all(
+        a == b or DYN in (a, b) for a, b in zip(ts0, want, strict=True)
+    )
+    if not fits:  # a [1] target of a batch of 3 was broadcast
+        raise n.error(
+            f"target of shape {dims_text(ts0)} does not fit input {dims_text(s)} "
+            f"(needs {dims_text(want)})"
+        )
+    if weight is not None and shape(weight) not in ((c,), (DYN,)) and c != DYN:
+        raise n.error(f"weight of shape {dims_text(shape(weight))} must be [{c}] (one per class)")
     t = n.cast(target, "i64")
     ts = list(shape(t))
     ts.insert(1, 1)

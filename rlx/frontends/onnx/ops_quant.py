@@ -55,9 +55,18 @@ def _param(n: Node, i: int, x: SSAValue, dtype: str) -> SSAValue | None:
     rank = len(xs)
     if len(s) == 0 or (len(s) == 1 and s[0] == 1):
         return n.reshape(v, [])
-    axis = n.attr("axis", 1) % rank
+    axis = n.attr("axis", 1)
+    if not -rank <= axis < rank:
+        raise n.error(f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
     block = n.attr("block_size", 0)
     if block:  # blocked: scale has ceil(dim / block) entries along axis
+        want = [-(-d // block) if a == axis else d for a, d in enumerate(xs)]
+        if block < 0 or list(s) != want:  # a [1, 2] scale of a [3, 4] input was broadcast
+            raise n.error(
+                f"blocked scale / zero point of shape {list(s)} must be {want} "
+                f"(input {list(xs)}, axis {axis}, block_size {block})"
+            )
         idx = np.arange(xs[axis]) // block
         return n.emit("gather", v, n.constant(idx, "i64"), axis=axis)
     if len(s) != 1:

@@ -263,6 +263,11 @@ def tensor_scatter(n: Node) -> list[SSAValue]:
     cs, us = static_shape(n, cache, "past_cache"), static_shape(n, upd, "update")
     rank = len(cs)
     axis = n.attr("axis", -2) % rank
+    fits = len(us) == rank and us[axis] <= cs[axis]
+    if not fits or any(u != c for i, (u, c) in enumerate(zip(us, cs, strict=True)) if i != axis):
+        raise n.error(
+            f"update of shape {list(us)} does not fit past_cache {list(cs)} (axis {axis})"
+        )
     t = np.arange(us[axis]).reshape([us[axis] if i == axis else 1 for i in range(rank)])
     pos = n.constant(np.broadcast_to(t, us), "i64")
     if n.has(2):  # per-batch write offsets

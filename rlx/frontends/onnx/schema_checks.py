@@ -1,7 +1,8 @@
 """Checks of a node against its ONNX schema before any converter sees it: the number of
 inputs, required inputs present, each input's element type among the types the schema
 allows (graph inputs, initializers and the values converters emitted; not the arrays
-the importer folded, which may be held in another type), and the integer attributes
+the importer folded, which may be held in another type) and the same type for inputs of
+one type parameter (an `And` of uint8 and int64), and the integer attributes
 the schema defines as booleans (`BOOL_ATTRS`) 0 or 1.
 
 Why: converters read the inputs they expect and trust their types, so a malformed node
@@ -91,6 +92,7 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
     # type than ONNX's (a folded Equal of sizes as i64).
     declared = {vi.name for vi in ctx.model.graph.input} | set(ctx.initializers)
     single = onnx.defs.OpSchema.FormalParameterOption.Single
+    bound: dict[str, tuple[int, str, str]] = {}  # type parameter -> (input #, name, type)
     for i, name in enumerate(proto.input):
         formal = formals[min(i, len(formals) - 1)]
         if not name:
@@ -105,3 +107,10 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
             raise node.error(
                 f"input #{i} ('{name}') is {have[7:-1]}; {proto.op_type} takes {takes} there"
             )
+        if have is not None and formal.type_str in allowed:  # one type per parameter
+            j, other, was = bound.setdefault(formal.type_str, (i, name, have))
+            if was != have:
+                raise node.error(
+                    f"input #{i} ('{name}') is {have[7:-1]} but input #{j} ('{other}') is "
+                    f"{was[7:-1]}; {proto.op_type} takes one type {formal.type_str} for both"
+                )
