@@ -169,11 +169,11 @@ CASES = {
                h.make_tensor_value_info("s", T.FLOAT, [3])], [ANY]),
         "node 'y' (DequantizeLinear): axis 7 is out of range for a rank-2 input",
     ),
-    "BitShift of int64 and uint8": (
+    "BitShift of uint64 and uint8": (
         model([h.make_node("BitShift", ["a", "b"], ["y"], direction="LEFT")],
-              [h.make_tensor_value_info("a", T.INT64, [3]),
+              [h.make_tensor_value_info("a", T.UINT64, [3]),
                h.make_tensor_value_info("b", T.UINT8, [3])], [ANY]),
-        "input #1 ('b') is uint8 but input #0 ('a') is int64; BitShift takes one type T",
+        "input #1 ('b') is uint8 but input #0 ('a') is uint64; BitShift takes one type T",
     ),
 }  # fmt: skip
 
