@@ -175,6 +175,23 @@ CASES = {
                h.make_tensor_value_info("b", T.UINT8, [3])], [ANY]),
         "input #1 ('b') is uint8 but input #0 ('a') is uint64; BitShift takes one type T",
     ),
+    "RNN weights of 5 directions": (  # W[0] was used as the reverse direction's
+        model([h.make_node("RNN", ["xs", "w", "r"], ["", "y"], direction="reverse", hidden_size=4)],
+              [h.make_tensor_value_info("xs", T.FLOAT, [3, 1, 2]),
+               h.make_tensor_value_info("w", T.FLOAT, [5, 4, 2]),
+               h.make_tensor_value_info("r", T.FLOAT, [1, 4, 4])], [ANY]),
+        "node 'y' (RNN): W of shape [5, 4, 2] must be [1, 4, 2] (reverse)",
+    ),
+    "GridSample grid of 5 coordinates": (
+        model([h.make_node("GridSample", ["a", "g"], ["y"])],
+              [IMG, h.make_tensor_value_info("g", T.FLOAT, [1, 3, 3, 5])], [ANY]),
+        "Grid of shape [1, 3, 3, 5] must be [1, <2 output sizes>, 2]",
+    ),
+    "GlobalMaxPool over an empty extent": (  # was -inf
+        model([h.make_node("GlobalMaxPool", ["e"], ["y"])],
+              [h.make_tensor_value_info("e", T.FLOAT, [1, 3, 0, 5])], [ANY]),
+        "node 'y' (GlobalMaxPool): GlobalMaxPool over an empty spatial extent [1, 3, 0, 5]",
+    ),
 }  # fmt: skip
 
 

@@ -33,7 +33,7 @@ class Node:
         self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
 
     def __str__(self) -> str:
-        name = self.proto.name or (self.proto.output[0] if self.proto.output else "?")
+        name = self.proto.name or next((o for o in self.proto.output if o), "?")
         return f"node '{name}' ({self.op_type})"
 
     def error(self, what: str) -> OnnxImportError:

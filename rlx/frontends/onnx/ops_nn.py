@@ -207,6 +207,8 @@ def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAVa
 def global_pool(n: Node) -> list[SSAValue]:
     x = n.input(0)
     kind = "mean" if n.op_type == "GlobalAveragePool" else "max"
+    if 0 in shape(x)[2:]:  # was -inf (max) or NaN (mean); onnxruntime refuses it too
+        raise n.error(f"{n.op_type} over an empty spatial extent {list(shape(x))}")
     return [n.emit("reduce", x, kind=kind, axes=list(range(2, len(shape(x)))), keepdims=True)]
 
 

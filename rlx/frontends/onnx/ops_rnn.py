@@ -217,6 +217,10 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     direction = n.attr("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     acts = _acts(n, dirs)
+    for name, v, width in (("W", w, inp), ("R", r, hid)):  # a W of 5 directions was sliced
+        want = [dirs, g * hid, width]
+        if list(shape(v)) != want:
+            raise n.error(f"{name} of shape {list(shape(v))} must be {want} ({direction})")
     lstm, gru = n.op_type == "LSTM", n.op_type == "GRU"
     lens = n.opt(4)
     h0 = n.opt(5)

@@ -116,6 +116,8 @@ def grid_sample(n: Node) -> list[SSAValue]:
     ac = bool(n.attr("align_corners", 0))
     nb, c, dims = xs[0], xs[1], list(xs[2:])
     k = len(dims)
+    if len(gs) != k + 2 or gs[0] != nb or gs[-1] != k:  # a grid of 5 coordinates per point
+        raise n.error(f"Grid of shape {list(gs)} must be [{nb}, <{k} output sizes>, {k}]")
     out_sp = list(gs[1:-1])
     taps = []
     for i in range(k):  # the grid's last axis lists coordinates innermost-first (x, y, z)
