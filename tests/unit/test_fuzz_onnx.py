@@ -192,6 +192,11 @@ CASES = {
               [h.make_tensor_value_info("e", T.FLOAT, [1, 3, 0, 5])], [ANY]),
         "node 'y' (GlobalMaxPool): GlobalMaxPool over an empty spatial extent [1, 3, 0, 5]",
     ),
+    "AveragePool SAME_LOWER kernel 2^62": (  # pads grew with it; the run hung
+        model([h.make_node("AveragePool", ["a"], ["y"], auto_pad="SAME_LOWER",
+                           kernel_shape=[2, 2**62])], [IMG], [ANY]),
+        "kernel_shape [2, 4611686018427387904]: windows of more than 16777216 cells",
+    ),
 }  # fmt: skip
 
 

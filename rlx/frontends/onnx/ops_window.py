@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from math import prod
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -28,6 +29,9 @@ from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import mark, sizes
 from rlx.frontends.onnx.symbolic_ops import sym_of
+
+MAX_POOL_WINDOW = 1 << 24
+"""Most cells a pooling window may have (a 4096 x 4096 window)."""
 
 
 def pool_pads(
@@ -45,6 +49,12 @@ def pool_pads(
         if len(v) != k or min(v, default=1) < 1:
             raise n.error(f"{name} {list(v)} must be {k} positive sizes (one per spatial axis)")
     pads = ops_nn._spatial_pads(n, in_sizes, kernel, strides, dil)
+    fits = all(kernel[i] <= in_sizes[i] + pads[i] + pads[k + i] for i in range(k))
+    if fits and prod(kernel) > MAX_POOL_WINDOW:  # SAME pads grow with it: 2^62 hung the run
+        raise n.error(
+            f"kernel_shape {list(kernel)}: windows of more than {MAX_POOL_WINDOW} cells are "
+            "not supported"
+        )
     for i in range(2 * k):
         if pads[i] >= kernel[i % k]:
             raise n.error(
