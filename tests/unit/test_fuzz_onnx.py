@@ -197,6 +197,19 @@ CASES = {
                            kernel_shape=[2, 2**62])], [IMG], [ANY]),
         "kernel_shape [2, 4611686018427387904]: windows of more than 16777216 cells",
     ),
+    "Gemm with a C larger than the product": (  # a [5, 4] C made a [1, 4] product [5, 4]
+        model([h.make_node("Gemm", ["a", "b", "c"], ["y"])],
+              [h.make_tensor_value_info("a", T.FLOAT, [1, 7]),
+               h.make_tensor_value_info("b", T.FLOAT, [7, 4]),
+               h.make_tensor_value_info("c", T.FLOAT, [5, 4])], [ANY]),
+        "node 'y' (Gemm): C of shape [5, 4] does not broadcast to the product [1, 4]",
+    ),
+    "ConvTranspose output_padding 7 with stride 2": (
+        model([h.make_node("ConvTranspose", ["a", "w"], ["y"], strides=[3, 2],
+                           output_padding=[1, 7])],
+              [IMG, h.make_tensor_value_info("w", T.FLOAT, [4, 2, 3, 3])], [ANY]),
+        "output_padding [1, 7] must be below the strides [3, 2] (or dilations)",
+    ),
 }  # fmt: skip
 
 

@@ -44,6 +44,12 @@ def gemm(n: Node) -> list[SSAValue]:
         c = n.input(2)
         if beta != 1.0:
             c = n.emit("mul", c, n.constant(beta, c))
+        cs, ys = shape(c), shape(y)
+        pairs = zip(cs[::-1], ys[::-1], strict=False)
+        if len(cs) > 2 or any(d not in (1, e) and DYN not in (d, e) for d, e in pairs):
+            raise n.error(  # a [5, 4] C made a [1, 4] product [5, 4]
+                f"C of shape {list(cs)} does not broadcast to the product {list(ys)}"
+            )
         y = n.emit("add", y, c)
     return [y]
 
@@ -283,6 +289,11 @@ def conv_transpose(n: Node) -> list[SSAValue]:
     st = _two(list(n.attr("strides") or [1] * (rank - 2)), rank, 1)
     dl = _two(list(n.attr("dilations") or [1] * (rank - 2)), rank, 1)
     op = _two(list(n.attr("output_padding") or [0] * (rank - 2)), rank, 0)
+    if any(not 0 <= p < max(s, d) for p, s, d in zip(op, st, dl, strict=True)):
+        raise n.error(  # 2^31 grew the output by that much; onnxruntime refuses it too
+            f"output_padding {list(n.attr('output_padding'))} must be below the strides "
+            f"{list(n.attr('strides') or [])} (or dilations)"
+        )
     full = [st[i] * (sizes[i] - 1) + op[i] + (k[i] - 1) * dl[i] + 1 for i in range(2)]
     auto = n.attr("auto_pad", "NOTSET")
     if n.attr("output_shape") is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
