@@ -24,7 +24,8 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import is_float
-from rlx.frontends.onnx.importer import Node, dims_text, elem, is_static, onnx_elem, shape
+from rlx.frontends.onnx.importer import onnx_elem
+from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 _DIST = {
