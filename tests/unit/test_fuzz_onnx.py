@@ -210,6 +210,11 @@ CASES = {
               [IMG, h.make_tensor_value_info("w", T.FLOAT, [4, 2, 3, 3])], [ANY]),
         "output_padding [1, 7] must be below the strides [3, 2] (or dilations)",
     ),
+    "Conv kernel_shape other than the weight's": (  # was ignored
+        model([h.make_node("Conv", ["a", "w"], ["y"], kernel_shape=[-(2**31), 2])],
+              [IMG, h.make_tensor_value_info("w", T.FLOAT, [2, 4, 2, 2])], [ANY]),
+        "node 'y' (Conv): kernel_shape [-2147483648, 2] differs from the weight's [2, 2]",
+    ),
 }  # fmt: skip
 
 

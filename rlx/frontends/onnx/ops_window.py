@@ -304,6 +304,9 @@ def _reshape_dims(n: Node, x: SSAValue, dims: list) -> SSAValue:  # noqa: ANN001
 
 def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
     """Conv of `x` by `w` (+ `bias`) with `n`'s attributes, 1-D to 3-D."""
+    ks = n.attr("kernel_shape")
+    if ks is not None and [int(k) for k in ks] != list(shape(w)[2:]):  # was ignored
+        raise n.error(f"kernel_shape {list(ks)} differs from the weight's {list(shape(w)[2:])}")
     if len(shape(x)) != 5:
         return ops_nn.conv2d_of(n, x, w, bias)
     xs, ws = list(shape(x)), list(shape(w))
