@@ -273,3 +273,23 @@ def test_lrn_window_wider_than_the_channels() -> None:
     want = x / (1.0 + 1e18 / size * (x.astype(np.float64) ** 2).sum(1, keepdims=True)) ** 0.75
     got = rlx.compile(import_model(m)[0]).run(x)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_pow_of_integers_by_a_float_exponent(dtype: type) -> None:
+    """Pow(int, float) is computed in f64 and truncated, as onnx.reference and onnxruntime
+    do (session 7, fuzz_onnx.py: the exponent was truncated first, 2 ** -0.7 gave 1)."""
+    from onnx.reference import ReferenceEvaluator
+
+    import rlx
+
+    et = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([h.make_node("Pow", ["x", "e"], ["y"])],
+              [h.make_tensor_value_info("x", et, [6]), h.make_tensor_value_info("e", T.FLOAT, [6])],
+              [h.make_tensor_value_info("y", et, [6])])  # fmt: skip
+    x = np.array([2, 3, -3, 4, 0, 7], dtype)
+    e = np.array([-0.7, 0.5, 2.0, 1.5, 2.5, 1.99], np.float32)
+    (want,) = ReferenceEvaluator(m).run(None, {"x": x, "e": e})
+    got = rlx.compile(import_model(m)[0]).run(x, e)[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, [0, 1, 9, 8, 0, 48])  # 7 ** 1.99 = 48.07

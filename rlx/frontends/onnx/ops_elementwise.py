@@ -49,8 +49,13 @@ def mean(n: Node) -> list[SSAValue]:
 
 @converter("Pow", attrs=())
 def pow_(n: Node) -> list[SSAValue]:
-    x = n.input(0)
-    return [n.emit("pow", x, n.cast(n.input(1), elem(x)))]
+    """x ** y in x's type. An integer base with a float exponent is computed in f64 and
+    truncated, as onnx.reference and onnxruntime do (the exponent was truncated first:
+    2 ** -0.7 gave 1, not 0); a NaN (a negative base, a fractional exponent) becomes 0."""
+    x, y = n.input(0), n.input(1)
+    if not is_float(elem(x)) and is_float(elem(y)):
+        return [n.cast(n.emit("pow", n.cast(x, "f64"), n.cast(y, "f64")), elem(x))]
+    return [n.emit("pow", x, n.cast(y, elem(x)))]
 
 
 def _float_mod(n: Node, a: SSAValue, b: SSAValue, floored: bool) -> SSAValue:
