@@ -215,6 +215,27 @@ CASES = {
               [IMG, h.make_tensor_value_info("w", T.FLOAT, [2, 4, 2, 2])], [ANY]),
         "node 'y' (Conv): kernel_shape [-2147483648, 2] differs from the weight's [2, 2]",
     ),
+    "Scan num_scan_inputs 2^31": (  # lists of 2^31 axes: a hang
+        model([h.make_node("Scan", ["x", "x"], ["y", "z"], num_scan_inputs=2**31,
+                           body=h.make_graph([], "b", [], []))], [X], [ANY]),
+        "node 'y' (Scan): num_scan_inputs 2147483648 must be 1 to the 2 inputs",
+    ),
+    "ScatterElements axis 7": (  # 7 % 2 took axis 1
+        model([h.make_node("ScatterElements", ["x", "i", "x"], ["y"], axis=7)],
+              [X, h.make_tensor_value_info("i", T.INT64, [2, 3])], [ANY]),
+        "node 'y' (ScatterElements): axis 7 is out of range for a rank-2 input",
+    ),
+    "Flatten axis 2^31": (
+        model([h.make_node("Flatten", ["x"], ["y"], axis=2**31)], [X], [ANY]),
+        "node 'y' (Flatten): axis 2147483648 is out of range for a rank-2 input",
+    ),
+    "LSTM hidden_size 0": (  # R's size was used instead
+        model([h.make_node("LSTM", ["xs", "w", "r"], ["", "y"], hidden_size=0)],
+              [h.make_tensor_value_info("xs", T.FLOAT, [3, 1, 2]),
+               h.make_tensor_value_info("w", T.FLOAT, [1, 16, 2]),
+               h.make_tensor_value_info("r", T.FLOAT, [1, 16, 4])], [ANY]),
+        "node 'y' (LSTM): W of shape [1, 16, 2] must be [1, 0, 2] (forward)",
+    ),
 }  # fmt: skip
 
 

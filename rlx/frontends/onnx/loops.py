@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from rlx.dialects.rlx.base import DYN, tensor
 from rlx.dialects.rlx.control import IfOp, ScanOp, YieldOp
-from rlx.frontends.onnx.node import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, norm_axis, shape
 from rlx.frontends.onnx.ops_tensor import slice_axis
 from rlx.frontends.onnx.registry import OnnxImportError, converter
 
@@ -118,6 +118,8 @@ def scan(n: Node) -> list[Val]:
     if "directions" in n.attrs:
         raise n.error("attribute 'directions' is Scan-8 only (opset 9 has scan_input_directions)")
     k = n.attr("num_scan_inputs")
+    if not 1 <= k <= len(n.proto.input):  # 2^31 built lists of 2^31 axes (a hang)
+        raise n.error(f"num_scan_inputs {k} must be 1 to the {len(n.proto.input)} inputs")
     n_state = len(n.proto.input) - k
     inits = [n.input(i) for i in range(n_state)]
     n_out = len(n.attr("body").output) - n_state
@@ -128,13 +130,13 @@ def scan(n: Node) -> list[Val]:
     xs = []
     for i in range(k):
         x = n.input(n_state + i)
-        x = _move_axis(n, x, in_axes[i] % len(shape(x)), 0)
+        x = _move_axis(n, x, norm_axis(n, in_axes[i], len(shape(x)), "scan_input_axes"), 0)
         xs.append(reverse0(n, x) if in_dirs[i] else x)
     res = _scan_body(n, inits, xs)
     ys = res[n_state:]
     for o, (ax, d) in enumerate(zip(out_axes, out_dirs, strict=True)):
         y = reverse0(n, ys[o]) if d else ys[o]
-        ys[o] = _move_axis(n, y, 0, ax % len(shape(y)))
+        ys[o] = _move_axis(n, y, 0, norm_axis(n, ax, len(shape(y)), "scan_output_axes"))
     return [*res[:n_state], *ys]
 
 
@@ -143,6 +145,8 @@ def _scan8(n: Node) -> list[Val]:
     `sequence_lens` (input 0; must be the full length), input `directions`. An outer
     `rlx.scan` over the batch holds the scan over the sequence of each batch row."""
     k = n.attr("num_scan_inputs")
+    if not 1 <= k <= len(n.proto.input) - 1:
+        raise n.error(f"num_scan_inputs {k} must be 1 to the {len(n.proto.input) - 1} inputs")
     n_state = len(n.proto.input) - 1 - k
     vals = [n.input(1 + i) for i in range(n_state + k)]
     dirs = list(n.attr("directions", [0] * k))

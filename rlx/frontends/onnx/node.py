@@ -139,6 +139,15 @@ def is_static(s: Sequence[int]) -> bool:
     return DYN not in s
 
 
+def norm_axis(n: Node, axis: int, rank: int, what: str = "axis", end: bool = False) -> int:
+    """`axis` in [-rank, rank) (`end`: [-rank, rank], Flatten's) as a non-negative index;
+    an error naming the node otherwise (`axis % rank` took 7 as 1 on rank 2)."""
+    hi = rank + 1 if end else rank
+    if not -rank <= axis < hi:
+        raise n.error(f"{what} {axis} is out of range for a rank-{rank} input")
+    return axis + rank if axis < 0 else axis
+
+
 def static_shape(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
     """The shape of `v`, or an error naming the node if it has a dynamic dim."""
     s = shape(v)

@@ -13,7 +13,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.node import Node, shape
+from rlx.frontends.onnx.node import Node, norm_axis, shape
 from rlx.frontends.onnx.registry import converter
 
 
@@ -31,7 +31,7 @@ def _from_last(n: Node, x: SSAValue, perm: list[int]) -> SSAValue:
 
 def _axis(n: Node, x: SSAValue, default: int) -> tuple[int, int]:
     s = shape(x)
-    axis = n.attr("axis", default) % len(s)
+    axis = norm_axis(n, n.attr("axis", default), len(s))
     if s[axis] == DYN:
         raise n.error(f"needs a static size on axis {axis}")
     return axis, s[axis]

@@ -213,7 +213,7 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     if seq == 0:  # onnx.reference fails; onnxruntime's Y_h is zeros, not initial_h
         raise n.error(f"{n.op_type} of an empty sequence (seq_length 0) is not supported")
     g = _GATES[n.op_type]
-    hid = n.attr("hidden_size") or shape(r)[-1]
+    hid = n.attr("hidden_size", shape(r)[-1])  # 0 is checked below (was R's size)
     direction = n.attr("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     acts = _acts(n, dirs)

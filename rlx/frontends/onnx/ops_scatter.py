@@ -17,7 +17,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, shape, static_shape
+from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, norm_axis, shape, static_shape
 from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
@@ -248,10 +248,10 @@ def scatter_nd(n: Node) -> list[SSAValue]:
 def scatter_elements(n: Node) -> list[SSAValue]:
     x, idx, upd = n.input(0), n.input(1), n.input(2)
     if not (is_static(shape(x)) and is_static(shape(idx))):
-        axis = n.attr("axis", 0) % len(shape(x))
+        axis = norm_axis(n, n.attr("axis", 0), len(shape(x)))
         return [_scatter_elements_symbolic(n, x, idx, upd, axis)]
     xs = static_shape(n, x, "data")
-    axis = n.attr("axis", 0) % len(xs)
+    axis = norm_axis(n, n.attr("axis", 0), len(xs))
     static_shape(n, idx, "indices")
     pos = element_positions(n, idx, xs, axis)
     return [_scatter_flat(n, x, pos, upd, n.attr("reduction", "none"))]
@@ -262,7 +262,7 @@ def tensor_scatter(n: Node) -> list[SSAValue]:
     cache, upd = n.input(0), n.input(1)
     cs, us = static_shape(n, cache, "past_cache"), static_shape(n, upd, "update")
     rank = len(cs)
-    axis = n.attr("axis", -2) % rank
+    axis = norm_axis(n, n.attr("axis", -2), rank)
     fits = len(us) == rank and us[axis] <= cs[axis]
     if not fits or any(u != c for i, (u, c) in enumerate(zip(us, cs, strict=True)) if i != axis):
         raise n.error(

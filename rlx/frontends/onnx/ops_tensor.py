@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.node import Node, dims_text, is_static, shape, static_shape
+from rlx.frontends.onnx.node import Node, dims_text, is_static, norm_axis, shape, static_shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import (
@@ -58,8 +58,7 @@ def reshape(n: Node) -> Out:
 def flatten(n: Node) -> Out:
     x = n.input(0)
     s = shape(x)
-    axis = n.attr("axis", 1)
-    axis = axis + len(s) if axis < 0 else axis
+    axis = norm_axis(n, n.attr("axis", 1), len(s), end=True)
 
     def p(ds: Sequence[int]) -> int:
         return DYN if DYN in ds else prod(ds)
