@@ -91,3 +91,45 @@ def test_pool_kernel_rank_must_match_the_input() -> None:
         OnnxImportError, match=r"node 'y' \(MaxPool\): kernel_shape \[2\] must be 2"
     ):
         import_model(m)
+
+
+def _conv_transpose_np(x: np.ndarray, w: np.ndarray, st: list[int], out: list[int]) -> np.ndarray:
+    """The spec's ConvTranspose with `output_shape` (no auto_pad): the full result
+    cropped by `total - total // 2` at the start of each axis (negative: zero-extended)."""
+    n, c, hh, ww = x.shape
+    f, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    full = np.zeros((n, f, st[0] * (hh - 1) + kh, st[1] * (ww - 1) + kw))
+    for i, j in np.ndindex(hh, ww):
+        full[:, :, i * st[0] : i * st[0] + kh, j * st[1] : j * st[1] + kw] += np.einsum(
+            "nc,cfab->nfab", x[:, :, i, j], w
+        )
+    for ax, want in ((2, out[0]), (3, out[1])):
+        tot = full.shape[ax] - want
+        lo = tot - tot // 2
+        if lo < 0:
+            full = np.concatenate([np.zeros_like(full.take(range(-lo), ax)), full], ax)
+            lo = 0
+        pad = [(0, 0)] * 4
+        pad[ax] = (0, max(want - (full.shape[ax] - lo), 0))
+        full = np.pad(full, pad).take(range(lo, lo + want), ax)
+    return full
+
+
+@pytest.mark.parametrize(("xs", "st", "out"), [([3, 3], [3, 3], [10, 8]), ([4, 4], [2, 2], [7, 9])])
+def test_conv_transpose_output_shape_crops_at_the_start(xs, st, out) -> None:  # type: ignore[no-untyped-def]
+    """With `output_shape` and no auto_pad the crop of an odd total is at the start (the
+    spec, onnxruntime); it was at the end (fuzz_onnx.py, session 7)."""
+    node = h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=st, output_shape=out)
+    ins = [h.make_tensor_value_info("x", T.FLOAT, [1, 1, *xs]),
+           h.make_tensor_value_info("w", T.FLOAT, [1, 2, 3, 3])]  # fmt: skip
+    m = h.make_model(h.make_graph([node], "g", ins, [h.make_tensor_value_info("y", T.FLOAT, None)]),
+                     opset_imports=[h.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal([1, 1, *xs]).astype(np.float32)
+    w = rng.standard_normal([1, 2, 3, 3]).astype(np.float32)
+    got = rlx.compile(import_model(m)[0]).run(x, w)[0]
+    np.testing.assert_allclose(got, _conv_transpose_np(x, w, st, out), rtol=1e-5, atol=1e-5)
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, sess.run(None, {"x": x, "w": w})[0], rtol=1e-5, atol=1e-5)

@@ -306,10 +306,8 @@ def conv_transpose(n: Node) -> list[SSAValue]:
         tot = [full[i] - want[i] for i in range(2)]
         if auto == "SAME_UPPER":
             lo = [t // 2 for t in tot]
-        elif auto == "SAME_LOWER":
-            lo = [t - t // 2 for t in tot]
-        else:  # explicit output_shape: no leading pads, crop / zero-extend the end
-            lo = [0, 0]
+        else:  # SAME_LOWER, and output_shape without auto_pad (the spec; onnxruntime): a
+            lo = [t - t // 2 for t in tot]  # crop of 1 is at the start (was at the end)
         pads = lo + [tot[i] - lo[i] for i in range(2)]
     elif auto == "VALID" or not n.attr("pads"):
         pads = [0, 0, 0, 0]
