@@ -236,6 +236,13 @@ CASES = {
                h.make_tensor_value_info("r", T.FLOAT, [1, 16, 4])], [ANY]),
         "node 'y' (LSTM): W of shape [1, 16, 2] must be [1, 0, 2] (forward)",
     ),
+    "Attention mask of more query rows": (
+        model([h.make_node("Attention", ["q", "k", "k", "m"], ["y"])],
+              [h.make_tensor_value_info("q", T.FLOAT, [2, 3, 1, 8]),
+               h.make_tensor_value_info("k", T.FLOAT, [2, 3, 6, 8]),
+               h.make_tensor_value_info("m", T.FLOAT, [2, 3, 4, 4])], [ANY]),
+        "node 'y' (Attention): attn_mask of shape [2, 3, 4, 4] does not broadcast to [2, 3, 1, 6]",
+    ),
 }  # fmt: skip
 
 

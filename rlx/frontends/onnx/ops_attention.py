@@ -76,6 +76,11 @@ def attention(n: Node) -> list[SSAValue | None]:
     left, right = n.attr("left_window_size", -1), n.attr("right_window_size", -1)
     bias: SSAValue | None = None
     if n.has(3):
+        ms, full = list(shape(n.input(3))), [b, hq, sq, sk]
+        fits = 2 <= len(ms) <= 4 and ms[-1] <= sk
+        fits = fits and all(m in (1, f) for m, f in zip(ms[-2::-1], full[-2::-1], strict=False))
+        if not fits:  # a [.., 4, 4] mask of 1 query row made 4 output rows (onnx.reference)
+            raise n.error(f"attn_mask of shape {ms} does not broadcast to {full}")
         bias = _mask_bias(n, n.input(3), q)
         pad = sk - shape(bias)[-1]
         if pad > 0:
