@@ -77,7 +77,7 @@ def attention(n: Node) -> list[SSAValue | None]:
     bias: SSAValue | None = None
     if n.has(3):
         ms, full = list(shape(n.input(3))), [b, hq, sq, sk]
-        fits = 2 <= len(ms) <= 4 and ms[-1] <= sk
+        fits = 1 <= len(ms) <= 4 and ms[-1] <= sk
         fits = fits and all(m in (1, f) for m, f in zip(ms[-2::-1], full[-2::-1], strict=False))
         if not fits:  # a [.., 4, 4] mask of 1 query row made 4 output rows (onnx.reference)
             raise n.error(f"attn_mask of shape {ms} does not broadcast to {full}")
