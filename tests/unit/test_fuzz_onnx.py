@@ -243,6 +243,11 @@ CASES = {
                h.make_tensor_value_info("m", T.FLOAT, [2, 3, 4, 4])], [ANY]),
         "node 'y' (Attention): attn_mask of shape [2, 3, 4, 4] does not broadcast to [2, 3, 1, 6]",
     ),
+    "Attention left_window_size -2^31": (
+        model([h.make_node("Attention", ["q", "q", "q"], ["y"], left_window_size=-(2**31))],
+              [h.make_tensor_value_info("q", T.FLOAT, [1, 2, 4, 8])], [ANY]),
+        "left / right_window_size -2147483648, -1 must be -1 or sizes >= 0",
+    ),
 }  # fmt: skip
 
 

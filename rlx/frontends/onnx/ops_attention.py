@@ -74,6 +74,8 @@ def attention(n: Node) -> list[SSAValue | None]:
         attrs["softcap"] = float(softcap)
     causal = bool(n.attr("is_causal", 0))
     left, right = n.attr("left_window_size", -1), n.attr("right_window_size", -1)
+    if min(left, right) < -1:  # -1 is "unlimited"; -2^31 was taken as -1
+        raise n.error(f"left / right_window_size {left}, {right} must be -1 or sizes >= 0")
     bias: SSAValue | None = None
     if n.has(3):
         ms, full = list(shape(n.input(3))), [b, hq, sq, sk]
