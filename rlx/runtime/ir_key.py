@@ -4,8 +4,9 @@ Printing a module with xDSL's printer costs ~15 ms for MiniLM's 320 ops; a compi
 hit must cost less than that in total. This walk writes what the printed module is a
 function of — every op's name and class, operands (as numbers of the values in order of first
 appearance), results (types and name hints), attributes and properties (names and values
-in insertion order), successors and regions (block arguments' types and name hints) — in a
-compact form, so two modules that print differently never get the same text (the key is
+in insertion order), successors, regions (block arguments' types and name hints) and known
+locations (run-time error messages name them: an imported ONNX node's `loc("node 'n'
+(Gather)")`, a file's line and column) — in a compact form, so two modules that print differently never get the same text (the key is
 exact); the converse need not hold (a different text is just a cache miss).
 
 Attributes are written structurally: a parametrized attribute as its class and its
@@ -21,7 +22,7 @@ import struct
 from enum import Enum
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnknownLoc
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
 
 _CLASSES: dict[type, tuple[str, str]] = {}
@@ -124,6 +125,8 @@ class _Writer:
         for tag, d in (("a", op.attributes), ("p", op.properties)):
             if d:
                 p.append(tag + "{" + ",".join(f"{k!r}={self.attr(x)}" for k, x in d.items()) + "}")
+        if type(op.location) is not UnknownLoc:
+            p.append("@" + attribute_text(op.location))
         if op.successors:
             p.append("^(" + ",".join(str(self.block_id(b)) for b in op.successors) + ")")
         for region in op.regions:

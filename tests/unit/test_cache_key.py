@@ -164,3 +164,33 @@ def test_region_ops_are_keyed() -> None:
 
     assert _keyed(body(2.0)) == _keyed(body(2.0))
     assert _keyed(body(2.0)) != _keyed(body(3.0))
+
+
+def _gather_model(node: str):  # noqa: ANN202
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["data", "i"], ["y"], name=node)], "g",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.arange(3, dtype=np.float32), "data")],
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_locations_are_keyed() -> None:
+    """Run-time errors name the op's location (the ONNX node, the file and line): two
+    models that differ only there must not share a cache entry (the second named the
+    first's node)."""
+    from rlx.frontends.onnx import import_model
+
+    bad = np.array([0, 7], np.int64)
+    for node in ("first_gather", "second_gather"):
+        module, params = import_model(_gather_model(node))
+        g = rlx.compile(module)
+        assert not g.cache_hit
+        g.set_params(params)
+        with pytest.raises(IndexError, match=f"node '{node}'"):
+            g.run(bad)
+    assert rlx.compile(import_model(_gather_model("second_gather"))[0]).cache_hit
+
