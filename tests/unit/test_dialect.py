@@ -10,6 +10,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.test_value import create_ssa_value
 
 from rlx.dialects import get_all_dialects
 from rlx.dialects.rlx import OPS_BY_NAME, RLX_OPS, Rlx
@@ -69,6 +70,19 @@ def test_verifier_reports_inferred_type() -> None:
     m = Parser(_ctx(), text).parse_module()
     with pytest.raises(VerifyException, match=r"operands and attributes give tensor<2x4xf32>"):
         m.verify()
+
+
+def test_negative_sizes_are_refused() -> None:
+    """The parser refuses `tensor<2x-3xf32>`; a type built in Python is checked by the
+    verifier (only the dynamic marker may be negative)."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from rlx.dialects.rlx.elementwise import ExpOp
+
+    x = create_ssa_value(TensorType(f32, [2, -3]))
+    op = ExpOp.create(operands=[x], result_types=[TensorType(f32, [2, -3])])
+    with pytest.raises(VerifyException, match=r"operand #0 has a negative size"):
+        op.verify()
 
 
 def test_rng_ops_are_not_merged_by_cse() -> None:

@@ -278,6 +278,10 @@ class RlxOp(IRDLOperation):
             if not isinstance(t, TensorType):
                 raise VerifyException(f"operand #{i} must be a tensor, got {t}")
         actual = [r.type for r in self.results]
+        for what, ts in (("operand", types), ("result", actual)):
+            for i, t in enumerate(ts):  # the parser refuses them; a builder may not
+                if isinstance(t, TensorType) and any(d < 0 and d != DYN for d in t.get_shape()):
+                    raise VerifyException(f"{what} #{i} has a negative size: {t}")
         expected = self.infer_from(types, self.attributes, actual)
         if len(expected) != len(actual):
             raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
