@@ -242,11 +242,14 @@ def serve(path: str) -> str:
 
 CLIENT = """\
 #!{python} -IS
-# Client of tests/tool_server.py for {tool!r} (generated; see there).
-import os, socket, sys
+# Client of tests/tool_server.py for {tool!r} (generated; see there). Start-up is most of
+# its cost, so it imports only C modules: _socket, not socket (which imports enum).
+import os, sys
+from _socket import AF_UNIX, SCM_RIGHTS, SOCK_STREAM, SOL_SOCKET, socket
+from array import array
 
 def main():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = socket(AF_UNIX, SOCK_STREAM)
     try:
         s.connect({socket!r})
     except OSError:
@@ -254,7 +257,9 @@ def main():
     fields = [{tool!r}, os.getcwd(), str(len(sys.argv) - 1), *sys.argv[1:]]
     fields += [k + "=" + v for k, v in os.environ.items()]
     payload = b"\\0".join(os.fsencode(f) for f in fields)
-    socket.send_fds(s, [len(payload).to_bytes(8, "little") + payload], [0, 1, 2])
+    message = len(payload).to_bytes(8, "little") + payload
+    sent = s.sendmsg([message], [(SOL_SOCKET, SCM_RIGHTS, array("i", [0, 1, 2]).tobytes())])
+    s.sendall(message[sent:])
     reply = b""
     while len(reply) < 8:
         chunk = s.recv(8 - len(reply))
