@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,6 +70,9 @@ def _start_server(directory: str) -> subprocess.Popen[bytes] | None:
     assert server.stdout is not None
     if server.stdout.readline() != b"ready\n":
         server.wait(timeout=60)
+        with open(os.path.join(directory, "server.log"), errors="replace") as log_text:
+            message = f"tool server failed, lit runs fresh processes: {log_text.read()}"
+        warnings.warn(message, stacklevel=2)
         return None
     for tool, real in reals.items():
         tool_server.write_client(directory, tool, socket_path, str(real))
@@ -94,7 +98,11 @@ def lit_command() -> Iterator[tuple[list[str], dict[str, str]]]:
         if server is not None:
             assert server.stdin is not None
             server.stdin.close()  # the server reaps its children and exits
-            server.wait(timeout=120)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:  # a run that hangs (its test failed)
+                server.kill()
+                server.wait()
         shutil.rmtree(directory, ignore_errors=True)
 
 
