@@ -26,6 +26,13 @@ def _by_name() -> dict[str, Case]:
     return {c.name: c for c in all_cases()}
 
 
+def test_runs_in_its_xdist_group(request: pytest.FixtureRequest) -> None:
+    """Under `-n N --dist loadgroup` this module's tests share one worker (tests/conftest.py
+    restores the grouping for pytest >= 9.2): `all_cases` is paid once per run."""
+    if hasattr(request.config, "workerinput") and request.config.option.loadgroup:
+        assert request.node.nodeid.endswith("@onnx_node_cases")
+
+
 def test_documented_list_is_present() -> None:
     assert len(PASSING) > 1600, "docs/onnx-coverage.md lost its passing list"
     assert sum(len(v) for v in FAMILIES.values()) == len(PASSING)
