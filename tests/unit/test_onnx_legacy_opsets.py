@@ -93,3 +93,16 @@ def test_old_attribute_with_another_meaning_is_a_clear_error() -> None:
         import_model(
             _model(helper.make_node("Slice", ["x"], ["y"], starts=[0], ends=[1]), [2, 3], 13)
         )
+
+
+@pytest.mark.parametrize(("op", "opset", "added"), [("Gelu", 17, 20), ("Mish", 17, 18),
+                                                    ("HardSwish", 13, 14)])  # fmt: skip
+def test_op_newer_than_the_model_opset_is_refused(op: str, opset: int, added: int) -> None:
+    """onnxruntime refuses these models too; the importer used the op's newest meaning."""
+    m = _model(helper.make_node(op, ["x"], ["y"]), [2, 3], opset)
+    with pytest.raises(
+        OnnxImportError,
+        match=rf"node 'y' \({op}\): {op} does not exist in opset {opset} \(it was added in "
+        rf"opset {added}\)",
+    ):
+        import_model(m)

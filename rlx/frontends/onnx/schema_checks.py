@@ -78,6 +78,15 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
     _check_bool_attrs(node, proto)
     schema = _schema(proto, ctx.opset)
     if schema is None:
+        if proto.domain in ("", "ai.onnx") and onnx.defs.has(proto.op_type):
+            first = min(
+                s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                if s.name == proto.op_type and s.domain == ""
+            )  # fmt: skip
+            raise node.error(
+                f"{proto.op_type} does not exist in opset {ctx.opset} (it was added in "
+                f"opset {first}): the model's opset_import is too old for it"
+            )
         return
     n = len(proto.input)
     if not schema.min_input <= n <= schema.max_input:
