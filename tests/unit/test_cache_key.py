@@ -193,4 +193,3 @@ def test_locations_are_keyed() -> None:
         with pytest.raises(IndexError, match=f"node '{node}'"):
             g.run(bad)
     assert rlx.compile(import_model(_gather_model("second_gather"))[0]).cache_hit
-
