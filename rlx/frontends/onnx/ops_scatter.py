@@ -130,16 +130,8 @@ def gather_nd(n: Node) -> list[SSAValue]:
 def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
     """GatherND of data or indices with named dynamic dims (GPT-J's position table
     indexed by `arange(seq)`): the strides are computed at run time."""
-    xs, js = sym_shape(n, 0), sym_shape(n, 1)
-    if xs is None or js is None or isinstance(js[-1], Dim):
-        raise n.error(
-            f"GatherND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
-        )
-    m = int(js[-1])
-    flat = _flat_symbolic(n, idx, xs, js, m)
-    lead: int | Dim = 1
-    for d in xs[:m]:
-        lead = lead * d
+    xs, js, m, flat = _symbolic_nd(n, x, idx)
+    lead = _prod(xs[:m])
     rows = n.reshape(x, sizes([lead, *xs[m:]]))
     mark(n.ctx, rows, [lead, *xs[m:]])
     return n.emit("gather", rows, flat, axis=0)
@@ -206,19 +198,26 @@ def _scatter_elements_symbolic(
 def _scatter_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue) -> SSAValue:
     """ScatterND with named dynamic dims (BART's `shift_tokens_right` writes into a
     `[batch, seq]` buffer): run-time strides and a `[K, P]` mask of symbolic sizes."""
-    xs, js = sym_shape(n, 0), sym_shape(n, 1)
-    if xs is None or js is None or isinstance(js[-1], Dim):
-        raise n.error(
-            f"ScatterND of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
-        )
-    m = int(js[-1])
-    flat = _flat_symbolic(n, idx, xs, js, m)
+    xs, js, m, flat = _symbolic_nd(n, x, idx)
     k, p, r = _prod(js[:-1]), _prod(xs[:m]), _prod(xs[m:])
     out = scatter_rows(
         n, _rs(n, x, [p, r]), _rs(n, flat, [k]), _rs(n, upd, [k, r]),
         n.attr("reduction", "none"), (p, k),
     )  # fmt: skip
     return _rs(n, out, list(xs))
+
+
+def _symbolic_nd(n: Node, x: SSAValue, idx: SSAValue) -> tuple[list, list, int, SSAValue]:
+    """(data sizes, index sizes, index depth m, flat row positions) of a GatherND /
+    ScatterND whose operands have named dynamic dims; refused if any is unnamed or the
+    index depth itself is dynamic."""
+    xs, js = sym_shape(n, 0), sym_shape(n, 1)
+    if xs is None or js is None or isinstance(js[-1], Dim):
+        raise n.error(
+            f"{n.op_type} of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
+        )
+    m = int(js[-1])
+    return xs, js, m, _flat_symbolic(n, idx, xs, js, m)
 
 
 def _prod(ds: list) -> int | Dim:  # noqa: ANN001
