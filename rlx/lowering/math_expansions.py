@@ -88,6 +88,9 @@ EXP_LN2_HI, EXP_LN2_LO = 0.693359375, -2.12194440e-4
 """ln 2 in two parts (the high part exact in 9 bits, so n * EXP_LN2_HI is exact)."""
 EXP_ROUND = 12582912.0
 """1.5 * 2^23: x + EXP_ROUND rounds x to an integer held in the low mantissa bits."""
+EXP_BIASED_ROUND = EXP_ROUND + 127
+"""x + EXP_BIASED_ROUND rounds x; its low bits hold n + 127 (2^n's exponent field), so
+one shift by 23 builds 2^n (`exp_nonpositive`, scalar and vector)."""
 EXP_NONPOSITIVE_LO = -87.0
 """`exp_nonpositive` gives 0 below this: rint(LO / ln 2) = -126 keeps 2^n normal."""
 

@@ -344,7 +344,7 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
             engine = JitModule(to_llvm_ir(module))
         else:
             engine = JitModule(built.llvm_ir, provided=built.provided, more=built.more)
-        ir = engine.llvm_ir
+        llvm_ir = engine.llvm_ir
         address = engine.address(entry)
         prep_address = 0 if prep is None else engine.address(prep.entry)
     except UnresolvedSymbolError as e:
@@ -354,7 +354,6 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
             f"internal error in LLVM code generation: {type(e).__name__}: {e}"
         ) from e
     log(f"jit: {(time.perf_counter() - t0) * 1e3:.1f} ms")
-    llvm_ir = ir
     return Artifact(sig, engine, address, report, stages, llvm_ir, prep, prep_address, reports)
 
 

@@ -72,10 +72,10 @@ def source_params(module: ModuleOp) -> dict[str, ArgSpec]:
 
 
 def rlx_dtypes(
-    module: ModuleOp, entry: str, params: dict[str, ArgSpec] | None = None
+    module: ModuleOp, entry: str, params: dict[str, ArgSpec]
 ) -> dict[tuple[str, str | int], str]:
-    """Tensor-level dtypes of the entry's I/O and params (the memref ABI is signless);
-    `params`: `source_params(module)` when the caller has it."""
+    """Tensor-level dtypes of the entry's I/O and of `params` (`source_params` of the
+    graph before lowering): the memref ABI is signless."""
     f = find_entry(module, entry)
     out: dict[tuple[str, str | int], str] = {}
     for kind, types in (
@@ -85,7 +85,6 @@ def rlx_dtypes(
         for i, t in enumerate(types):
             if isinstance(t, TensorType):
                 out[kind, i] = _dtype_name(t.element_type)
-    params = source_params(module) if params is None else params
     out.update({("param", n): a.dtype for n, a in params.items()})
     return out
 

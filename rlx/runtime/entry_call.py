@@ -12,6 +12,7 @@ cache and `.rlx` artifacts are unchanged.
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,13 @@ def entry_caller(address: int, n: int) -> Callable[..., Any]:
         fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n))(address)
         fn.argtypes = [ctypes.c_void_p] * n
         return fn
+    return _trampoline(address, n)
+
+
+@functools.lru_cache(maxsize=64)
+def _trampoline(address: int, n: int) -> _Trampoline:
+    """One trampoline per entry address and arity in this process (every CompiledGraph
+    of one cached artifact shares it)."""
     return _Trampoline(address, n)
 
 

@@ -126,7 +126,7 @@ class _Writer:
             if d:
                 p.append(tag + "{" + ",".join(f"{k!r}={self.attr(x)}" for k, x in d.items()) + "}")
         if type(op.location) is not UnknownLoc:
-            p.append("@" + attribute_text(op.location))
+            p.append("@" + self.attr(op.location))
         if op.successors:
             p.append("^(" + ",".join(str(self.block_id(b)) for b in op.successors) + ")")
         for region in op.regions:

@@ -64,10 +64,10 @@ def _check_resolved(mod: Any, provided: frozenset[str] = frozenset()) -> None:
 # JIT
 
 
-Part = str | bytes | tuple[bytes, bytes]
-"""A part of the program `JitModule` adds (`more`): LLVM IR text (optimised here),
-optimised bitcode, or (optimised bitcode, its object code) generated elsewhere with the
-same pipeline and target (the object is loaded as is; the bitcode gives the IR text)."""
+Part = str | tuple[bytes, bytes]
+"""A part of the program `JitModule` adds (`more`): LLVM IR text (optimised here), or
+(optimised bitcode, its object code) generated elsewhere with the same pipeline and
+target (the object is loaded as is; the bitcode gives the IR text)."""
 
 
 class JitModule:
@@ -150,16 +150,13 @@ class JitModule:
                 text_mod.link_in(self._parse_bitcode(part[0], mod))
                 objects.append(part[1])
                 continue
-            if isinstance(part, bytes):
-                other = self._parse_bitcode(part, mod)
-            else:  # IR text, not optimised yet
-                other = llvm_binding.parse_assembly(part)
-                other.verify()
-                other.triple, other.data_layout = mod.triple, mod.data_layout
-                if self.opt_level > 0:
-                    other = llvm_worker.optimise(
-                        other, tm, self.opt_level, self.cpu, self.features, unroll
-                    )
+            other = llvm_binding.parse_assembly(part)  # IR text, not optimised yet
+            other.verify()
+            other.triple, other.data_layout = mod.triple, mod.data_layout
+            if self.opt_level > 0:
+                other = llvm_worker.optimise(
+                    other, tm, self.opt_level, self.cpu, self.features, unroll
+                )
             text_mod.link_in(other.clone())
             objects.append(bytes(tm.emit_object(other)))
         _check_resolved(text_mod)

@@ -95,13 +95,13 @@ class Split:
     parts: list[ModuleOp]
     cross: set[str] = field(default_factory=set)
     """Functions defined in one part and referenced from another (external linkage)."""
-    elsewhere: list[set[str]] = field(default_factory=list)
-    """Per part: the functions it declares that another part defines."""
 
 
 def split_module(module: ModuleOp, n: int) -> Split | None:
     """Move groups of kernels out of `module` into up to `n - 1` new modules (see the
     module docstring); None (module unchanged) when it is small or cannot be split."""
+    if n < 2:
+        return None
     ops = list(module.ops)
     defs: dict[str, func.FuncOp] = {}
     for o in ops:
@@ -111,7 +111,7 @@ def split_module(module: ModuleOp, n: int) -> Split | None:
         if isinstance(o, func.FuncOp) and o.body.blocks:
             defs[nm] = o
     weight = {nm: sum(1 for _ in f.walk()) for nm, f in defs.items()}
-    if n < 2 or sum(weight.values()) < MIN_OPS:
+    if sum(weight.values()) < MIN_OPS:
         return None
     refs = {nm: _symbol_refs(f) for nm, f in defs.items()}
     parent = {k: k for k in defs}
@@ -155,7 +155,7 @@ def _build(module: ModuleOp, ops: list[Operation], defs: dict[str, func.FuncOp],
     needs: list[set[str]] = [set() for _ in range(n)]
     for k, i in where.items():
         needs[i] |= refs[k]
-    split = Split([module], elsewhere=[set() for _ in range(n)])
+    split = Split([module])
     bodies: list[list[Operation]] = [[] for _ in range(n)]
     for o in ops:
         nm = _name(o)
@@ -172,7 +172,6 @@ def _build(module: ModuleOp, ops: list[Operation], defs: dict[str, func.FuncOp],
             if nm in defs:  # defined in another part
                 part_ops.append(_declaration(defs[nm]))
                 split.cross.add(nm)
-                split.elsewhere[i].add(nm)
             else:  # a global or a declaration: every part has its own copy
                 part_ops.append(o.clone())
         split.parts.append(ModuleOp(part_ops + bodies[i]))
@@ -181,7 +180,6 @@ def _build(module: ModuleOp, ops: list[Operation], defs: dict[str, func.FuncOp],
     for nm in sorted(needs[0] & moved):
         module.body.block.add_op(_declaration(defs[nm]))
         split.cross.add(nm)
-        split.elsewhere[0].add(nm)
     used_here = set().union(*(refs[k] for k, i in where.items() if i == 0))
     for o in list(module.ops):  # globals only the other parts use
         if isinstance(o, memref.GlobalOp) and _name(o) not in used_here:
@@ -250,10 +248,9 @@ def _child(fd: int, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
 
 
 class Child:
-    """One forked child lowering part `index`, and the pipe to read its messages from."""
+    """One forked child lowering one part of a split module, and the pipe to read its messages from."""
 
-    def __init__(self, index: int, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
-        self.index = index
+    def __init__(self, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
         self.part = part
         self._rest = b""
         r, w = os.pipe()
@@ -345,7 +342,7 @@ class ParallelBuild:
 def lower_split(split: Split, lower: Lower) -> ParallelBuild:
     """Lower part 0 here and the others in forked children (module docstring). Raises
     what a pass raises (a failing child's part is lowered here, after this one's)."""
-    children = [Child(i, p, lower, split.cross) for i, p in enumerate(split.parts) if i > 0]
+    children = [Child(p, lower, split.cross) for p in split.parts[1:]]
     try:
         main = split.parts[0]
         lower(main, False)

@@ -27,12 +27,12 @@ from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.llvm_common import NO_FASTMATH, make
 from rlx.lowering.math_expansions import (
+    EXP_BIASED_ROUND,
     EXP_LN2_HI,
     EXP_LN2_LO,
     EXP_LOG2E,
     EXP_NONPOSITIVE_LO,
     EXP_POLY,
-    EXP_ROUND,
 )
 
 if TYPE_CHECKING:
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 ACTIVATIONS = ("sigmoid", "silu", "hard_swish", "gelu_tanh")
 """Activations `activation` computes (relu / clip are `conv_blocked.vector_epilogue`'s)."""
-
-_BIASED_ROUND = EXP_ROUND + 127  # x + this rounds x; its low bits hold n + 127
 
 
 def splat(kb: KernelBuilder, value: float | int, like: SSAValue) -> SSAValue:
@@ -94,8 +92,8 @@ def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     reduction, degree-6 `EXP_POLY` and biased rounding constant; x < -87: 0; NaN in, NaN
     out), with explicit FMAs."""
     c = lambda v: splat(kb, v, x)  # noqa: E731
-    shifted = fma(kb, x, c(EXP_LOG2E), c(_BIASED_ROUND))
-    n = kb.v(llvm.FSubOp(shifted, c(_BIASED_ROUND)))
+    shifted = fma(kb, x, c(EXP_LOG2E), c(EXP_BIASED_ROUND))
+    n = kb.v(llvm.FSubOp(shifted, c(EXP_BIASED_ROUND)))
     r = fma(kb, n, c(-EXP_LN2_HI), x)
     r = fma(kb, n, c(-EXP_LN2_LO), r)
     y = c(EXP_POLY[0])

@@ -19,27 +19,25 @@ from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import SSAValue
 
 from rlx.lowering.math_expansions import (
+    EXP_BIASED_ROUND,
     EXP_LN2_HI,
     EXP_LN2_LO,
     EXP_LOG2E,
     EXP_NONPOSITIVE_LO,
     EXP_POLY,
-    EXP_ROUND,
 )
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 
 LO = EXP_NONPOSITIVE_LO
 """Arguments below this give 0: rint(LO / ln 2) = -126 keeps 2^n normal."""
-BIASED_ROUND = EXP_ROUND + 127
-"""x + BIASED_ROUND rounds x; its low bits hold n + 127 (2^n's exponent field)."""
 
 
 def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     """exp(x) for f32 x <= 0 (correct up to x < 88; NaN in, NaN out; x < LO: 0)."""
     assert x.type == f32, x.type
     c = lambda v: kb.const(v, f32)  # noqa: E731
-    shifted = kb.addf(kb.mulf(x, c(EXP_LOG2E)), c(BIASED_ROUND))
-    n = kb.subf(shifted, c(BIASED_ROUND))
+    shifted = kb.addf(kb.mulf(x, c(EXP_LOG2E)), c(EXP_BIASED_ROUND))
+    n = kb.subf(shifted, c(EXP_BIASED_ROUND))
     r = kb.subf(x, kb.mulf(n, c(EXP_LN2_HI)))
     r = kb.subf(r, kb.mulf(n, c(EXP_LN2_LO)))
     y = c(EXP_POLY[0])
