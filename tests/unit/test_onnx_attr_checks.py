@@ -112,3 +112,20 @@ def test_emitted_value_of_a_type_the_schema_refuses() -> None:
     want = "node 'y' (NegativeLogLikelihoodLoss): input #1 ('r') is float; "
     with pytest.raises(OnnxImportError, match=re.escape(want)):
         import_model(m)
+
+
+@pytest.mark.parametrize(
+    ("m", "message"),
+    [
+        (model([h.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=7)],
+               [h.make_tensor_value_info("q", T.INT8, [2, 3])], [const("s", np.ones(3, np.float32))]),
+         "node 'y' (DequantizeLinear): axis 7 is out of range for a rank-2 input"),
+        (model([h.make_node("Resize", ["x", "", "sc"], ["y"], axes=[7])], [X],
+               [const("sc", np.array([2.0], np.float32))]),
+         "node 'y' (Resize): axes entry 7 is out of range for a rank-2 input"),
+    ],
+)  # fmt: skip
+def test_out_of_range_axes_are_refused(m, message: str) -> None:  # noqa: ANN001
+    """Both were taken `% rank` (axis 7 of a rank-2 input as axis 1): a silent value."""
+    with pytest.raises(OnnxImportError, match=re.escape(message)):
+        import_model(m)

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_window
-from rlx.frontends.onnx.node import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, norm_axis, shape
 from rlx.frontends.onnx.registry import converter
 
 _QATTRS = ("axis", "saturate", "block_size", "output_dtype", "precision")
@@ -40,7 +40,7 @@ def _int8_fast(n: Node, dt: np.dtype, rank: int) -> dict | None:
         return attrs
     if scale.ndim != 1:
         return None
-    attrs = {"scale": [float(v) for v in scale], "axis": n.attr("axis", 1) % rank}
+    attrs = {"scale": [float(v) for v in scale], "axis": norm_axis(n, n.attr("axis", 1), rank)}
     if zp is not None:
         attrs["zero_point"] = [int(v) for v in zp]
     return attrs
@@ -55,10 +55,7 @@ def _param(n: Node, i: int, x: SSAValue, dtype: str) -> SSAValue | None:
     rank = len(xs)
     if len(s) == 0 or (len(s) == 1 and s[0] == 1):
         return n.reshape(v, [])
-    axis = n.attr("axis", 1)
-    if not -rank <= axis < rank:
-        raise n.error(f"axis {axis} is out of range for a rank-{rank} input")
-    axis %= rank
+    axis = norm_axis(n, n.attr("axis", 1), rank)
     block = n.attr("block_size", 0)
     if block:  # blocked: scale has ceil(dim / block) entries along axis
         want = [-(-d // block) if a == axis else d for a, d in enumerate(xs)]
@@ -148,7 +145,8 @@ def _centered(n: Node, x: SSAValue, zp_i: int, axis: int) -> SSAValue:
     z = n.cast(n.input(zp_i), "i32")
     zs, rank = shape(z), len(shape(x))
     if len(zs) == 1 and zs[0] != 1:
-        z = n.reshape(z, [zs[0] if a == axis % rank else 1 for a in range(rank)])
+        at = norm_axis(n, axis, rank)
+        z = n.reshape(z, [zs[0] if a == at else 1 for a in range(rank)])
     elif len(zs) > 0:
         z = n.reshape(z, [])
     return n.emit("sub", xi, z)
@@ -189,7 +187,8 @@ def _scale(n: Node, i: int, rank: int, axis: int) -> SSAValue:
     s = n.cast(n.input(i), "f32")
     ss = shape(s)
     if len(ss) == 1 and ss[0] != 1:
-        return n.reshape(s, [ss[0] if a == axis % rank else 1 for a in range(rank)])
+        at = norm_axis(n, axis, rank)
+        return n.reshape(s, [ss[0] if a == at else 1 for a in range(rank)])
     return n.reshape(s, [])
 
 

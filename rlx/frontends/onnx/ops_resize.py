@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.node import Node, elem, is_static, shape
+from rlx.frontends.onnx.node import Node, elem, is_static, norm_axis, shape
 from rlx.frontends.onnx.registry import OnnxImportError, converter
 
 
@@ -192,7 +192,7 @@ def _same_dim(a: object, b: object) -> bool:
 def _resize(n: Node, x: SSAValue, scales, sizes, roi, ctm: str, nearest_mode: str) -> SSAValue:  # noqa: ANN001
     xs = list(shape(x))
     r = len(xs)
-    axes = [a % r for a in n.attr("axes", range(r))]
+    axes = [norm_axis(n, a, r, "axes entry") for a in n.attr("axes", range(r))]
     if not is_static(xs):
         scales, sizes, roi, axes = _keep_dynamic(n, xs, scales, sizes, roi, axes)
         xs = [1 if d == DYN else d for d in xs]  # the dynamic axes are not resized
