@@ -123,9 +123,12 @@ def test_emitted_value_of_a_type_the_schema_refuses() -> None:
         (model([h.make_node("Resize", ["x", "", "sc"], ["y"], axes=[7])], [X],
                [const("sc", np.array([2.0], np.float32))]),
          "node 'y' (Resize): axes entry 7 is out of range for a rank-2 input"),
+        (model([h.make_node("Hardmax", ["x"], ["y"], axis=5)], [X]),
+         "node 'y' (Hardmax): axis 5 is out of range for a rank-2 input"),
     ],
 )  # fmt: skip
 def test_out_of_range_axes_are_refused(m, message: str) -> None:  # noqa: ANN001
-    """Both were taken `% rank` (axis 7 of a rank-2 input as axis 1): a silent value."""
+    """Dequantize's and Resize's were taken `% rank` (axis 7 of a rank-2 input as axis 1:
+    a silent value); Hardmax's was an IndexError inside the converter."""
     with pytest.raises(OnnxImportError, match=re.escape(message)):
         import_model(m)

@@ -7,7 +7,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_bool, is_int
-from rlx.frontends.onnx.node import Node, elem, shape
+from rlx.frontends.onnx.node import Node, elem, norm_axis, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_of
 
@@ -76,9 +76,7 @@ def reduce_(n: Node) -> list[SSAValue]:
 @converter("CumSum", attrs=("exclusive", "reverse"))
 def cumsum(n: Node) -> list[SSAValue]:
     x = n.input(0)
-    axis = int(n.const(1, "axis ").reshape(()))
-    rank = len(shape(x))
-    axis = axis + rank if axis < 0 else axis
+    axis = norm_axis(n, int(n.const(1, "axis ").reshape(())), len(shape(x)))
     excl = bool(n.attr("exclusive", 0))
     if not n.attr("reverse", 0):
         return [n.emit("cumsum", x, axis=axis, exclusive=excl)]
@@ -121,7 +119,7 @@ def _softmax(n: Node, x: SSAValue, axis: int) -> SSAValue:
 def _argext(n: Node, x: SSAValue, axis: int, last: bool, kind: str) -> SSAValue:
     """Index of the max/min along `axis` (keepdims), first or last occurrence, NaN first."""
     rank = len(shape(x))
-    axis = axis + rank if axis < 0 else axis
+    axis = norm_axis(n, axis, rank)
     dim = shape(x)[axis]
     m = n.emit("reduce", x, kind=kind, axes=[axis], keepdims=True)
     hit = n.emit("compare", x, m, predicate="eq")
@@ -163,7 +161,7 @@ def hardmax(n: Node) -> list[SSAValue]:
 
 def _hardmax(n: Node, x: SSAValue, axis: int) -> SSAValue:
     rank = len(shape(x))
-    axis = axis + rank if axis < 0 else axis
+    axis = norm_axis(n, axis, rank)
     am = _argext(n, x, axis, False, "max")
     dim = shape(x)[axis]
     idx = np.arange(dim, dtype=np.int64).reshape([dim if i == axis else 1 for i in range(rank)])
