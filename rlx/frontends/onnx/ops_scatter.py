@@ -12,6 +12,8 @@ reduces all matching updates (`add`, `mul`, `max`, `min`) with `rlx.reduce`.
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 from xdsl.ir import SSAValue
 
@@ -131,7 +133,7 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
     """GatherND of data or indices with named dynamic dims (GPT-J's position table
     indexed by `arange(seq)`): the strides are computed at run time."""
     xs, js, m, flat = _symbolic_nd(n, x, idx)
-    lead = _prod(xs[:m])
+    lead = prod(xs[:m])
     rows = n.reshape(x, sizes([lead, *xs[m:]]))
     mark(n.ctx, rows, [lead, *xs[m:]])
     return n.emit("gather", rows, flat, axis=0)
@@ -139,22 +141,12 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
 
 def _flat_symbolic(n: Node, idx: SSAValue, xs: list, js: list, m: int) -> SSAValue:  # noqa: ANN001
     """Flat positions in `xs[:m]` (sizes or symbolic sizes) of the index rows of `idx`."""
-
-    def value(d: int | Dim) -> SSAValue:
-        return _size_value(n, d)
-
     flat: SSAValue | None = None
     for j in range(m):
-        stride: int | Dim = 1
-        for d in xs[j + 1 : m]:
-            stride = stride * d
+        stride = prod(xs[j + 1 : m])
         col = n.emit("gather", idx, n.constant(np.array(j), "i64"), axis=len(js) - 1)
         mark(n.ctx, col, js[:-1])
-        term = n.emit(
-            "mul",
-            wrap_index(n, col, xs[j]),
-            value(stride),
-        )
+        term = n.emit("mul", wrap_index(n, col, xs[j]), _size_value(n, stride))
         flat = term if flat is None else n.emit("add", flat, term)
     if flat is None:
         raise n.error("index rows of length 0 with dynamic dims are not supported")
@@ -179,7 +171,7 @@ def _scatter_elements_symbolic(
             f"ScatterElements of {dims_text(shape(x))} by {dims_text(shape(idx))}: unnamed dynamic dims"
         )
     rank = len(xs)
-    strides = [_prod(xs[i + 1 :]) for i in range(rank)]
+    strides = [prod(xs[i + 1 :]) for i in range(rank)]
     own = wrap_index(n, idx, xs[axis])
     flat = n.emit("mul", own, _size_value(n, strides[axis]))
     for i in range(rank):
@@ -187,7 +179,7 @@ def _scatter_elements_symbolic(
             step = n.emit("mul", _iota(n, js[i]), _size_value(n, strides[i]))
             flat = n.emit("add", flat, _rs(n, step, [js[i] if a == i else 1 for a in range(rank)]))
     mark(n.ctx, flat, list(js))
-    k, p = _prod(js), _prod(xs)
+    k, p = prod(js), prod(xs)
     out = scatter_rows(
         n, _rs(n, x, [p, 1]), _rs(n, flat, [k]), _rs(n, upd, [k, 1]),
         n.attr("reduction", "none"), (p, k),
@@ -199,7 +191,7 @@ def _scatter_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue) -> 
     """ScatterND with named dynamic dims (BART's `shift_tokens_right` writes into a
     `[batch, seq]` buffer): run-time strides and a `[K, P]` mask of symbolic sizes."""
     xs, js, m, flat = _symbolic_nd(n, x, idx)
-    k, p, r = _prod(js[:-1]), _prod(xs[:m]), _prod(xs[m:])
+    k, p, r = prod(js[:-1]), prod(xs[:m]), prod(xs[m:])
     out = scatter_rows(
         n, _rs(n, x, [p, r]), _rs(n, flat, [k]), _rs(n, upd, [k, r]),
         n.attr("reduction", "none"), (p, k),
@@ -218,13 +210,6 @@ def _symbolic_nd(n: Node, x: SSAValue, idx: SSAValue) -> tuple[list, list, int, 
         )
     m = int(js[-1])
     return xs, js, m, _flat_symbolic(n, idx, xs, js, m)
-
-
-def _prod(ds: list) -> int | Dim:  # noqa: ANN001
-    out: int | Dim = 1
-    for d in ds:
-        out = out * d
-    return out
 
 
 @converter("ScatterND", attrs=("reduction",))
