@@ -80,6 +80,8 @@ class Importer:
         self.params: dict[str, np.ndarray] = {}
         self.arg_attrs: list[dict[str, Attribute]] = []
         self.sym_shapes: dict[str, list[int | str | None]] = {}
+        self.unseeded_random = 0
+        """Random ops without a `seed` converted so far (`ops_random`: their streams)."""
         """ONNX value name -> dims (sizes, dim names, None if unknown)."""
         self.dim_names: set[str] = set()
         self.generated_dims: list[str] = []

@@ -18,9 +18,9 @@ stream. Shapes must be static (`rlx.rng_*` need them).
 from __future__ import annotations
 
 import math
-from weakref import WeakKeyDictionary
 
 import numpy as np
+from onnx import TensorProto
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import is_float
@@ -30,19 +30,18 @@ from rlx.frontends.onnx.registry import converter
 
 _DIST = {
     "RandomUniform": ("rng_uniform", "low", 0.0, "high", 1.0),
-    "RandomUniformLike": ("rng_uniform", "low", 0.0, "high", 1.0),
     "RandomNormal": ("rng_normal", "mean", 0.0, "scale", 1.0),
-    "RandomNormalLike": ("rng_normal", "mean", 0.0, "scale", 1.0),
 }
+"""Per op (and its `Like` form): rlx op, its two attributes with their ONNX defaults."""
 _UNSEEDED = 1 << 32
 """First `seed_offset` of the unseeded random ops of a model."""
-_COUNT: WeakKeyDictionary[object, int] = WeakKeyDictionary()
-"""Unseeded random ops converted so far, per importer."""
-_FLOAT_TYPES = frozenset({1, 10, 11, 16})  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+_FLOAT_TYPES = frozenset(
+    {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}
+)
 
 
 def _random(n: Node, dims: tuple[int, ...], dtype: object) -> SSAValue:
-    op, a_name, a_default, b_name, b_default = _DIST[n.op_type]
+    op, a_name, a_default, b_name, b_default = _DIST[n.op_type.removesuffix("Like")]
     a, b = float(n.attr(a_name, a_default)), float(n.attr(b_name, b_default))
     if not (math.isfinite(a) and math.isfinite(b)):
         raise n.error(f"{a_name} and {b_name} must be finite, got {a} and {b}")
@@ -64,9 +63,8 @@ def _draw(
         raise n.error(f"random tensors need a static shape, got {dims_text(dims)}")
     seed = n.attr("seed")
     if seed is None:
-        k = _COUNT.get(n.ctx, 0)
-        _COUNT[n.ctx] = k + 1
-        attrs["seed_offset"] = _UNSEEDED + k
+        attrs["seed_offset"] = _UNSEEDED + n.ctx.unseeded_random
+        n.ctx.unseeded_random += 1
     else:
         if not math.isfinite(float(seed)):
             raise n.error(f"seed must be finite, got {seed}")
