@@ -148,8 +148,17 @@ def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  #
             raise RuntimeError("injected LLVM failure")
 
         monkeypatch.setattr(parallel_build, "_optimise_text", broken)
+    replies: list[bytes | None] = []
+    receive = parallel_build.Child.receive
+
+    def spy(self):  # type: ignore[no-untyped-def]
+        replies.append(receive(self))
+        return replies[-1]
+
+    monkeypatch.setattr(parallel_build.Child, "receive", spy)
     got = _run(g, inputs, params)
     assert len(parallel) == 1
+    assert None in replies  # the failure reached the child: its part was done here
     for s, a in zip(serial, got, strict=True):
         np.testing.assert_array_equal(a, s)
 
