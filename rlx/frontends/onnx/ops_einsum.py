@@ -16,7 +16,7 @@ from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx import symbolic
 from rlx.frontends.onnx.node import Node, dims_text, shape
 from rlx.frontends.onnx.registry import converter
-from rlx.frontends.onnx.symbolic_ops import sym_of
+from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_of
 
 _ELL = [chr(0x391 + i) for i in range(24)]  # Greek capitals: never einsum letters
 
@@ -102,12 +102,14 @@ def _contract(n: Node, a, la, b, lb, keep: set[str]):  # noqa: ANN001,ANN202
             out = out * sizes[c]
         return out
 
-    a3 = _reshape(n, _arrange(n, a, la, batch + left + contr, sizes), [p(batch), p(left), p(contr)])
-    b3 = _reshape(
+    a3 = reshape_dims(
+        n, _arrange(n, a, la, batch + left + contr, sizes), [p(batch), p(left), p(contr)]
+    )
+    b3 = reshape_dims(
         n, _arrange(n, b, lb, batch + contr + right, sizes), [p(batch), p(contr), p(right)]
     )
     y = n.emit("matmul", a3, b3)
-    return _reshape(n, y, [sizes[c] for c in batch + left + right]), batch + left + right
+    return reshape_dims(n, y, [sizes[c] for c in batch + left + right]), batch + left + right
 
 
 def _dims(n: Node, x: SSAValue) -> list:  # noqa: ANN001
@@ -121,12 +123,6 @@ def _dims(n: Node, x: SSAValue) -> list:  # noqa: ANN001
 def _bigger(a, b):  # noqa: ANN001,ANN202
     """The broadcast size of a label (1 broadcasts)."""
     return b if not isinstance(a, symbolic.Dim) and a == 1 else a
-
-
-def _reshape(n: Node, x: SSAValue, dims: list) -> SSAValue:  # noqa: ANN001
-    y = n.reshape(x, symbolic.sizes(dims))
-    symbolic.mark(n.ctx, y, dims)
-    return y
 
 
 @converter("Einsum", attrs=("equation",))

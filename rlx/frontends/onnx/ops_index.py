@@ -10,7 +10,7 @@ from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.node import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, sizes
-from rlx.frontends.onnx.symbolic_ops import sym_shape
+from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_shape
 
 
 def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
@@ -88,11 +88,7 @@ def _gather_elements_onehot(n: Node, x: SSAValue, idx: SSAValue, axis: int) -> S
 
 def _unsq(n: Node, v: SSAValue, dims: list, at: int) -> SSAValue:  # noqa: ANN001
     """`v` (symbolic dims `dims`) with a unit axis inserted at `at`."""
-    dims = list(dims)
-    dims.insert(at, 1)
-    y = n.reshape(v, sizes(dims))
-    mark(n.ctx, y, dims)
-    return y
+    return reshape_dims(n, v, [*dims[:at], 1, *dims[at:]])
 
 
 @converter("OneHot", attrs=("axis",))

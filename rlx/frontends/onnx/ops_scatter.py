@@ -22,8 +22,8 @@ from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, norm_axis, shape, static_shape
 from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
-from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, sizes
-from rlx.frontends.onnx.symbolic_ops import dyn_iota, sym_shape
+from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic
+from rlx.frontends.onnx.symbolic_ops import dyn_iota, reshape_dims, sym_shape
 
 
 def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
@@ -55,13 +55,6 @@ def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ..
     return flat
 
 
-def _rs(n: Node, v: SSAValue, dims: list[int | Dim]) -> SSAValue:
-    """Reshape to `dims` (ints or symbolic sizes, recorded for `bind-dims`)."""
-    y = n.reshape(v, sizes(dims))
-    mark(n.ctx, y, dims)
-    return y
-
-
 def _iota(n: Node, d: int | Dim) -> SSAValue:
     return dyn_iota(n, d) if isinstance(d, Dim) else n.constant(np.arange(d), "i64")
 
@@ -76,32 +69,37 @@ def scatter_rows(
     if dims is not None:
         p, k = dims
     hit = n.emit(
-        "compare", _rs(n, pos, [k, 1]), _rs(n, _iota(n, p), [1, p]), predicate="eq"
+        "compare",
+        reshape_dims(n, pos, [k, 1]),
+        reshape_dims(n, _iota(n, p), [1, p]),
+        predicate="eq",
     )  # [K, P]
     if reduction == "none":
         last = n.emit(
             "reduce",
-            n.emit("where", hit, _rs(n, _iota(n, k), [k, 1]), n.constant(-1, "i64")),
+            n.emit("where", hit, reshape_dims(n, _iota(n, k), [k, 1]), n.constant(-1, "i64")),
             kind="max",
             axes=[0],
         )  # [P]: the last update of each row, -1 if none
         any_ = n.emit("compare", last, n.constant(0, "i64"), predicate="ge")
         rows = n.emit("gather", upd, n.emit("max", last, n.constant(0, "i64")), axis=0)
-        return n.emit("where", _rs(n, any_, [p, 1]), rows, data)
+        return n.emit("where", reshape_dims(n, any_, [p, 1]), rows, data)
     dt = numpy_dtype(elem(data))
     big = np.inf if is_float(elem(data)) else np.iinfo(dt).max
     ident = {"add": 0, "mul": 1, "max": -big, "min": big}.get(reduction)
     if ident is None:
         raise n.error(f"reduction '{reduction}' is not supported")
     kind = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}[reduction]
-    m3 = _rs(n, hit, [k, p, 1])
-    vals = n.emit("where", m3, _rs(n, upd, [k, 1, r]), n.constant(ident, data))
+    m3 = reshape_dims(n, hit, [k, p, 1])
+    vals = n.emit("where", m3, reshape_dims(n, upd, [k, 1, r]), n.constant(ident, data))
     red = n.emit("reduce", vals, kind=kind, axes=[0])  # [P, R]
     op = {"add": "add", "mul": "mul", "max": "max", "min": "min"}[reduction]
     out = n.emit(op, data, red)
     if reduction in ("max", "min"):
         any_ = n.emit("reduce", n.cast(hit, "i32"), kind="max", axes=[0])
-        any_ = n.emit("compare", _rs(n, any_, [p, 1]), n.constant(0, "i32"), predicate="gt")
+        any_ = n.emit(
+            "compare", reshape_dims(n, any_, [p, 1]), n.constant(0, "i32"), predicate="gt"
+        )
         out = n.emit("where", any_, out, data)
     return out
 
@@ -133,9 +131,7 @@ def _gather_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue) -> SSAValue:
     """GatherND of data or indices with named dynamic dims (GPT-J's position table
     indexed by `arange(seq)`): the strides are computed at run time."""
     xs, js, m, flat = _symbolic_nd(n, x, idx)
-    lead = prod(xs[:m])
-    rows = n.reshape(x, sizes([lead, *xs[m:]]))
-    mark(n.ctx, rows, [lead, *xs[m:]])
+    rows = reshape_dims(n, x, [prod(xs[:m]), *xs[m:]])
     return n.emit("gather", rows, flat, axis=0)
 
 
@@ -177,14 +173,16 @@ def _scatter_elements_symbolic(
     for i in range(rank):
         if i != axis:
             step = n.emit("mul", _iota(n, js[i]), _size_value(n, strides[i]))
-            flat = n.emit("add", flat, _rs(n, step, [js[i] if a == i else 1 for a in range(rank)]))
+            flat = n.emit(
+                "add", flat, reshape_dims(n, step, [js[i] if a == i else 1 for a in range(rank)])
+            )
     mark(n.ctx, flat, list(js))
     k, p = prod(js), prod(xs)
     out = scatter_rows(
-        n, _rs(n, x, [p, 1]), _rs(n, flat, [k]), _rs(n, upd, [k, 1]),
+        n, reshape_dims(n, x, [p, 1]), reshape_dims(n, flat, [k]), reshape_dims(n, upd, [k, 1]),
         n.attr("reduction", "none"), (p, k),
     )  # fmt: skip
-    return _rs(n, out, list(xs))
+    return reshape_dims(n, out, list(xs))
 
 
 def _scatter_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue) -> SSAValue:
@@ -193,10 +191,10 @@ def _scatter_nd_symbolic(n: Node, x: SSAValue, idx: SSAValue, upd: SSAValue) -> 
     xs, js, m, flat = _symbolic_nd(n, x, idx)
     k, p, r = prod(js[:-1]), prod(xs[:m]), prod(xs[m:])
     out = scatter_rows(
-        n, _rs(n, x, [p, r]), _rs(n, flat, [k]), _rs(n, upd, [k, r]),
+        n, reshape_dims(n, x, [p, r]), reshape_dims(n, flat, [k]), reshape_dims(n, upd, [k, r]),
         n.attr("reduction", "none"), (p, k),
     )  # fmt: skip
-    return _rs(n, out, list(xs))
+    return reshape_dims(n, out, list(xs))
 
 
 def _symbolic_nd(n: Node, x: SSAValue, idx: SSAValue) -> tuple[list, list, int, SSAValue]:

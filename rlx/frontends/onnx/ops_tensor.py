@@ -19,6 +19,7 @@ from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, is_symbolic, mark, sizes
 from rlx.frontends.onnx.symbolic_ops import (
     dynamic_slice,
+    reshape_dims,
     sym_shape,
     symbolic_reshape,
     symbolic_slice,
@@ -247,14 +248,9 @@ def tile(n: Node) -> Out:
         raise n.error(f"repeats has {len(reps)} entries for an input of rank {len(s)}")
     inter = [d for d in s for d in (1, d)]
     big = [v for r, d in zip(reps, s, strict=True) for v in (r, d)]
-    y = n.reshape(x, sizes(inter))
-    mark(n.ctx, y, inter)
-    y = n.typed("broadcast_to", y, sizes(big))
+    y = n.typed("broadcast_to", reshape_dims(n, x, inter), sizes(big))
     mark(n.ctx, y, big)
-    out = [r * d for r, d in zip(reps, s, strict=True)]
-    y = n.reshape(y, sizes(out))
-    mark(n.ctx, y, out)
-    return [y]
+    return [reshape_dims(n, y, [r * d for r, d in zip(reps, s, strict=True)])]
 
 
 @converter("DepthToSpace", "SpaceToDepth", attrs=("blocksize", "mode"))

@@ -27,8 +27,7 @@ from rlx.frontends.onnx import ops_nn
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
 from rlx.frontends.onnx.registry import converter
-from rlx.frontends.onnx.symbolic import mark, sizes
-from rlx.frontends.onnx.symbolic_ops import sym_of
+from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_of
 
 MAX_POOL_WINDOW = 1 << 24
 """Most cells a pooling window may have (a 4096 x 4096 window)."""
@@ -295,13 +294,6 @@ def conv(n: Node) -> list[SSAValue]:
     return [conv_of(n, n.input(0), n.input(1), n.opt(2))]
 
 
-def _reshape_dims(n: Node, x: SSAValue, dims: list) -> SSAValue:  # noqa: ANN001
-    """Reshape to `dims` (ints and symbolic `Dim`s, recorded for `bind-dims`)."""
-    y = n.reshape(x, sizes(dims))
-    mark(n.ctx, y, dims)
-    return y
-
-
 def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
     """Conv of `x` by `w` (+ `bias`) with `n`'s attributes, 1-D to 3-D."""
     ks = n.attr("kernel_shape")
@@ -329,7 +321,7 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
         a = kd * dil[0]
         xd = slice_axis(n, x, 2, a, a + (do - 1) * st[0] + 1, st[0])
         xd = n.emit("transpose", xd, permutation=[0, 2, 1, 3, 4])
-        xd = _reshape_dims(n, xd, [batch * do, xs[1], xs[3], xs[4]])
+        xd = reshape_dims(n, xd, [batch * do, xs[1], xs[3], xs[4]])
         wd = n.emit(
             "slice", w, starts=[0, 0, kd, 0, 0], limits=[ws[0], ws[1], kd + 1, ws[3], ws[4]]
         )
@@ -339,7 +331,7 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
         acc = y if acc is None else n.emit("add", acc, y)
     assert acc is not None
     _, m, ho, wo = shape(acc)
-    y = _reshape_dims(n, acc, [batch, do, m, ho, wo])
+    y = reshape_dims(n, acc, [batch, do, m, ho, wo])
     y = n.emit("transpose", y, permutation=[0, 2, 1, 3, 4])
     if bias is not None:
         y = n.emit("add", y, n.reshape(bias, [1, m, 1, 1, 1]))

@@ -250,8 +250,14 @@ def symbolic_reshape(n: Node, x: SSAValue, target: np.ndarray) -> SSAValue:
         raise n.error("more than one -1 in the shape")
     if holes:
         out[holes[0]] = _quotient(src, [d for i, d in enumerate(out) if i != holes[0]])
-    y = n.reshape(x, sizes(out))
-    mark(n.ctx, y, out)
+    return reshape_dims(n, x, out)
+
+
+def reshape_dims(n: Node, x: SSAValue, dims: list[int | Dim]) -> SSAValue:
+    """`x` reshaped to `dims` (ints and symbolic `Dim`s), the sizes recorded for
+    `bind-dims` (`mark`)."""
+    y = n.reshape(x, sizes(dims))
+    mark(n.ctx, y, dims)
     return y
 
 
