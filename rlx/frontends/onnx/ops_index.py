@@ -9,8 +9,8 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.node import Node, dims_text, is_static, shape
 from rlx.frontends.onnx.registry import converter
-from rlx.frontends.onnx.symbolic import Dim, mark, sizes
-from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_shape
+from rlx.frontends.onnx.symbolic import Dim
+from rlx.frontends.onnx.symbolic_ops import iota, reshape_dims, sym_shape
 
 
 def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
@@ -24,15 +24,7 @@ def wrap_index(n: Node, idx: SSAValue, dim: int | Dim) -> SSAValue:
     error"), never a silently misplaced element. A symbolic `dim` (a named dynamic size)
     gets its `arange` as an exclusive cumsum of `dim` ones, which `bind-dims` sizes and
     constant folding turns into a constant: the check is the same as for a static size."""
-    idx = n.cast(idx, "i64")
-    if isinstance(dim, Dim):
-        ones = n.typed("broadcast_to", n.constant(np.ones([1], np.int64), "i64"), sizes([dim]))
-        mark(n.ctx, ones, [dim])
-        positions = n.emit("cumsum", ones, axis=0, exclusive=True)
-        mark(n.ctx, positions, [dim])
-    else:
-        positions = n.constant(np.arange(int(dim), dtype=np.int64), "i64")
-    return n.emit("gather", positions, idx, axis=0)
+    return n.emit("gather", iota(n, dim), n.cast(idx, "i64"), axis=0)
 
 
 def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:

@@ -23,7 +23,7 @@ from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, norm_axis,
 from rlx.frontends.onnx.ops_index import element_positions, wrap_index
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic
-from rlx.frontends.onnx.symbolic_ops import dyn_iota, reshape_dims, sym_shape
+from rlx.frontends.onnx.symbolic_ops import iota, reshape_dims, sym_shape
 
 
 def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
@@ -55,10 +55,6 @@ def _flat_nd(n: Node, idx: SSAValue, dims: tuple[int, ...], batch: tuple[int, ..
     return flat
 
 
-def _iota(n: Node, d: int | Dim) -> SSAValue:
-    return dyn_iota(n, d) if isinstance(d, Dim) else n.constant(np.arange(d), "i64")
-
-
 def scatter_rows(
     n: Node, data: SSAValue, pos: SSAValue, upd: SSAValue, reduction: str,
     dims: tuple[int | Dim, int | Dim] | None = None,
@@ -71,13 +67,13 @@ def scatter_rows(
     hit = n.emit(
         "compare",
         reshape_dims(n, pos, [k, 1]),
-        reshape_dims(n, _iota(n, p), [1, p]),
+        reshape_dims(n, iota(n, p), [1, p]),
         predicate="eq",
     )  # [K, P]
     if reduction == "none":
         last = n.emit(
             "reduce",
-            n.emit("where", hit, reshape_dims(n, _iota(n, k), [k, 1]), n.constant(-1, "i64")),
+            n.emit("where", hit, reshape_dims(n, iota(n, k), [k, 1]), n.constant(-1, "i64")),
             kind="max",
             axes=[0],
         )  # [P]: the last update of each row, -1 if none
@@ -172,7 +168,7 @@ def _scatter_elements_symbolic(
     flat = n.emit("mul", own, _size_value(n, strides[axis]))
     for i in range(rank):
         if i != axis:
-            step = n.emit("mul", _iota(n, js[i]), _size_value(n, strides[i]))
+            step = n.emit("mul", iota(n, js[i]), _size_value(n, strides[i]))
             flat = n.emit(
                 "add", flat, reshape_dims(n, step, [js[i] if a == i else 1 for a in range(rank)])
             )

@@ -266,7 +266,14 @@ def dyn_iota(n: Node, count: int | Dim, dtype: str = "i64") -> SSAValue:
     tensor whose size `bind-dims` resolves from `rlx.dims`."""
     ones = n.typed("broadcast_to", n.constant(np.ones([1]), dtype), sizes([count]))
     mark(n.ctx, ones, [count])
-    return n.emit("cumsum", ones, axis=0, exclusive=True)
+    out = n.emit("cumsum", ones, axis=0, exclusive=True)
+    mark(n.ctx, out, [count])
+    return out
+
+
+def iota(n: Node, count: int | Dim) -> SSAValue:
+    """`arange(count)` as i64: a constant for a static size, `dyn_iota` for a symbolic one."""
+    return dyn_iota(n, count) if isinstance(count, Dim) else n.constant(np.arange(count), "i64")
 
 
 def symbolic_slice(n: Node, x: SSAValue, axis: int, start, end, step: int) -> SSAValue:  # noqa: ANN001
@@ -298,7 +305,7 @@ def gather_range(n: Node, x: SSAValue, axis: int, start, count, step: int, syms=
     """`count` elements of `x` along `axis` from `start` by `step` (either may be symbolic:
     the indices are a dynamic iota, the start a run-time scalar), as a `gather`."""
     syms = syms if syms is not None else (sym_of(n.ctx, x) or [])
-    idx = dyn_iota(n, count) if isinstance(count, Dim) else n.constant(np.arange(count), "i64")
+    idx = iota(n, count)
     if step != 1:
         idx = n.emit("mul", idx, n.constant(step, "i64"))
     if isinstance(start, Dim) or start:
