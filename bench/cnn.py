@@ -46,8 +46,8 @@ from typing import Any
 if __name__ == "__main__" and "--threads" in sys.argv[:-1]:  # before numpy / BLAS load
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
-from common import THREADS, arg_parser, machine, reps_of  # noqa: E402
-from onnx_peers import Runner, cosine, ort_runner, ov_runner, timed  # noqa: E402
+from common import THREADS, arg_parser, machine, race, reps_of  # noqa: E402
+from onnx_peers import Runner, cosine, ort_runner, ov_runner  # noqa: E402
 
 import numpy as np  # noqa: E402  isort: skip
 
@@ -250,13 +250,13 @@ def cnn_rows(
             }
             outs = {k: fn() for k, fn in runners.items() if fn is not None}
             ref = outs.get("onnxruntime", outs["torch"])
-            ms, fastest = {}, {}
-            for k, fn in runners.items():
-                ms[k], fastest[k] = timed(fn, reps) if fn is not None else (None, None)
+            timing = race(runners, reps)
+            ms = {k: timing.ms.get(k) for k in runners}
+            fastest = {k: timing.fastest_ms.get(k) for k in runners}
             cos = {k: cosine(v, ref) for k, v in outs.items()}
-            best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
-            ratio = ms["rlx"] / best  # type: ignore[operator]
-            rows.append({"model": name, "ms": ms, "cosine_vs_ort": cos, "ratio_to_best_peer": ratio, "min_ms": fastest,
+            best = timing.best(k for k in runners if k != "rlx")
+            ratio = timing.ratio("rlx", best)
+            rows.append({"model": name, "ms": ms, "cosine_vs_ort": cos, "ratio_to_best_peer": ratio, "best_peer": best, "min_ms": fastest,
                          "import_s": t_import, "compile_cold_s": t_compile,
                          "set_params_first_run_s": t_params, "keep_bn": keep_bn})  # fmt: skip
             cells = " ".join(f"{ms[p]:14.2f}" if ms[p] is not None else f"{'-':>14}" for p in PEERS)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -274,6 +274,68 @@ def median_s(fn: Callable[[], object], reps: int, budget_s: float = 10.0) -> flo
     return statistics.median(times)
 
 
+@dataclass
+class Race:
+    """Interleaved timings of several runners (see `race`): per runner, its time in each round
+    (the median of that round's block of runs) and its fastest single run, in ms."""
+
+    per_round: dict[str, list[float]]
+    fastest_ms: dict[str, float]
+
+    @property
+    def ms(self) -> dict[str, float]:
+        """Median over rounds of each runner's time."""
+        return {k: statistics.median(v) for k, v in self.per_round.items()}
+
+    def best(self, among: Iterable[str]) -> str:
+        """The runner among `among` with the lowest median."""
+        ms = self.ms
+        return min((k for k in among if k in ms), key=ms.__getitem__)
+
+    def ratio(self, a: str, b: str) -> float:
+        """Median over rounds of a's time / b's time in the same round: a burst of load on
+        this shared machine hits both sides of a round alike, so the ratio moves far less
+        than the two medians do."""
+        return statistics.median(
+            x / y for x, y in zip(self.per_round[a], self.per_round[b], strict=True)
+        )
+
+
+def race(
+    runners: dict[str, Callable[[], object] | None], reps: int, budget_s: float = 20.0
+) -> Race:
+    """Time `runners` (None: skipped) in interleaved rounds rather than one after another.
+
+    Each round runs every runner once in turn, starting one further each round, as a block of
+    back-to-back runs (at least 3 and ~30 ms, at most 20) whose median is its time in the
+    round: the first run of a block absorbs whatever the previous runner left behind (a
+    peer's spinning threads, evicted caches). Rounds: `max(5, reps / 3)`, fewer if over
+    `budget_s`, never fewer than 3."""
+    live = {k: f for k, f in runners.items() if f is not None}
+    block: dict[str, int] = {}
+    for k, f in live.items():
+        f()
+        t0 = time.perf_counter()
+        f()
+        block[k] = min(20, max(3, math.ceil(0.03 / max(time.perf_counter() - t0, 1e-9))))
+    names = list(live)
+    per_round: dict[str, list[float]] = {k: [] for k in names}
+    fastest = dict.fromkeys(names, math.inf)
+    start = time.perf_counter()
+    for r in range(max(5, -(-reps // 3))):
+        if r >= 3 and time.perf_counter() - start > budget_s:
+            break
+        for k in names[r % len(names) :] + names[: r % len(names)]:
+            ts = []
+            for _ in range(block[k]):
+                t0 = time.perf_counter()
+                live[k]()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            per_round[k].append(statistics.median(ts))
+            fastest[k] = min(fastest[k], *ts)
+    return Race(per_round, fastest)
+
+
 def make_graph(w: Workload) -> rlx.Graph:
     """A fresh rlx.Graph of the workload."""
     g = rlx.Graph()
@@ -299,8 +361,8 @@ def max_err(a: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float64) - ref.astype(np.float64))))
 
 
-def copy_floor_s(x: np.ndarray, reps: int) -> float:
-    """Median seconds to copy `x` into a preallocated array of its size, split by rows over
+def copy_floor_runner(x: np.ndarray) -> Callable[[], object]:
+    """A runner copying `x` into a preallocated array of its size, split by rows over
     THREADS (or 2) Python threads (NumPy releases the GIL while copying): the memory
     traffic floor of an elementwise op that reads `x` once and writes its result once."""
     from concurrent.futures import ThreadPoolExecutor
@@ -308,8 +370,8 @@ def copy_floor_s(x: np.ndarray, reps: int) -> float:
     n = max(1, THREADS or 2)
     dst = np.empty_like(x)
     parts = list(zip(np.array_split(dst, n), np.array_split(x, n), strict=True))
-    with ThreadPoolExecutor(n) as pool:
-        return median_s(lambda: list(pool.map(lambda ds: np.copyto(*ds), parts)), reps)
+    pool = ThreadPoolExecutor(n)
+    return lambda: list(pool.map(lambda ds: np.copyto(*ds), parts))
 
 
 def machine() -> dict[str, object]:

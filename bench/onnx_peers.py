@@ -2,12 +2,11 @@
 
 Shared by bench/cnn.py and bench/transformer_exports.py. Each runner takes the feeds by
 input name and returns the first output; a peer that is not installed gives None (its
-column stays empty). Threads follow `BENCH_THREADS` (bench/common.py).
+column stays empty). Timing is `common.race`. Threads follow `BENCH_THREADS` (bench/common.py).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,18 +49,6 @@ def ov_runner(path: Path, feeds: Feeds) -> Runner | None:
         return np.array(req.get_output_tensor(0).data)
 
     return run
-
-
-def timed(fn: Runner, reps: int) -> tuple[float, float]:
-    """(median, fastest) milliseconds of `reps` runs after a warm-up (a shared machine's
-    load shows as median >> fastest)."""
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e3, min(ts) * 1e3
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -15,8 +15,10 @@ compiles every workload with `cache_param_invariant=True` (weight-only work, inc
 packing of matmul weights for the generated GEMM, runs once after `set_params`, as
 onnxruntime and OpenVINO pre-pack at session creation). `--generated` sets `RLX_BLAS=0`:
 every RLX matmul uses the generated GEMM, never OpenBLAS (the default picks per shape
-class; `RLX_BLAS=1` forces OpenBLAS). Prints, per workload, the median run time of each, the ratio
-RLX / best peer (< 1: RLX faster) and each one's max |error| against NumPy; writes
+class; `RLX_BLAS=1` forces OpenBLAS). Runners are timed in interleaved rounds (`common.race`:
+each round runs every runner in turn), so a burst of load hits all of them alike. Prints, per
+workload, the median run time of each, the ratio RLX / best peer (< 1: RLX faster: the median
+over rounds of RLX's time / the best peer's in the same round) and each one's max |error| against NumPy; writes
 everything to bench/peers.json (gitignored). Also times the encoder layer's compile: cold
 (empty cache), disk cache hit and memory cache hit. `--threads N` caps BLAS, onnxruntime,
 OpenVINO, torch and RLX's pool at N threads (default: each library's own default);
@@ -50,11 +52,11 @@ from common import (
     Workload,
     arg_parser,
     compile_rlx,
-    copy_floor_s,
+    copy_floor_runner,
     machine,
     make_graph,
     max_err,
-    median_s,
+    race,
     reps_of,
     run_rlx,
     workloads,
@@ -335,19 +337,17 @@ def main() -> None:
             "openvino": ov_runner(w),
             "torch": torch_runner(w),
         }
-        ms: dict[str, float | None] = {}
-        err: dict[str, float | None] = {}
-        for k, fn in runners.items():
-            if fn is None:
-                ms[k] = err[k] = None
-                continue
-            err[k] = max_err(fn(), ref)
-            ms[k] = median_s(fn, reps) * 1e3
-        best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
-        ratio = ms["rlx"] / best  # type: ignore[operator]
-        row = {"workload": w.name, "ms": ms, "max_err": err, "ratio_to_best_peer": ratio}
-        if w.name.startswith("gelu"):  # issue 17: within 1.5x of the copy-bandwidth floor
-            row["copy_floor_ms"] = copy_floor_s(w.inputs["x"], reps) * 1e3
+        err = {k: None if fn is None else max_err(fn(), ref) for k, fn in runners.items()}
+        floor = copy_floor_runner(w.inputs["x"]) if w.name.startswith("gelu") else None
+        timing = race(runners | {"copy floor": floor}, reps)
+        ms: dict[str, float | None] = {k: timing.ms.get(k) for k in runners}
+        best = timing.best(k for k in runners if k != "rlx")
+        ratio = timing.ratio("rlx", best)
+        row = {"workload": w.name, "ms": ms, "max_err": err, "ratio_to_best_peer": ratio,
+               "best_peer": best, "rounds": len(timing.per_round["rlx"])}  # fmt: skip
+        if floor is not None:  # issue 17: within 1.5x of the copy-bandwidth floor
+            row["copy_floor_ms"] = timing.ms["copy floor"]
+            row["ratio_to_copy_floor"] = timing.ratio("rlx", "copy floor")
         if w.flops:
             row["gflops"] = {k: w.flops / v * 1e-6 for k, v in ms.items() if v}
         rows.append(row)
@@ -360,9 +360,8 @@ def main() -> None:
         )
         print(f"{w.name:36} {ms['rlx']:9.3f} {cells} {ratio:8.2f}  {errs}")
         if "copy_floor_ms" in row:
-            floor = row["copy_floor_ms"]
-            print(f"{'  copy floor (read x, write out)':36} {floor:9.3f}   rlx / floor "
-                  f"{ms['rlx'] / floor:.2f}")  # type: ignore[operator]  # fmt: skip
+            print(f"{'  copy floor (read x, write out)':36} {row['copy_floor_ms']:9.3f}   "
+                  f"rlx / floor {row['ratio_to_copy_floor']:.2f}")  # fmt: skip
     ct = compile_times(3) if not only or any("encoder".startswith(p) for p in only) else {}
     if ct:
         print(

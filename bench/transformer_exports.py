@@ -32,9 +32,9 @@ from typing import Any
 if __name__ == "__main__" and "--threads" in sys.argv[:-1]:  # before numpy / BLAS load
     os.environ["BENCH_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
-from common import THREADS, arg_parser, machine, reps_of  # noqa: E402
+from common import THREADS, arg_parser, machine, race, reps_of  # noqa: E402
 from onnx_exports import TRANSFORMERS, compile_export, export  # noqa: E402
-from onnx_peers import Runner, cosine, ort_runner, ov_runner, timed  # noqa: E402
+from onnx_peers import Runner, cosine, ort_runner, ov_runner  # noqa: E402
 
 PEERS = ("onnxruntime", "openvino", "torch")
 
@@ -86,12 +86,13 @@ def export_rows(
             }
             outs = {k: fn() for k, fn in runners.items() if fn is not None}
             ref = outs.get("onnxruntime", outs["torch"])
-            ms = {k: timed(fn, reps)[0] if fn is not None else None for k, fn in runners.items()}
+            timing = race(runners, reps)
+            ms = {k: timing.ms.get(k) for k in runners}
             cos = {k: cosine(v, ref) for k, v in outs.items()}
-            best = min(v for k, v in ms.items() if k != "rlx" and v is not None)
-            ratio = ms["rlx"] / best  # type: ignore[operator]
+            best = timing.best(k for k in runners if k != "rlx")
+            ratio = timing.ratio("rlx", best)
             rows.append({"model": name, "batch": batch, "seq": seq, "hidden": hidden, "ms": ms,
-                         "cosine_vs_ort": cos, "ratio_to_best_peer": ratio,
+                         "cosine_vs_ort": cos, "ratio_to_best_peer": ratio, "best_peer": best,
                          "compile_cold_s": t_compile})  # fmt: skip
             cells = " ".join(f"{ms[p]:14.3f}" if ms[p] is not None else f"{'-':>14}" for p in PEERS)
             coss = ", ".join(
