@@ -132,3 +132,50 @@ def test_out_of_range_axes_are_refused(m, message: str) -> None:  # noqa: ANN001
     a silent value); Hardmax's was an IndexError inside the converter."""
     with pytest.raises(OnnxImportError, match=re.escape(message)):
         import_model(m)
+
+
+W = const("w", np.ones((1, 1, 2, 2), np.float32))
+WINDOWS = {
+    "Conv strides 0 (auto_pad: was a ZeroDivisionError)": (
+        model([h.make_node("Conv", ["x", "w"], ["y"], strides=[0, 1], auto_pad="SAME_UPPER")],
+              [IMG], [W]),
+        "node 'y' (Conv): strides [0, 1] must be 2 positive sizes (one per spatial axis)",
+    ),
+    "Conv 3-D strides 0 (was a ZeroDivisionError)": (
+        model([h.make_node("Conv", ["x", "w"], ["y"], strides=[0, 1, 1])],
+              [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 3, 3, 3])],
+              [const("w", np.ones((1, 1, 2, 2, 2), np.float32))]),
+        "node 'y' (Conv): strides [0, 1, 1] must be 3 positive sizes",
+    ),
+    "Conv strides of the wrong rank": (
+        model([h.make_node("Conv", ["x", "w"], ["y"], strides=[1], auto_pad="SAME_LOWER")],
+              [IMG], [W]),
+        "node 'y' (Conv): strides [1] must be 2 positive sizes",
+    ),
+    "Conv dilations 0": (
+        model([h.make_node("Conv", ["x", "w"], ["y"], dilations=[1, 0])], [IMG], [W]),
+        "node 'y' (Conv): dilations [1, 0] must be 2 positive sizes",
+    ),
+    "Conv of a dynamic kernel (was a result dim of 2^63)": (
+        model([h.make_node("Conv", ["x", "w"], ["y"])],
+              [IMG, h.make_tensor_value_info("w", T.FLOAT, [1, 1, "k", "k"])]),
+        "node 'y' (Conv): kernel_shape [?, ?] must be 2 positive sizes",
+    ),
+    "ConvTranspose strides 0": (
+        model([h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[1, 0])], [IMG], [W]),
+        "node 'y' (ConvTranspose): strides [1, 0] must be 2 positive sizes",
+    ),
+    "MaxPool strides 0": (
+        model([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[0, 0])], [IMG]),
+        "node 'y' (MaxPool): strides [0, 0] must be 2 positive sizes",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(WINDOWS))
+def test_bad_window_attributes_name_the_attribute(case: str) -> None:
+    """Conv, ConvTranspose and the pools check kernel / strides / dilations in one place
+    (`spatial.check_window`): the attribute named, not a "malformed node"."""
+    m, message = WINDOWS[case]
+    with pytest.raises(OnnxImportError, match=re.escape(message)):
+        import_model(m)

@@ -205,7 +205,7 @@ def batch_norm(n: Node) -> list[SSAValue | None]:
     x = n.input(0)
     r = len(shape(x))
     axes = [0, *range(2, r)]
-    scale, bias, mean, var = (ops_nn._channel(n, n.input(i), r) for i in range(1, 5))
+    scale, bias, mean, var = (ops_nn.per_channel(n, n.input(i), r) for i in range(1, 5))
     m = n.emit("reduce", x, kind="mean", axes=axes, keepdims=True)
     d = n.emit("sub", x, m)
     v = n.emit("reduce", n.emit("mul", d, d), kind="mean", axes=axes, keepdims=True)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from math import ceil
-
 import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.spatial import (
+    as_2d,
+    check_window,
+    from_2d,
+    pads_2d,
+    spatial_pads,
+    to_2d,
+)
 
 
 @converter("MatMul", attrs=())
@@ -54,7 +59,7 @@ def gemm(n: Node) -> list[SSAValue]:
     return [y]
 
 
-def _channel(n: Node, v: SSAValue, rank: int) -> SSAValue:
+def per_channel(n: Node, v: SSAValue, rank: int) -> SSAValue:
     """A per-channel `[C]` vector reshaped to broadcast against `[N, C, ...]`."""
     return n.reshape(v, [shape(v)[0]] + [1] * (rank - 2))
 
@@ -65,7 +70,7 @@ def batch_norm(n: Node) -> list[SSAValue]:
         raise n.error("training mode (running statistics outputs) is not supported")
     x = n.input(0)
     r = len(shape(x))
-    scale, bias, mean, var = (_channel(n, n.input(i), r) for i in range(1, 5))
+    scale, bias, mean, var = (per_channel(n, n.input(i), r) for i in range(1, 5))
     inv = n.emit("rsqrt", n.emit("add", var, n.constant(n.attr("epsilon", 1e-5), var)))
     y = n.emit("mul", n.emit("sub", x, mean), n.emit("mul", inv, scale))
     return [n.emit("add", y, bias)]
@@ -127,68 +132,11 @@ def instance_norm(n: Node) -> list[SSAValue]:
     x = n.input(0)
     r = len(shape(x))
     y, _, _ = _normalize(n, x, list(range(2, r)), n.attr("epsilon", 1e-5))
-    y = n.emit("mul", y, _channel(n, n.input(1), r))
-    return [n.emit("add", y, _channel(n, n.input(2), r))]
+    y = n.emit("mul", y, per_channel(n, n.input(1), r))
+    return [n.emit("add", y, per_channel(n, n.input(2), r))]
 
 
 # ------------------------------------------------------------------------------ conv / pool
-
-
-def _spatial_pads(
-    n: Node,
-    in_sizes: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dil: Sequence[int],
-) -> list[int]:
-    """Explicit pads `[b0, b1, ..., e0, e1, ...]` from `pads` / `auto_pad`."""
-    k = len(in_sizes)
-    auto = n.attr("auto_pad", "NOTSET")
-    if auto == "NOTSET":
-        pads = list(n.attr("pads") or [0] * 2 * k)
-        if len(pads) != 2 * k or min(pads) < 0:  # a pad of -1 made a `?` dim (DYN is -1)
-            raise n.error(f"pads {pads} must be {2 * k} non-negative sizes")
-        return pads
-    if auto == "VALID":
-        return [0] * 2 * k
-    if auto not in ("SAME_UPPER", "SAME_LOWER"):
-        raise n.error(f"auto_pad={auto} is not supported")
-    if DYN in in_sizes:
-        raise n.error(f"auto_pad={auto} needs static spatial sizes")
-    begins, ends = [], []
-    for i in range(k):
-        out = ceil(in_sizes[i] / strides[i])
-        total = max((out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in_sizes[i], 0)
-        small = total // 2
-        b = small if auto == "SAME_UPPER" else total - small
-        begins.append(b)
-        ends.append(total - b)
-    return begins + ends
-
-
-def _to_2d(n: Node, x: SSAValue) -> SSAValue:
-    s = shape(x)
-    if len(s) == 3:
-        return n.reshape(x, [s[0], s[1], 1, s[2]])
-    if len(s) != 4:
-        raise n.error(f"only 1-D and 2-D {n.op_type} is supported, got input rank {len(s)}")
-    return x
-
-
-def _back(n: Node, y: SSAValue, rank: int) -> SSAValue:
-    if rank == 4:
-        return y
-    s = shape(y)
-    return n.reshape(y, [s[0], s[1], s[3]])
-
-
-def _two(v: Sequence[int], rank: int, fill: int = 0) -> list[int]:
-    """1-D attribute lists as 2-D (a leading unit axis)."""
-    return [fill, *v] if rank == 3 else list(v)
-
-
-def _pads2(p: list[int], rank: int) -> list[int]:
-    return [0, p[0], 0, p[1]] if rank == 3 else p
 
 
 def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValue:
@@ -198,15 +146,15 @@ def conv2d_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAVa
     kernel = list(shape(w)[2:])
     strides = list(n.attr("strides") or [1] * k)
     dil = list(n.attr("dilations") or [1] * k)
-    pads = _spatial_pads(n, shape(x)[2:], kernel, strides, dil)
-    x2, w2 = _to_2d(n, x), _to_2d(n, w)
+    pads = spatial_pads(n, shape(x)[2:], kernel, strides, dil)
+    x2, w2 = to_2d(n, x), to_2d(n, w)
     ops = [x2, w2] + ([bias] if bias is not None else [])
     y = n.emit(
         "conv2d", *ops,
-        strides=_two(strides, rank, 1), dilations=_two(dil, rank, 1),
-        padding=_pads2(pads, rank), groups=n.attr("group", 1),
+        strides=as_2d(strides, rank, 1), dilations=as_2d(dil, rank, 1),
+        padding=pads_2d(pads, rank), groups=n.attr("group", 1),
     )  # fmt: skip
-    return _back(n, y, rank)
+    return from_2d(n, y, rank)
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool", attrs=())
@@ -254,8 +202,8 @@ def group_norm(n: Node) -> list[SSAValue]:
     xs = _stash(n, n.reshape(x, [s[0], g, (s[1] // g) * int(np.prod(s[2:]))]))
     y, _, _ = _normalize(n, xs, [2], n.attr("epsilon", 1e-5))
     y = n.reshape(n.cast(y, elem(x)), list(s))
-    y = n.emit("mul", y, _channel(n, n.input(1), len(s)))
-    return [n.emit("add", y, _channel(n, n.input(2), len(s)))]
+    y = n.emit("mul", y, per_channel(n, n.input(1), len(s)))
+    return [n.emit("add", y, per_channel(n, n.input(2), len(s)))]
 
 
 def _upsample(n: Node, x: SSAValue, axis: int, s: int) -> SSAValue:
@@ -282,13 +230,15 @@ def conv_transpose(n: Node) -> list[SSAValue]:
     rank = len(shape(x))
     if DYN in shape(x) or DYN in shape(w):
         raise n.error("ConvTranspose needs static shapes")
-    x2, w2 = _to_2d(n, x), _to_2d(n, w)
+    x2, w2 = to_2d(n, x), to_2d(n, w)
     g = n.attr("group", 1)
     c, fg, kh, kw = shape(w2)
     sizes, k = shape(x2)[2:], (kh, kw)
-    st = _two(list(n.attr("strides") or [1] * (rank - 2)), rank, 1)
-    dl = _two(list(n.attr("dilations") or [1] * (rank - 2)), rank, 1)
-    op = _two(list(n.attr("output_padding") or [0] * (rank - 2)), rank, 0)
+    strides = list(n.attr("strides") or [1] * (rank - 2))
+    dilations = list(n.attr("dilations") or [1] * (rank - 2))
+    check_window(n, rank - 2, strides=strides, dilations=dilations)
+    st, dl = as_2d(strides, rank, 1), as_2d(dilations, rank, 1)
+    op = as_2d(list(n.attr("output_padding") or [0] * (rank - 2)), rank, 0)
     if any(not 0 <= p < max(s, d) for p, s, d in zip(op, st, dl, strict=True)):
         raise n.error(  # 2^31 grew the output by that much; onnxruntime refuses it too
             f"output_padding {list(n.attr('output_padding'))} must be below the strides "
@@ -299,7 +249,7 @@ def conv_transpose(n: Node) -> list[SSAValue]:
     if n.attr("output_shape") is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
         outs = n.attr("output_shape")
         want = (
-            _two(list(outs)[-(rank - 2) :], rank, 1)
+            as_2d(list(outs)[-(rank - 2) :], rank, 1)
             if outs
             else [sizes[i] * st[i] for i in range(2)]
         )
@@ -312,7 +262,7 @@ def conv_transpose(n: Node) -> list[SSAValue]:
     elif auto == "VALID" or not n.attr("pads"):
         pads = [0, 0, 0, 0]
     else:
-        pads = _pads2(list(n.attr("pads")), rank)
+        pads = pads_2d(list(n.attr("pads")), rank)
     y = _upsample(n, _upsample(n, x2, 2, st[0]), 3, st[1])
     wt = n.reshape(w2, [g, c // g, fg, kh, kw])
     wt = n.reshape(n.emit("transpose", wt, permutation=[0, 2, 1, 3, 4]), [g * fg, c // g, kh, kw])
@@ -333,4 +283,4 @@ def conv_transpose(n: Node) -> list[SSAValue]:
         limits[2 + i] -= max(-conv_pad[2 + i], 0)
     if starts != [0] * 4 or limits != list(shape(y)):
         y = n.emit("slice", y, starts=starts, limits=limits)
-    return [_back(n, y, rank)]
+    return [from_2d(n, y, rank)]

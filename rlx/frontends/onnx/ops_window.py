@@ -27,6 +27,7 @@ from rlx.frontends.onnx import ops_nn
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
 from rlx.frontends.onnx.registry import converter
+from rlx.frontends.onnx.spatial import as_2d, from_2d, pads_2d, spatial_pads, to_2d
 from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_of
 
 MAX_POOL_WINDOW = 1 << 24
@@ -40,14 +41,11 @@ def pool_pads(
     strides: Sequence[int],
     dil: Sequence[int],
 ) -> list[int]:
-    """`_spatial_pads` of a pool, refusing a pad as large as the kernel: its border windows
+    """`spatial.spatial_pads` of a pool, refusing a pad as large as the kernel: its border windows
     would lie wholly in the padding (a max of -inf with index -1, an average of nothing),
     which onnxruntime refuses too ("Pad should be smaller than kernel")."""
     k = len(in_sizes)
-    for name, v in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
-        if len(v) != k or min(v, default=1) < 1:
-            raise n.error(f"{name} {list(v)} must be {k} positive sizes (one per spatial axis)")
-    pads = ops_nn._spatial_pads(n, in_sizes, kernel, strides, dil)
+    pads = spatial_pads(n, in_sizes, kernel, strides, dil)
     fits = all(kernel[i] <= in_sizes[i] + pads[i] + pads[k + i] for i in range(k))
     if fits and prod(kernel) > MAX_POOL_WINDOW:  # SAME pads grow with it: 2^62 hung the run
         raise n.error(
@@ -96,25 +94,25 @@ def pool2d(n: Node) -> list[SSAValue]:
             pads[k + i] += max(
                 (out - 1) * strides[i] + kernel[i] - (sizes[i] + pads[i] + pads[k + i]), 0
             )
-    x2 = ops_nn._to_2d(n, x)
+    x2 = to_2d(n, x)
     kind = "max" if n.op_type == "MaxPool" else "avg"
     if kind == "avg" and n.attr("count_include_pad", 0) and any(pads):
         c = shape(x2)[1]
         if c == DYN:
             raise n.error("count_include_pad=1 needs a static channel count")
-        kk = ops_nn._two(kernel, rank, 1)
+        kk = as_2d(kernel, rank, 1)
         wv = np.full([c, 1, *kk], 1.0 / (kk[0] * kk[1]))
         y = n.emit(
-            "conv2d", x2, n.constant(wv, x2), strides=ops_nn._two(strides, rank, 1),
-            padding=ops_nn._pads2(pads, rank), groups=c,
+            "conv2d", x2, n.constant(wv, x2), strides=as_2d(strides, rank, 1),
+            padding=pads_2d(pads, rank), groups=c,
         )  # fmt: skip
-        return [ops_nn._back(n, y, rank)]
+        return [from_2d(n, y, rank)]
     small_int = numpy_dtype(elem(x2)) in (np.int8, np.uint8)
     y = n.emit(
-        "pool2d", n.cast(x2, "f32") if small_int else x2, kind=kind, kernel=ops_nn._two(kernel, rank, 1),
-        strides=ops_nn._two(strides, rank, 1), padding=ops_nn._pads2(pads, rank),
+        "pool2d", n.cast(x2, "f32") if small_int else x2, kind=kind, kernel=as_2d(kernel, rank, 1),
+        strides=as_2d(strides, rank, 1), padding=pads_2d(pads, rank),
     )  # fmt: skip
-    return [ops_nn._back(n, n.cast(y, elem(x2)), rank)]
+    return [from_2d(n, n.cast(y, elem(x2)), rank)]
 
 
 def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
@@ -312,7 +310,7 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
     kernel = ws[2:]
     st = list(n.attr("strides") or [1] * 3)
     dil = list(n.attr("dilations") or [1] * 3)
-    pads = ops_nn._spatial_pads(n, xs[2:], kernel, st, dil)
+    pads = spatial_pads(n, xs[2:], kernel, st, dil)
     x = _pad(n, x, 2, pads[0], pads[3], 0)
     depth = shape(x)[2]
     do = (depth - ((kernel[0] - 1) * dil[0] + 1)) // st[0] + 1
