@@ -314,14 +314,17 @@ def pad(n: Node) -> Out:
             idx = _pad_index(mode, before, after, dim)
             x = n.emit("gather", x, n.constant(idx, "i64"), axis=a)
             continue
-        parts = []
-        for width in (before, after):
-            bs = list(shape(x))
-            bs[a] = width
-            fill = cval.reshape(()) if cval is not None and cval.size else 0
-            parts.append(fill_like(n, x, a, width, fill) if width else None)
-        x = n.emit("concat", *[p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
+        fill = cval.reshape(()) if cval is not None and cval.size else 0
+        x = pad_axis(n, x, a, before, after, fill)
     return [x]
+
+
+def pad_axis(n: Node, x: SSAValue, axis: int, before: int, after: int, value: Any) -> SSAValue:
+    """`x` with `before` / `after` (non-negative) cells of `value` around it on `axis`
+    (Pad's constant mode, the pools' and the 3-D Conv's padding)."""
+    parts = [fill_like(n, x, axis, width, value) if width else None for width in (before, after)]
+    seq = [p for p in (parts[0], x, parts[1]) if p is not None]
+    return seq[0] if len(seq) == 1 else n.emit("concat", *seq, axis=axis)
 
 
 def fill_like(n: Node, x: SSAValue, axis: int, width: int, value: Any) -> SSAValue:

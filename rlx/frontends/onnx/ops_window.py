@@ -25,7 +25,7 @@ from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
-from rlx.frontends.onnx.ops_tensor import fill_like, slice_axis
+from rlx.frontends.onnx.ops_tensor import pad_axis, slice_axis
 from rlx.frontends.onnx.registry import converter
 from rlx.frontends.onnx.spatial import as_2d, from_2d, pads_2d, spatial_pads, to_2d
 from rlx.frontends.onnx.symbolic_ops import reshape_dims, sym_of
@@ -139,12 +139,6 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
     return st, dil, pads, out
 
 
-def _pad(n: Node, x: SSAValue, axis: int, before: int, after: int, fill) -> SSAValue:  # noqa: ANN001
-    parts = [fill_like(n, x, axis, size, fill) if size else None for size in (before, after)]
-    seq = [p for p in (parts[0], x, parts[1]) if p is not None]
-    return seq[0] if len(seq) == 1 else n.emit("concat", *seq, axis=axis)
-
-
 def _windows(n: Node, x: SSAValue, kernel, st, dil, pads, out, fill):  # noqa: ANN001,ANN202
     """Padded `x` and a function giving its strided slice for one kernel offset."""
     k = len(kernel)
@@ -152,7 +146,7 @@ def _windows(n: Node, x: SSAValue, kernel, st, dil, pads, out, fill):  # noqa: A
     for i in range(k):
         need = (out[i] - 1) * st[i] + (kernel[i] - 1) * dil[i] + 1
         extra = max(need - (s[2 + i] + pads[i] + pads[k + i]), 0)
-        x = _pad(n, x, 2 + i, pads[i], pads[k + i] + extra, fill)
+        x = pad_axis(n, x, 2 + i, pads[i], pads[k + i] + extra, fill)
     ps = shape(x)
 
     def at(off: tuple[int, ...], v: SSAValue = x) -> SSAValue:
@@ -274,7 +268,7 @@ def lrn(n: Node) -> list[SSAValue]:
     sq = n.emit("mul", x, x)
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     lo, hi = min(lo, c - 1), min(hi, c - 1)  # beyond the channels the window adds zeros
-    padded = _pad(n, sq, 1, lo, hi, 0)
+    padded = pad_axis(n, sq, 1, lo, hi, 0)
     acc = None
     for j in range(lo + hi + 1):  # size 2^62 hung building 2^62 slices
         s = list(shape(padded))
@@ -311,7 +305,7 @@ def conv_of(n: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> SSAValu
     st = list(n.attr("strides") or [1] * 3)
     dil = list(n.attr("dilations") or [1] * 3)
     pads = spatial_pads(n, xs[2:], kernel, st, dil)
-    x = _pad(n, x, 2, pads[0], pads[3], 0)
+    x = pad_axis(n, x, 2, pads[0], pads[3], 0)
     depth = shape(x)[2]
     do = (depth - ((kernel[0] - 1) * dil[0] + 1)) // st[0] + 1
     acc = None
