@@ -286,7 +286,7 @@ class Importer:
             raise node.error(f"op domain '{proto.domain}' is not supported")
         check_node(self, node, proto)
         if self.opset < 13:
-            proto = modernize(self, proto)
+            proto = modernize(self, node)
             node = Node(self, proto)
         if fold(self, node):
             return

@@ -9,7 +9,7 @@ current form before conversion, so the converters only know the modern signature
 * Attributes that only old versions have are dropped when they hold the value that
   means today's behaviour (BatchNormalization `spatial` = 1 and `is_test` = 1, Dropout
   `is_test` = 1, `consumed_inputs` of opsets <= 5); any other value is an
-  `OnnxImportError` naming the node.
+  `OnnxImportError` naming the node (`Node.error`).
 
 Ops whose old versions only lacked negative axes / indices (Concat, Flatten, Gather < 11)
 need no rewrite: the converters accept a superset.
@@ -24,10 +24,10 @@ import onnx
 from onnx import helper
 
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx.registry import OnnxImportError
 
 if TYPE_CHECKING:
     from rlx.frontends.onnx.importer import Importer
+    from rlx.frontends.onnx.node import Node
 
 MOVED: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {
     "Slice": (10, {"starts": (1, "i64"), "ends": (2, "i64"), "axes": (3, "i64")}),
@@ -46,8 +46,9 @@ DROPPED: dict[str, dict[str, int | None]] = {
 """op -> {old attribute: the value meaning today's behaviour (None: any value)}."""
 
 
-def modernize(imp: Importer, proto: onnx.NodeProto) -> onnx.NodeProto:
-    """`proto` in its current-opset form (itself when nothing changes)."""
+def modernize(imp: Importer, node: Node) -> onnx.NodeProto:
+    """The proto of `node` in its current-opset form (itself when nothing changes)."""
+    proto = node.proto
     op, opset = proto.op_type, imp.opset
     attrs = {a.name: a for a in proto.attribute}
     moved = MOVED.get(op)
@@ -56,13 +57,10 @@ def modernize(imp: Importer, proto: onnx.NodeProto) -> onnx.NodeProto:
         drop["consumed_inputs"] = None
     if not drop and (moved is None or opset >= moved[0] or not set(attrs) & set(moved[1])):
         return proto
-    name = proto.name or (proto.output[0] if proto.output else op)
     for k, want in drop.items():
         got = helper.get_attribute_value(attrs[k])
         if want is not None and got != want:
-            raise OnnxImportError(
-                f"node '{name}' ({op}): {k}={got} (opset {opset}) is not supported"
-            )
+            raise node.error(f"{k}={got} (opset {opset}) is not supported")
     inputs = list(proto.input)
     keep = [a for a in proto.attribute if a.name not in drop]
     if moved is not None and opset < moved[0]:
@@ -76,7 +74,7 @@ def modernize(imp: Importer, proto: onnx.NodeProto) -> onnx.NodeProto:
                 if dt == "data"
                 else {"i64": np.int64, "f32": np.float32}[dt]
             )
-            const = f"{name}::{k}"
+            const = f"{node.name}::{k}"
             imp.known[const] = value.astype(dtype)
             inputs += [""] * (i + 1 - len(inputs))
             inputs[i] = const

@@ -32,9 +32,13 @@ class Node:
         self.op_type = proto.op_type
         self.attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
 
+    @property
+    def name(self) -> str:
+        """The node's name, else its first named output (`?` if none)."""
+        return self.proto.name or next((o for o in self.proto.output if o), "?")
+
     def __str__(self) -> str:
-        name = self.proto.name or next((o for o in self.proto.output if o), "?")
-        return f"node '{name}' ({self.op_type})"
+        return f"node '{self.name}' ({self.op_type})"
 
     def error(self, what: str) -> OnnxImportError:
         """An OnnxImportError naming this node: `node 'n' (Op): what`."""
