@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
@@ -346,11 +347,18 @@ class RopeOp(RlxOp):
         return [x]
 
 
+def window_size(size: Any, k: int, stride: int, pad: int, dil: int) -> Any:
+    """Output size of a window of `k` taps `dil` apart, `stride` apart over `size` cells
+    with `pad` (both ends) padding: the one spelling of the formula (the verifiers'; the
+    ONNX importer applies it to symbolic sizes, so `size` may be any number-like)."""
+    return (size + (pad - (dil * (k - 1) + 1))) // stride + 1
+
+
 def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
     if size == DYN:
         return DYN
+    out = window_size(size, k, stride, pad, dil)
     eff = dil * (k - 1) + 1
-    out = (size + pad - eff) // stride + 1
     require(out >= 1, f"window of size {eff} does not fit input of size {size} with padding {pad}")
     return out
 

@@ -11,6 +11,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN
+from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp, window_size
 from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
 from rlx.frontends.onnx.node import Node, dims_text, shape
 from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
@@ -146,21 +147,20 @@ def _rule(op: Operation, ins: list, rank: int) -> list | None:  # noqa: ANN001
 
 
 def _rule_window(op: Operation, x: list) -> list:  # noqa: ANN001
-    """conv2d / pool2d (NCHW): the batch of `x`; output spatial sizes from the window."""
+    """conv2d / pool2d (NCHW): the batch of `x`; output spatial sizes from the window
+    (`window_size`, the verifiers' formula, on the symbolic input sizes)."""
     out = list(shape(op.results[0]))
     res: list = [x[0], out[1], out[2], out[3]]
-    if op.name == "rlx.conv2d":
-        kernel = shape(op.w)[2:]  # type: ignore[attr-defined]
-        strides = op.strides or (1, 1)  # type: ignore[attr-defined]
-        dil = op.dilations  # type: ignore[attr-defined]
+    if isinstance(op, Conv2dOp):
+        kernel = shape(op.w)[2:]
+        strides, pad, dil = op.spatial()
     else:
-        kernel, dil = op.kernel, (1, 1)  # type: ignore[attr-defined]
-        strides = op.strides or kernel  # type: ignore[attr-defined]
-    pad = op.padding  # type: ignore[attr-defined]
+        assert isinstance(op, Pool2dOp)
+        kernel, dil = op.kernel, (1, 1)
+        strides, pad = op.spatial()
     for i in (0, 1):
         if out[2 + i] == DYN:
-            span = x[2 + i] + (pad[i] + pad[2 + i] - dil[i] * (kernel[i] - 1) - 1)
-            res[2 + i] = span // strides[i] + 1
+            res[2 + i] = window_size(x[2 + i], kernel[i], strides[i], pad[i] + pad[2 + i], dil[i])
     return res
 
 
