@@ -263,31 +263,31 @@ class Importer:
         """Convert one node; an unexpected exception of a converter or of the folding is
         reported as an OnnxImportError naming the node (a malformed model: a blocksize of
         0 dividing, a missing If branch, ...), never raised as it is."""
+        node = Node(self, proto)
         try:
-            self._convert_node(proto)
+            self._convert_node(node)
         except OnnxImportError:
             raise
         except NODE_ERRORS as e:
             detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            raise Node(self, proto).error(f"malformed node ({detail})") from e
+            raise node.error(f"malformed node ({detail})") from e
 
-    def _convert_node(self, proto: onnx.NodeProto) -> None:
+    def _convert_node(self, node: Node) -> None:
         block = self.g.current_block
         last = block.last_op
         try:
-            self._convert_node_ops(proto)
+            self._convert_node_ops(node)
         finally:
-            locate(block, last, NameLoc(StringAttr(str(Node(self, proto))), NoneAttr()))
-        check_sizes(Node(self, proto), block, last)
+            locate(block, last, NameLoc(StringAttr(str(node)), NoneAttr()))
+        check_sizes(node, block, last)
 
-    def _convert_node_ops(self, proto: onnx.NodeProto) -> None:
-        node = Node(self, proto)
+    def _convert_node_ops(self, node: Node) -> None:
+        proto = node.proto
         if proto.domain not in ("", "ai.onnx"):
             raise node.error(f"op domain '{proto.domain}' is not supported")
         check_node(self, node, proto)
-        if self.opset < 13:
-            proto = modernize(self, node)
-            node = Node(self, proto)
+        if self.opset < 13 and (modern := modernize(self, node)) is not proto:
+            proto, node = modern, Node(self, modern)  # the same name, today's attributes
         if fold(self, node):
             return
         entry = CONVERTERS.get(proto.op_type)
