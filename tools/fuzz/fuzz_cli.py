@@ -212,20 +212,8 @@ def child(args: argparse.Namespace, start: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = fuzz_parser(__doc__, timeout=20, out="/tmp/rlx-fuzz")
     ap.add_argument("--mode", choices=["opt", "compile", "passes"], default="opt")
-    ap.add_argument("--seconds", type=float, default=120)
-    ap.add_argument("--timeout", type=float, default=20)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="/tmp/rlx-fuzz")
-    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.child is not None:
-        child(args, args.child)
-        return
-    flags = ["--mode", args.mode]
 
     def save(out: Path, case: dict[str, Any], n: int, rc: int) -> None:
         text = (out / "current.mlir").read_text()
@@ -234,7 +222,36 @@ def main() -> None:
             + text
         )
 
-    supervise(__file__, args, flags, save, "finding-*.mlir")
+    fuzz_main(ap, __file__, child, lambda args: ["--mode", args.mode], save, "finding-*.mlir")
+
+
+def fuzz_parser(doc: str, timeout: float, out: str) -> argparse.ArgumentParser:
+    """The options of every fuzzer here (`fuzz_cli`, `fuzz_onnx`); each adds its own."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=120, help="how long to fuzz")
+    ap.add_argument("--timeout", type=float, default=timeout, help="seconds per case")
+    ap.add_argument("--seed", type=int, default=0, help="the first case number")
+    ap.add_argument("--out", default=out, help="the folder for findings")
+    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def fuzz_main(
+    ap: argparse.ArgumentParser,
+    script: str,
+    child: Callable[[argparse.Namespace, int], None],
+    flags: Callable[[argparse.Namespace], list[str]],
+    save: Callable[[Path, dict[str, Any], int, int], None],
+    pattern: str,
+) -> None:
+    """Parse `ap`; a `--child K` process runs `child(args, K)`, the parent `supervise`s
+    children given `flags(args)` (the options of theirs the parent does not pass)."""
+    args = ap.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.child is not None:
+        child(args, args.child)
+        return
+    supervise(script, args, flags(args), save, pattern)
 
 
 def supervise(

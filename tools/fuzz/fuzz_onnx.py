@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "unit"))
-from fuzz_cli import EXPECTED, Hang, _timed, supervise  # noqa: E402
+from fuzz_cli import EXPECTED, Hang, _timed, fuzz_main, fuzz_parser  # noqa: E402
 
 INTS = [0, -1, 2**31, -(2**31), 2**62, 3, 7]
 DIMS = [0, 1, 2**40, 5]
@@ -222,25 +222,17 @@ def child(args: argparse.Namespace, start: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=120)
-    ap.add_argument("--timeout", type=float, default=30)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = fuzz_parser(__doc__, timeout=30, out="/tmp/rlx-fuzz-onnx")
     ap.add_argument("--notes", action="store_true", help="also save ref-refused cases")
-    ap.add_argument("--out", default="/tmp/rlx-fuzz-onnx")
-    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.child is not None:
-        child(args, args.child)
-        return
 
     def save(out: Path, case: dict[str, Any], n: int, rc: int) -> None:
         (out / f"finding-{n}.onnx").write_bytes((out / "current.onnx").read_bytes())
         (out / f"finding-{n}.txt").write_text(f"case {case}: child died (rc {rc})\n")
 
-    supervise(__file__, args, ["--notes"] if args.notes else [], save, "finding-*.onnx")
+    def flags(args: argparse.Namespace) -> list[str]:
+        return ["--notes"] if args.notes else []
+
+    fuzz_main(ap, __file__, child, flags, save, "finding-*.onnx")
 
 
 if __name__ == "__main__":
