@@ -20,9 +20,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN, shape_of
-from rlx.dialects.rlx.compute import AttentionOp, Pool2dOp
+from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, MatmulOp, Pool2dOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp, YieldOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp, FusedMatmulBiasActOp, FusedSwigluOp
+from rlx.dialects.rlx.gemm import PackedMatmulOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
+from rlx.dialects.rlx.quant import DequantMatmulOp, ScaledMatmulOp
 from rlx.interpreter import InterpreterError, eval_op, to_numpy
 from rlx.interpreter.formula import evaluate
 from rlx.transforms.canonicalize import simplify_patterns
@@ -42,15 +45,24 @@ def _elements(v: SSAValue) -> int:
     return 0 if DYN in s else math.prod(s)
 
 
+ROW_CONTRACTIONS = (
+    MatmulOp, FusedMatmulBiasActOp, PackedMatmulOp, ScaledMatmulOp, DequantMatmulOp,
+    FusedSwigluOp,
+)  # fmt: skip
+"""Ops whose result element reads a row of K, their first operand's last dim."""
+
+FILTER_CONTRACTIONS = (Conv2dOp, FusedConv2dResidualOp)
+"""Ops whose result element reads a whole filter, their second operand but its first dim."""
+
+
 def _contraction(op: Operation) -> int:
-    """Work per result element of the ops that contract: a `rlx.matmul`-like op reads a
-    row of K (its first operand's last dim), a conv a whole filter, attention (at most)
-    every key and value of its heads, a pool its window; every other op 1."""
+    """Work per result element of the ops that contract: a matmul-like op reads a row of K
+    (`ROW_CONTRACTIONS`), a conv a whole filter (`FILTER_CONTRACTIONS`), attention (at
+    most) every key and value of its heads, a pool its window; every other op 1."""
     ins = [shape_of(o.type) if isinstance(o.type, TensorType) else [] for o in op.operands]
-    name = op.name
-    if "matmul" in name or name == "rlx.fused_swiglu":
+    if isinstance(op, ROW_CONTRACTIONS):
         return max(ins[0][-1:] or [1], default=1)
-    if "conv2d" in name and len(ins) > 1:
+    if isinstance(op, FILTER_CONTRACTIONS) and len(ins) > 1:
         return math.prod(ins[1][1:])
     if isinstance(op, AttentionOp):
         return 2 * math.prod(ins[1][1:-1])

@@ -147,3 +147,16 @@ def test_random_graphs_unchanged_outputs(seed: int) -> None:
     apply(ConstantFoldingPass(), rg.module)
     for a, b in zip(ref, rg.run(), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+def test_every_contracting_op_class_has_its_work() -> None:
+    """`fold_work` finds contractions by op class (`ROW_CONTRACTIONS`,
+    `FILTER_CONTRACTIONS`), not by name: every rlx op named like a matmul or a conv is
+    in one of them, so a new one cannot fold unbounded (a 2^30-long K hung the pass)."""
+    from rlx.dialects.rlx import RLX_OPS
+    from rlx.transforms.constant_folding import FILTER_CONTRACTIONS, ROW_CONTRACTIONS
+
+    classes = set(ROW_CONTRACTIONS) | set(FILTER_CONTRACTIONS)
+    named = {op for op in RLX_OPS if "matmul" in op.name or "conv2d" in op.name}
+    assert named <= classes, sorted(op.name for op in named - classes)
+    assert "rlx.fused_swiglu" in {op.name for op in ROW_CONTRACTIONS}
