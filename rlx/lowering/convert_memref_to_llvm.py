@@ -29,11 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, llvm, memref
+from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerAttr,
-    MemRefType,
     ModuleOp,
     NoneAttr,
     UnitAttr,
@@ -41,14 +40,13 @@ from xdsl.dialects.builtin import (
     i8,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.lowering.llvm_common import (
@@ -59,7 +57,6 @@ from rlx.lowering.llvm_common import (
     convert_module,
     convert_type,
     element_byte_size,
-    ensure_llvm_func,
     fail,
     gep,
     int_attr,
@@ -67,43 +64,19 @@ from rlx.lowering.llvm_common import (
     llvm_operands,
     make,
     replace_with_llvm,
-    static_layout,
+)
+from rlx.lowering.memref_alloc_to_llvm import (
+    BUFFER_ALIGNMENT,
+    PASS,
+    AllocaOpLowering,
+    AllocOpLowering,
+    DeallocOpLowering,
+    layout,
+    memref_type,
+    numel,
 )
 
-BUFFER_ALIGNMENT = 64
-"""Alignment of heap, stack and global buffers created by this pass."""
-
-_VIEW_LIKE = (
-    memref.SubviewOp,
-    memref.CastOp,
-    memref.ReinterpretCastOp,
-    memref.CollapseShapeOp,
-    memref.ExpandShapeOp,
-    memref.AssumeAlignmentOp,
-    memref.ViewOp,
-)
-_ACCESS = (memref.LoadOp, memref.StoreOp, memref.DimOp, memref.CopyOp)
-
-
-_PASS = "convert-memref-to-llvm"
-
-
-def _memref_type(value: SSAValue, op: Operation) -> MemRefType:
-    t = value.type
-    if not isinstance(t, MemRefType):
-        fail(op, f"{_PASS}: expected a ranked memref, got {t}")
-    return t  # pyright: ignore[reportUnknownVariableType]
-
-
-def _layout(t: MemRefType, op: Operation) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    return static_layout(t, f"{_PASS}: '{op.name}'", op)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+__all__ = ["BUFFER_ALIGNMENT", "DIALECTS", "ConvertMemRefToLLVMPass", "memref_to_llvm_patterns"]
 
 
 def _linear_index(
@@ -145,8 +118,8 @@ def _element_address(
     op: memref.LoadOp | memref.StoreOp, new_ops: list[Operation]
 ) -> tuple[SSAValue, Attribute, int]:
     """(address, llvm element type, natural alignment) of a load/store."""
-    mt = _memref_type(op.memref, op)
-    _, strides, offset = _layout(mt, op)
+    mt = memref_type(op.memref, op)
+    _, strides, offset = layout(mt, op)
     ptr = llvm_operand(op.memref, new_ops)
     indices = llvm_operands(op.indices, new_ops)
     elem = convert_type(mt.element_type)
@@ -189,134 +162,6 @@ class StoreOpLowering(RewritePattern):
         rewriter.replace(op, new_ops, [])
 
 
-def _non_escaping_deallocs(root: SSAValue) -> list[memref.DeallocOp] | None:
-    """The deallocs of ``root`` if it is only accessed, viewed or freed; None if it escapes."""
-    deallocs: list[memref.DeallocOp] = []
-    work = [root]
-    while work:
-        value = work.pop()
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, memref.DeallocOp):
-                deallocs.append(user)
-            elif isinstance(user, _VIEW_LIKE) and use.index == 0:
-                work.extend(user.results)
-            elif isinstance(user, memref.StoreOp) and use.index != 0:
-                continue  # the buffer is the store target (index 0 would store the memref)
-            elif isinstance(user, _ACCESS) and not isinstance(user, memref.StoreOp):
-                continue
-            elif isinstance(user, llvm.LoadOp | llvm.StoreOp | llvm.GEPOp):
-                continue
-            else:
-                return None
-    return deallocs
-
-
-def _entry_block(op: Operation) -> Block:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp | llvm.FuncOp):
-        parent = parent.parent_op()
-    if parent is None or not parent.regions[0].blocks:
-        fail(op, f"{_PASS}: '{op.name}' is not inside a function")
-    block = parent.regions[0].blocks.first
-    assert block is not None
-    return block
-
-
-def _alloca(size: SSAValue, mt: MemRefType) -> llvm.AllocaOp:
-    props = {
-        "elem_type": convert_type(mt.element_type),
-        "alignment": int_attr(BUFFER_ALIGNMENT, i64),
-    }
-    return make(llvm.AllocaOp, (size,), (PTR,), props)
-
-
-def _stack_buffer(
-    op: memref.AllocOp | memref.AllocaOp, mt: MemRefType, rewriter: PatternRewriter
-) -> SSAValue:
-    """An ``llvm.alloca`` for ``mt`` in the function's entry block."""
-    shape, _, _ = _layout(mt, op)
-    size = constant(_numel(shape), i64)
-    alloca = _alloca(size.result, mt)
-    rewriter.insert([size, alloca], InsertPoint.at_start(_entry_block(op)))
-    return alloca.res
-
-
-def _entry_stack_bytes(block: Block) -> int:
-    """Bytes of the constant-size allocas already in a function's entry block."""
-    total = 0
-    for o in block.ops:
-        if isinstance(o, llvm.AllocaOp):
-            size = o.size.owner
-            value = size.properties.get("value") if isinstance(size, Operation) else None
-            if isinstance(value, IntegerAttr):
-                total += value.value.data * element_byte_size(o.elem_type)
-    return total
-
-
-@dataclass(frozen=True)
-class AllocOpLowering(RewritePattern):
-    """memref.alloc -> aligned_alloc call, or an entry-block alloca when small and local."""
-
-    max_alloca_bytes: int = 16384
-    max_stack_bytes: int = 131072
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter, /) -> None:
-        mt = _memref_type(op.memref, op)
-        if op.dynamic_sizes or op.symbol_operands:
-            fail(op, f"{_PASS}: '{op.name}' with dynamic sizes is not supported")
-        shape, _, _ = _layout(mt, op)
-        nbytes = _numel(shape) * element_byte_size(mt.element_type, op)
-        if nbytes <= self.max_alloca_bytes and (
-            _entry_stack_bytes(_entry_block(op)) + nbytes <= self.max_stack_bytes
-        ):
-            deallocs = _non_escaping_deallocs(op.memref)
-            if deallocs is not None:
-                for d in deallocs:
-                    rewriter.erase(d)
-                replace_with_llvm(rewriter, op, [], [_stack_buffer(op, mt, rewriter)])
-                return
-        ensure_llvm_func(op, "aligned_alloc", llvm.LLVMFunctionType([i64, i64], PTR), rewriter)
-        align = constant(BUFFER_ALIGNMENT, i64)
-        rounded = -(-max(nbytes, 1) // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
-        size = constant(rounded, i64)
-        call = llvm.CallOp("aligned_alloc", align.result, size.result, return_type=PTR)
-        replace_with_llvm(rewriter, op, [align, size, call], [call.returned])  # pyright: ignore
-
-
-class AllocaOpLowering(RewritePattern):
-    """memref.alloca -> llvm.alloca (hoisted to the entry block unless it escapes)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /) -> None:
-        mt = _memref_type(op.memref, op)
-        if op.dynamic_sizes or op.symbol_operands:
-            fail(op, f"{_PASS}: '{op.name}' with dynamic sizes is not supported")
-        if _non_escaping_deallocs(op.memref) is not None:
-            replace_with_llvm(rewriter, op, [], [_stack_buffer(op, mt, rewriter)])
-            return
-        shape, _, _ = _layout(mt, op)
-        size = constant(_numel(shape), i64)
-        alloca = _alloca(size.result, mt)
-        replace_with_llvm(rewriter, op, [size, alloca], [alloca.res])
-
-
-class DeallocOpLowering(RewritePattern):
-    """memref.dealloc -> free (dropped for buffers that were put on the stack)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter, /) -> None:
-        new_ops: list[Operation] = []
-        ptr = llvm_operand(op.memref, new_ops)
-        if isinstance(ptr.owner, llvm.AllocaOp):
-            rewriter.erase(op)
-            return
-        ensure_llvm_func(op, "free", llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType()), rewriter)
-        new_ops.append(llvm.CallOp("free", ptr))
-        rewriter.replace(op, new_ops, [])
-
-
 class ViewLikeOpLowering(RewritePattern):
     """subview/cast/reinterpret_cast/collapse/expand/assume_alignment forward the pointer."""
 
@@ -333,13 +178,11 @@ class ViewLikeOpLowering(RewritePattern):
         /,
     ) -> None:
         result = op.results[0]
-        _layout(_memref_type(result, op), op)
+        layout(memref_type(result, op), op)
         if isinstance(op, memref.SubviewOp | memref.ReinterpretCastOp) and (
             op.offsets or op.sizes or op.strides
         ):
-            fail(
-                op, f"{_PASS}: '{op.name}' with dynamic offsets, sizes or strides is not supported"
-            )
+            fail(op, f"{PASS}: '{op.name}' with dynamic offsets, sizes or strides is not supported")
         new_ops: list[Operation] = []
         source = op.operands[0]
         ptr = llvm_operand(source, new_ops)
@@ -352,8 +195,8 @@ class ViewOpLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter, /) -> None:
         if op.sizes:
-            fail(op, f"{_PASS}: '{op.name}' with dynamic sizes is not supported")
-        _layout(_memref_type(op.result, op), op)
+            fail(op, f"{PASS}: '{op.name}' with dynamic sizes is not supported")
+        layout(memref_type(op.result, op), op)
         new_ops: list[Operation] = []
         base, shift = llvm_operands((op.source, op.byte_shift), new_ops)
         addr = gep(base, shift, i8)
@@ -367,7 +210,7 @@ class GlobalOpLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter, /) -> None:
         mt = op.type
-        shape, _, _ = _layout(mt, op)
+        shape, _, _ = layout(mt, op)
         elem = convert_type(mt.element_type)
         value = op.initial_value if isinstance(op.initial_value, DenseIntOrFPElementsAttr) else None
         if op.sym_visibility.data == "private":
@@ -376,7 +219,7 @@ class GlobalOpLowering(RewritePattern):
             linkage = "external" if value is not None else "common"
         alignment = op.alignment.value.data if op.alignment is not None else BUFFER_ALIGNMENT
         new = llvm.GlobalOp(
-            llvm.LLVMArrayType(_numel(shape), elem),
+            llvm.LLVMArrayType(numel(shape), elem),
             op.sym_name,
             linkage,
             constant=op.constant is not None,
@@ -400,14 +243,14 @@ class CopyOpLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.CopyOp, rewriter: PatternRewriter, /) -> None:
-        src_t = _memref_type(op.source, op)
-        dst_t = _memref_type(op.destination, op)
+        src_t = memref_type(op.source, op)
+        dst_t = memref_type(op.destination, op)
         if not (isinstance(src_t.layout, NoneAttr) and isinstance(dst_t.layout, NoneAttr)):
-            fail(op, f"{_PASS}: '{op.name}' is only supported between identity layouts")
-        shape, _, _ = _layout(src_t, op)
+            fail(op, f"{PASS}: '{op.name}' is only supported between identity layouts")
+        shape, _, _ = layout(src_t, op)
         new_ops: list[Operation] = []
         src, dst = llvm_operands((op.source, op.destination), new_ops)
-        size = constant(_numel(shape) * element_byte_size(src_t.element_type, op), i64)
+        size = constant(numel(shape) * element_byte_size(src_t.element_type, op), i64)
         volatile = constant(0, i1)
         new_ops += [size, volatile]
         new_ops.append(
@@ -421,12 +264,12 @@ class DimOpLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.DimOp, rewriter: PatternRewriter, /) -> None:
-        mt = _memref_type(op.source, op)
-        shape, _, _ = _layout(mt, op)
+        mt = memref_type(op.source, op)
+        shape, _, _ = layout(mt, op)
         idx_op = op.index.owner
         value = idx_op.properties.get("value") if isinstance(idx_op, Operation) else None
         if not isinstance(value, IntegerAttr):
-            fail(op, f"{_PASS}: '{op.name}' needs a constant dimension index")
+            fail(op, f"{PASS}: '{op.name}' needs a constant dimension index")
         c = constant(shape[value.value.data], i64)
         replace_with_llvm(rewriter, op, [c], [c.result])
 
