@@ -20,12 +20,13 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from rlx.dialects.rlx.base import DYN, shape_of
-from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, MatmulOp, Pool2dOp
+from rlx.dialects.rlx.compute import AttentionOp, MatmulOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp, ScanOp, YieldOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp, FusedMatmulBiasActOp, FusedSwigluOp
 from rlx.dialects.rlx.gemm import PackedMatmulOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp, RngOp
 from rlx.dialects.rlx.quant import DequantMatmulOp, ScaledMatmulOp
+from rlx.dialects.rlx.window import Conv2dOp, Pool2dOp
 from rlx.interpreter import InterpreterError, eval_op, to_numpy
 from rlx.interpreter.formula import evaluate
 from rlx.transforms.canonicalize import simplify_patterns

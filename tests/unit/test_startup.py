@@ -32,6 +32,7 @@ OP_SUBMODULES = (
     "leaves",
     "quant",
     "shape",
+    "window",
 )
 
 

@@ -67,8 +67,8 @@ OP_CLASSES: dict[str, str] = {
     "rlx.gather": "shape:GatherOp",
     "rlx.attention": "compute:AttentionOp",
     "rlx.rope": "compute:RopeOp",
-    "rlx.conv2d": "compute:Conv2dOp",
-    "rlx.pool2d": "compute:Pool2dOp",
+    "rlx.conv2d": "window:Conv2dOp",
+    "rlx.pool2d": "window:Pool2dOp",
     "rlx.quantize": "quant:QuantizeOp",
     "rlx.dequantize": "quant:DequantizeOp",
     "rlx.fake_quantize": "quant:FakeQuantizeOp",
@@ -98,7 +98,7 @@ Kept in sync with the op definitions by tests/unit/test_startup.py."""
 
 _SUBMODULES = frozenset(
     {"base", "compute", "control", "elementwise", "fused", "gemm", "layout", "leaves", "quant",
-     "shape"}
+     "shape", "window"}
 )  # fmt: skip
 _MODULE_EXPORTS: dict[str, str] = {"UNARY_OPS": "elementwise", "BINARY_OPS": "elementwise"}
 _CLASS_MODULES: dict[str, str] = {

@@ -11,8 +11,8 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp, window_size
 from rlx.dialects.rlx.elementwise import BinaryOp, CompareOp, UnaryOp, WhereOp
+from rlx.dialects.rlx.window import Conv2dOp, Pool2dOp, window_size
 from rlx.frontends.onnx.node import Node, dims_text, shape
 from rlx.frontends.onnx.registry import DYNAMIC_RESULT_HOOKS
 from rlx.frontends.onnx.symbolic import Dim, mark, materialize_symbolic, size_min_max, sizes
