@@ -1,10 +1,68 @@
-"""`rlx-bake inspect`: the printed summary of an artifact's header (`ArtifactInfo`)."""
+"""What a bake did (`BakeReport`: what `rlx-bake` prints, stored in the artifact header)
+and `rlx-bake inspect`'s printed summary of an artifact's header (`ArtifactInfo`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+@dataclass
+class BakeReport:
+    """What a bake did (also stored in the artifact header)."""
+
+    profile: str
+    options: dict[str, Any]
+    ops_before: int = 0
+    ops_after: int = 0
+    params_bound: list[str] = field(default_factory=list)
+    params_remaining: list[str] = field(default_factory=list)
+    unused_weights: list[str] = field(default_factory=list)
+    skipped_zero_matmuls: int = 0
+    ternary_packed: int = 0
+    quant_packed: int = 0
+    kept_dense: list[str] = field(default_factory=list)
+    rounded: list[str] = field(default_factory=list)
+    """One line per float weight whose values changed in the conversion to its param's
+    type (`bind_params.rounding_note`; also a `LossyBindingWarning`)."""
+    code: list[str] = field(default_factory=list)
+    """One line per requested code target: stored (size) or why not."""
+    constants_deduped: int = 0
+    folded_bindings_dropped: int = 0
+    weight_bytes_before: int = 0
+    """Bytes of the bound weights as given (dense)."""
+    weight_bytes_after: int = 0
+    """Bytes of the live weight-table entries (identical blobs counted once when deduped)."""
+    graph_bytes_stripped: int = 0
+    file_bytes: int = 0
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        """Human-readable summary (what rlx-bake prints)."""
+        pct = (
+            f" ({100 * self.weight_bytes_after / self.weight_bytes_before:.1f}%)"
+            if self.weight_bytes_before
+            else ""
+        )
+        out = [
+            f"profile: {self.profile}",
+            f"ops: {self.ops_before} -> {self.ops_after}",
+            f"params bound: {len(self.params_bound)}, remaining: {len(self.params_remaining)}"
+            + (f" ({', '.join(self.params_remaining)})" if self.params_remaining else ""),
+            f"matmuls skipped (all-zero weight): {self.skipped_zero_matmuls}",
+            f"matmuls ternary-packed (TQ2_0): {self.ternary_packed}",
+            f"matmuls Q8_0-packed: {self.quant_packed}",
+            f"constants deduped: {self.constants_deduped}, folded bindings dropped: "
+            f"{self.folded_bindings_dropped}",
+            f"weight bytes: {self.weight_bytes_before} -> {self.weight_bytes_after}{pct}",
+            f"file: {self.file_bytes} bytes in {self.seconds:.2f} s",
+        ]
+        if self.unused_weights:
+            out.append(f"unused weights in the file: {', '.join(self.unused_weights[:8])}")
+        out += [f"kept dense: {r}" for r in self.kept_dense]
+        out += self.code
+        return out
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
