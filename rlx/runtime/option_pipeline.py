@@ -31,18 +31,23 @@ from typing import Any
 import numpy as np
 from xdsl.passes import ModulePass
 
-from rlx.lowering import get_all_lowering_passes
-from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
-from rlx.plugins import plugin_passes
 from rlx.runtime.extra_passes import build_extra_passes
 from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig, env_flag
-from rlx.transforms import get_all_passes
+from rlx.runtime.pipeline_passes import (  # noqa: F401  (pass_registry, ...: re-exported)
+    FieldStatus,
+    PassFactory,
+    PlannedPass,
+    format_value,
+    llvm_pipeline,
+    pass_fields,
+    pass_registry,
+    registry_with_plugins,
+)
 from rlx.transforms.dispatch_report import count_kinds, dispatch_report
 from rlx.transforms.fusion_report import analyze_fusion
 from rlx.weights import save
 
 Opts = CompileOptions
-PassFactory = Callable[[], type[ModulePass]]
 
 
 @dataclass(frozen=True)
@@ -204,86 +209,12 @@ ROWS: tuple[Row, ...] = (
 
 
 @dataclass
-class PlannedPass:
-    """A pass instance to run at a stage, and the fields it implements."""
-
-    stage: str
-    name: str
-    instance: ModulePass
-    fields: tuple[str, ...]
-
-    @property
-    def spec(self) -> str:
-        try:
-            return str(self.instance.spec())
-        except Exception:
-            return self.name
-
-
-@dataclass
-class FieldStatus:
-    """How one CompileOptions field was honoured by the pipeline."""
-
-    field: str
-    value: str
-    status: str  # "default" | "applied" | "skipped" | "no effect"
-    detail: str = ""
-
-    def line(self) -> str:
-        return f"{self.field} = {self.value}: {self.status}" + (
-            f" ({self.detail})" if self.detail else ""
-        )
-
-
-@dataclass
 class Plan:
     passes: list[PlannedPass] = field(default_factory=list)
     report: list[FieldStatus] = field(default_factory=list)
 
     def phase(self, phase: str) -> list[PlannedPass]:
         return [p for p in self.passes if STAGE_BY_NAME[p.stage].phase == phase]
-
-
-def pass_registry() -> dict[str, PassFactory]:
-    """Upstream xDSL passes overridden by rlx transforms and lowerings (as rlx-opt does)."""
-    from xdsl.transforms import get_all_passes as upstream
-
-    reg = dict(upstream())
-    reg.update(get_all_passes())
-    reg.update(get_all_lowering_passes())
-    return reg
-
-
-def registry_with_plugins() -> dict[str, PassFactory]:
-    """`pass_registry()` plus the passes of installed `xdsl.universe` entry points."""
-    reg = pass_registry()
-    for name, factory in plugin_passes().items():
-        reg.setdefault(name, factory)
-    return reg
-
-
-def llvm_pipeline() -> tuple[ModulePass, ...]:
-    """LOOPS_TO_LLVM: the memref-level ABI module -> llvm dialect."""
-
-    return tuple(LOOPS_TO_LLVM)
-
-
-def _pass_fields(cls: type[ModulePass]) -> set[str]:
-    return (
-        {f.name for f in dataclasses.fields(cls) if f.init}
-        if dataclasses.is_dataclass(cls)
-        else set()
-    )
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, dict) and any(isinstance(x, np.ndarray) for x in v.values()):
-        return (
-            "{"
-            + ", ".join(f"{k!r}: <{np.asarray(a).dtype}{list(np.shape(a))}>" for k, a in v.items())
-            + "}"
-        )
-    return repr(v)
 
 
 def build_plan(
@@ -317,7 +248,7 @@ def build_plan(
                 return
             same = next((r for r in report if r.field == row.field), None)
             if same is None:
-                report.append(FieldStatus(row.field, _fmt(value), s, detail))
+                report.append(FieldStatus(row.field, format_value(value), s, detail))
             elif detail and detail not in same.detail:  # a field several passes implement:
                 same.detail = f"{same.detail}, {detail}" if same.detail else detail  # one line
 
@@ -334,7 +265,7 @@ def build_plan(
         assert hit is not None
         name, cls = hit
         wanted = row.options(opts, workdir)
-        missing = sorted(set(wanted) - _pass_fields(cls))
+        missing = sorted(set(wanted) - pass_fields(cls))
         if missing:
             raise RuntimeError(
                 f"pass '{name}' has no option '{missing[0]}' (table row {row.field})"
