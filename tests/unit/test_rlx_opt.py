@@ -1,7 +1,8 @@
 """In-process tests of the `rlx-opt` driver: pass flags, diagnostics, exit codes.
 
-Test-only passes are registered through a subclass of `RlxOptMain`, since the real rlx
-passes are written elsewhere; `main(..., tool_class=...)` keeps main's error handling.
+Test-only passes are registered through a subclass of `RlxOptMain` (`opt_probes`), since
+the real rlx passes are written elsewhere; `main(..., tool_class=...)` keeps main's error
+handling. The diagnostics helpers themselves: `test_diagnostics.py`.
 """
 
 from __future__ import annotations
@@ -10,171 +11,29 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
+from opt_probes import (
+    FUNC,
+    NoMainPass,
+    ProbeBoolPass,
+    ProbeIntPass,
+    ProbeOpt,
+    ProbeStrPass,
+    run_main,
+)
 from xdsl.context import Context
-from xdsl.dialects import builtin, func
+from xdsl.dialects import builtin
 from xdsl.passes import ModulePass
 
 from rlx.diagnostics import (
-    Diagnostic,
-    OpError,
-    SourceLoc,
     emit_warning,
-    parse_expectations,
-    render,
-    verify_expectations,
 )
-from rlx.parser import split_input
 from rlx.tools.opt_main import RlxOptMain
 from rlx.tools.pass_flags import PassFlag, build_pass_from_flag, split_pass_flags
 from rlx.tools.rlx_opt import main, version_string
-
-# --------------------------------------------------------------------------------------
-# Test-only passes
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProbeStrPass(ModulePass):
-    """Test pass with a string main option."""
-
-    name = "test-probe-str"
-    main_option: ClassVar[str] = "mode"
-
-    mode: str = "default"
-    max_steps: int = 8
-    swiglu: bool = True
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        op.attributes["probe"] = builtin.StringAttr(f"{self.mode}/{self.max_steps}")
-
-
-@dataclass(frozen=True)
-class ProbeIntPass(ModulePass):
-    """Test pass with an int main option."""
-
-    name = "test-probe-int"
-    main_option: ClassVar[str] = "seed"
-
-    seed: int = 0
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class ProbeBoolPass(ModulePass):
-    """Test pass with a bool main option and a tuple option."""
-
-    name = "test-probe-bool"
-    main_option: ClassVar[str] = "enabled"
-
-    enabled: bool = False
-    sizes: tuple[int, ...] = ()
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class NoMainPass(ModulePass):
-    """Test pass without a main option."""
-
-    name = "test-no-main"
-
-    level: int = 1
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class BadMainPass(ModulePass):
-    """Test pass whose main_option names no field."""
-
-    name = "test-bad-main"
-    main_option: ClassVar[str] = "missing"
-
-    level: int = 1
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class FailAtReturnPass(ModulePass):
-    """Test pass: warns at every function and fails at the first func.return."""
-
-    name = "test-fail-at-return"
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for inner in op.walk():
-            if isinstance(inner, func.FuncOp):
-                emit_warning(inner, f"visiting {inner.sym_name.data}")
-            if isinstance(inner, func.ReturnOp):
-                raise OpError(inner, "cannot handle this return", [(inner.parent_op(), "in here")])
-
-
-@dataclass(frozen=True)
-class CrashPass(ModulePass):
-    """Test pass that fails with an unexpected exception."""
-
-    name = "test-crash"
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        raise RuntimeError("boom")
-
-
-@dataclass(frozen=True)
-class BreakIRPass(ModulePass):
-    """Test pass that leaves invalid IR: it retypes the function's result."""
-
-    name = "test-break-ir"
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for inner in op.walk():
-            if isinstance(inner, func.FuncOp):
-                inner.function_type = builtin.FunctionType.from_lists(
-                    inner.function_type.inputs.data, [builtin.i64]
-                )
-
-
-TEST_PASSES: tuple[type[ModulePass], ...] = (
-    ProbeStrPass,
-    ProbeIntPass,
-    ProbeBoolPass,
-    NoMainPass,
-    BadMainPass,
-    FailAtReturnPass,
-    CrashPass,
-    BreakIRPass,
-)
-
-
-def _factory(cls: type[ModulePass]) -> Callable[[], type[ModulePass]]:
-    return lambda: cls
-
-
-class _TestOpt(RlxOptMain):
-    """rlx-opt plus the test-only passes above."""
-
-    def register_all_passes(self) -> None:
-        super().register_all_passes()
-        for cls in TEST_PASSES:
-            self.register_pass(cls.name, _factory(cls))
-
-
-FUNC = """\
-func.func @f(%x: i32) -> i32 {
-  %0 = arith.addi %x, %x : i32
-  func.return %0 : i32
-}
-"""
 
 
 @pytest.fixture
@@ -182,10 +41,6 @@ def input_file(tmp_path: Path) -> Path:
     path = tmp_path / "input.mlir"
     path.write_text(FUNC)
     return path
-
-
-def run_main(args: list[str]) -> int:
-    return main(args, tool_class=_TestOpt)
 
 
 # --------------------------------------------------------------------------------------
@@ -273,12 +128,12 @@ def test_list_passes(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_pass_flag_values(input_file: Path, flag: str, expected: ModulePass) -> None:
-    tool = _TestOpt(args=[str(input_file), flag])
+    tool = ProbeOpt(args=[str(input_file), flag])
     assert tool.passes == [expected]
 
 
 def test_pass_flags_keep_command_line_order(input_file: Path) -> None:
-    tool = _TestOpt(args=["--test-probe-int=1", str(input_file), "--cse", "--test-probe-int=2"])
+    tool = ProbeOpt(args=["--test-probe-int=1", str(input_file), "--cse", "--test-probe-int=2"])
     assert [p.name for p in tool.passes] == ["test-probe-int", "cse", "test-probe-int"]
     assert tool.passes[0] == ProbeIntPass(seed=1)
     assert tool.passes[2] == ProbeIntPass(seed=2)
@@ -292,7 +147,7 @@ def test_pass_flag_does_not_swallow_input_file() -> None:
 
 
 def test_pipeline_options(input_file: Path) -> None:
-    tool = _TestOpt(args=[str(input_file), "-p", "test-probe-str{max-steps=4},cse"])
+    tool = ProbeOpt(args=[str(input_file), "-p", "test-probe-str{max-steps=4},cse"])
     assert tool.passes[0] == ProbeStrPass(max_steps=4)
 
 
@@ -412,7 +267,7 @@ def test_warnings_do_not_fail(input_file: Path, capsys: pytest.CaptureFixture[st
         def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
             emit_warning(op.body.block.first_op, "just saying")
 
-    class Tool(_TestOpt):
+    class Tool(ProbeOpt):
         def register_all_passes(self) -> None:
             super().register_all_passes()
             self.register_pass("test-warn", lambda: WarnPass)
@@ -457,69 +312,6 @@ def test_split_input_keeps_line_numbers(tmp_path: Path, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert captured.out.count("builtin.module") == 1
     assert f"{path}:7:23: error:" in captured.err  # line 7 of the file, 2nd chunk
-
-
-# --------------------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------------------
-
-
-def test_split_input() -> None:
-    text = "a\n// -----\nb\nc\n  // -----  \nd"
-    chunks = split_input(text, split=True)
-    assert [c.text for c in chunks] == ["a\n", "\n\nb\nc\n", "\n\n\n\n\nd"]
-    assert [(c.first_line, c.last_line) for c in chunks] == [(1, 1), (3, 4), (6, 6)]
-    assert split_input(text, split=False)[0].text == text
-
-
-def test_parse_expectations_designators() -> None:
-    text = (
-        "op1\n"  # 1
-        "// expected-error @+2 {{plus}}\n"  # 2
-        "// expected-warning@-1 {{minus}}\n"  # 3
-        "op2 // expected-note {{same line}}\n"  # 4
-        "// expected-error @above {{above}}\n"  # 5
-        "// expected-remark @below {{below}}\n"  # 6
-        "// expected-error @unknown {{unknown}}\n"  # 7
-        "op3\n"  # 8
-        "// expected-error-re {{a{{[0-9]+}}b}}\n"  # 9
-    )
-    expected, malformed = parse_expectations(text, "f.mlir")
-    assert not malformed
-    assert [(e.severity, e.pattern, e.line) for e in expected] == [
-        ("error", "plus", 4),
-        ("warning", "minus", 2),
-        ("note", "same line", 4),
-        ("error", "above", 1),  # line 4 holds a directive
-        ("remark", "below", 8),
-        ("error", "unknown", 0),
-        ("error", "a{{[0-9]+}}b", 9),
-    ]
-    assert expected[-1].matches("xx a123b yy") and not expected[-1].matches("ab")
-
-
-def test_verify_expectations() -> None:
-    expected, _ = parse_expectations("x // expected-error {{boom}}\n", "f.mlir")
-    ok = [Diagnostic("error", "big boom here", SourceLoc("f.mlir", 1, 1))]
-    assert verify_expectations(ok, expected, "f.mlir") == []
-    expected, _ = parse_expectations("x // expected-error {{boom}}\n", "f.mlir")
-    problems = verify_expectations(
-        [Diagnostic("error", "other", SourceLoc("f.mlir", 1, 1))], expected, "f.mlir"
-    )
-    assert [p.message for p in problems] == [
-        "unexpected error: other",
-        'expected error "boom" was not produced',
-    ]
-
-
-def test_render_caret_with_tabs() -> None:
-    diag = Diagnostic("error", "msg", SourceLoc("f.mlir", 1, 3))
-    from rlx.diagnostics import SourceManager
-
-    sources = SourceManager()
-    sources.add("f.mlir", "\tx y\n")
-    assert render(diag, sources) == "f.mlir:1:3: error: msg\n\tx y\n\t ^\n"
-    assert render(Diagnostic("error", "m")) == "error: m\n"
 
 
 def test_tools_wrapper_runs_from_checkout() -> None:
