@@ -8,6 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 from reference_helpers import assert_close
 
 import rlx
@@ -51,7 +52,7 @@ CASES = [
     ((1, 12, 2, 3), (6, 4, 1, 1), {"groups": 3}),
 ]
 
-TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}
+TOL = CONV_TOL["conv"]
 
 
 def _check(text: str, vals: list, dtype: str) -> None:  # type: ignore[type-arg]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 
 import rlx
 from rlx.interpreter import parse_module, run
@@ -51,7 +52,7 @@ CASES = [
 ]
 
 
-TOL = {"f32": 2e-5, "f64": 1e-12, "f16": 2e-3, "bf16": 1.6e-2}
+TOL = CONV_TOL["conv"]
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])

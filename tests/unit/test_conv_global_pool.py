@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 
 import rlx
 from rlx.dtypes import numpy_dtype
@@ -31,7 +32,7 @@ func.func @main(%x: tensor<2x8x11x9xT>, %w: tensor<16x8x3x3xT>, %b: tensor<16x1x
 """
 
 SHAPES = [(2, 8, 11, 9), (16, 8, 3, 3), (16, 1, 1), (2, 16, 11, 9), (8, 1, 3, 3)]
-TOL = {"f32": 2e-5, "f64": 1e-12, "f16": 4e-3, "bf16": 3e-2}
+TOL = CONV_TOL["rounded twice"]
 
 
 def _case(dtype: str) -> tuple[str, list[np.ndarray]]:

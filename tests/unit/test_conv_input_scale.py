@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 
 import rlx
 from rlx.dtypes import numpy_dtype
@@ -27,7 +28,7 @@ func.func @main(%x: tensor<1x24x13x11xT>, %w1: tensor<6x24x1x1xT>, %w2: tensor<2
   func.return %o : tensor<1x8x13x11xT>
 }
 """
-TOL = {"f32": 2e-5, "f16": 4e-3, "bf16": 3e-2}
+TOL = CONV_TOL["rounded twice"]
 
 
 @pytest.mark.parametrize(("dtype", "k"), [("f32", 1), ("f16", 1), ("bf16", 1), ("f32", 3)])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 from reference_helpers import assert_close
 
 import rlx
@@ -19,7 +20,7 @@ from rlx.lowering.gemm.target import isa
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import TASKS, balance
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
-TOL = {"f32": 3e-5, "f16": 3e-3, "bf16": 2e-2}
+TOL = CONV_TOL["blocked"]
 
 
 def _t(shape: tuple[int, ...], dt: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conv_tolerances import CONV_TOL
 
 import rlx
 from rlx.dtypes import numpy_dtype
@@ -26,7 +27,7 @@ func.func @main(%x: tensor<2x256x1x1xT>, %w: tensor<160x256x1x1xT>, %b: tensor<1
 """
 
 SHAPES = [(2, 256, 1, 1), (160, 256, 1, 1), (160,), (256, 160, 1, 1), (2, 256, 1, 1)]
-TOL = {"f32": 2e-5, "f64": 1e-12, "f16": 4e-3, "bf16": 3e-2}
+TOL = CONV_TOL["rounded twice"]
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f64"])
