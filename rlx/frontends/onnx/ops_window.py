@@ -22,6 +22,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_float
+from rlx.dialects.rlx.window import window_size
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx import ops_nn
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
@@ -87,10 +88,7 @@ def pool2d(n: Node) -> list[SSAValue]:
         if DYN in sizes:
             raise n.error("ceil_mode=1 needs static spatial sizes")
         for i in range(k):
-            span = sizes[i] + pads[i] + pads[k + i] - kernel[i]
-            out = -(-span // strides[i]) + 1
-            if (out - 1) * strides[i] >= sizes[i] + pads[i]:
-                out -= 1
+            out = _pool_out(n, sizes[i], pads[i], pads[k + i], kernel[i], strides[i], 1)
             pads[k + i] += max(
                 (out - 1) * strides[i] + kernel[i] - (sizes[i] + pads[i] + pads[k + i]), 0
             )
@@ -115,6 +113,15 @@ def pool2d(n: Node) -> list[SSAValue]:
     return [from_2d(n, n.cast(y, elem(x2)), rank)]
 
 
+def _pool_out(n: Node, size: int, lo: int, hi: int, k: int, st: int, dil: int) -> int:
+    """Windows along one axis of `size` cells padded `lo` / `hi` (`window_size`); with
+    `ceil_mode` the last partial window counts unless it would start inside the end padding."""
+    if not n.attr("ceil_mode", 0):
+        return window_size(size, k, st, lo + hi, dil)
+    out = -(-(size + lo + hi - ((k - 1) * dil + 1)) // st) + 1
+    return out - 1 if (out - 1) * st >= size + lo else out
+
+
 def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
     """(strides, dilations, explicit pads, output sizes) of a pooling node."""
     k = len(sizes)
@@ -123,13 +130,7 @@ def _geometry(n: Node, sizes: list[int], kernel: list[int]):  # noqa: ANN202
     pads = pool_pads(n, sizes, kernel, st, dil)
     out = []
     for i in range(k):
-        span = sizes[i] + pads[i] + pads[k + i] - ((kernel[i] - 1) * dil[i] + 1)
-        if n.attr("ceil_mode", 0):
-            o = -(-span // st[i]) + 1
-            if (o - 1) * st[i] >= sizes[i] + pads[i]:
-                o -= 1
-        else:
-            o = span // st[i] + 1
+        o = _pool_out(n, sizes[i], pads[i], pads[k + i], kernel[i], st[i], dil[i])
         if o < 1:  # a kernel of 2^31 built 2^31 window slices (all memory)
             raise n.error(
                 f"kernel {kernel[i]} (dilation {dil[i]}) does not fit the padded input "
