@@ -11,7 +11,7 @@ import pytest
 from test_rlx_to_linalg_harness import TOL, Compiled, lower, rand, t
 
 from rlx.interpreter import run
-from rlx.lowering.gemm import target
+from rlx.lowering.gemm import generic, target
 
 
 @pytest.fixture(autouse=True)
@@ -162,10 +162,34 @@ def test_dispatch_report_names_the_gemm_path(
     assert "matmul ×1: loops" in lines and f"matmul ×1: {path}" in lines, lines
 
 
-def test_shapes_share_the_generic_kernels() -> None:
+@pytest.mark.parametrize("isa", sorted(target.TILES))
+@pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
+@pytest.mark.parametrize("mkn", [(1, 300, 130), (25, 300, 33), (131, 7, 65)], ids=str)
+def test_in_place_a_edges(
+    monkeypatch: pytest.MonkeyPatch, isa: str, direct: bool, mkn: tuple[int, int, int]
+) -> None:
+    """The shape-generic worker reading f32 A in place (`rows_microkernel`: the last, partial
+    panel of A repeats its last row into the edge buffer) and packing it, for every tile:
+    M of 1 (a 1-row tile), M not a multiple of mr with K over one k-slice, M over one task
+    block; the same results as the reference either way."""
+    monkeypatch.setenv(target.ENV, isa)
+    monkeypatch.setattr(generic, "DIRECT_A", direct)
+    m, k, n = mkn
+    text = _mm((m, k), (k, n), (m, n))
+    module, _ = lower(text)
+    labels = " ".join(str(op.attributes["rlx.kernel"]) for op in module.walk()
+                      if "rlx.kernel" in op.attributes)  # fmt: skip
+    assert ("rows ukernel" in labels) == direct and ("gemm pack A" in labels) != direct, labels
+    _check(text, [rand((m, k), seed=5), rand((k, n), seed=6)])
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
+def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direct: bool) -> None:
     """Several GEMM shapes in one module (edge shapes, a bias + gelu epilogue, a bf16 output)
     share one shape-generic packing task and one worker per epilogue kind; each call reads
-    its own sizes table, so every result matches the reference."""
+    its own sizes table, so every result matches the reference. With `DIRECT_A` the f32 A
+    are read in place (no packing task for them: only the bf16 A is packed)."""
+    monkeypatch.setattr(generic, "DIRECT_A", direct)
     shapes = [(37, 29, 41), (130, 256, 1), (13, 601, 11)]  # rows >= 12: the full tile
     sig, body, outs, inputs = [], [], [], []
     for i, (m, k, n) in enumerate(shapes):
@@ -201,7 +225,7 @@ def test_shapes_share_the_generic_kernels() -> None:
     labels = [
         str(op.attributes["rlx.kernel"]) for op in module.walk() if "rlx.kernel" in op.attributes
     ]
-    assert sum("gemm pack A" in s for s in labels) == 2, labels  # f32 A, bf16 A
+    assert sum("gemm pack A" in s for s in labels) == (1 if direct else 2), labels  # (f32,) bf16
     assert sum("gemm worker" in s for s in labels) == 3, labels  # plain, bias+gelu, bf16 out
     refs = run(text, list(inputs))
     got = Compiled(text)(inputs)

@@ -18,8 +18,9 @@
 
 One GEMM (no output batch) with no epilogue or a `columns` one uses the shape-generic
 packing task and worker of `generic.py` (sizes read at run time: one kernel per tile,
-epilogue kind and element types, whatever the shapes); batched GEMMs and other epilogues
-the shape-specialised ones of `batched.py`. IR helpers: `ir.py`.
+epilogue kind and element types, whatever the shapes); an f32 A is not packed there at all
+but read in place by `microkernel.rows_microkernel` (`generic.DIRECT_A`). Batched GEMMs and
+other epilogues use the shape-specialised kernels of `batched.py`. IR helpers: `ir.py`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from rlx.dialects.rlx_rt import ParallelCallOp
 from rlx.lowering.gemm import generic
 from rlx.lowering.gemm.batched import pack_a, pack_split, worker_body
 from rlx.lowering.gemm.ir import attr_text, collapse1d, collapse2d, elem, flat_index, shape
-from rlx.lowering.gemm.microkernel import microkernel
+from rlx.lowering.gemm.microkernel import microkernel, rows_microkernel
 from rlx.lowering.gemm.packing import loader, pack, packed_type, panels
 from rlx.lowering.gemm.target import MIN_MNK, TASK_MACS, Tile, host_tile, min_tasks
 
@@ -197,19 +198,21 @@ def emit_gemm(
     m, k, n = sa[-2], sa[-1], sb[-1]
     na, nbb = prod(plan.a_batch), prod(plan.b_batch)
     # one GEMM (no output batch) with a column-only epilogue: shape-generic kernels
-    generic = not plan.out_batch and (epilogue is None or epilogue.columns)
+    any_shape = not plan.out_batch and (epilogue is None or epilogue.columns)
+    # ... which reads an f32 A in place (no packing: `generic.DIRECT_A`)
+    direct = any_shape and generic.DIRECT_A and isinstance(elem(a), Float32Type)
 
-    # 1. Pack A and B (per batch of each).
-    ap = kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)
+    # 1. Pack A (unless read in place) and B (per batch of each).
+    ap = a if direct else kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)
     bp = b if packed else kb.scratch(packed_type(nbb, n, k, tile.nr).get_shape(), f32)
     a_lead = sa[:-2] if plan.out_batch else []
     b_lead = sb[:-2] if plan.out_batch else []
     a2 = a if plan.out_batch else collapse2d(kb, a)
     b2 = b if plan.out_batch or len(sb) == 2 or packed else collapse2d(kb, b)
-    if generic:
-        _generic_pack_a(kb, kernels, a, ap, plan)
-    else:
+    if not any_shape:
         pack_a(kb, kernels, a2, ap, a_lead, plan)
+    elif not direct:
+        _generic_pack_a(kb, kernels, a, ap, plan)
     if not packed:
         with kb.nest(b_lead) as ivs:
             pack(kb, bp, [flat_index(kb, ivs, b_lead)], n, k, tile.nr, loader(b2, ivs, True))
@@ -221,8 +224,8 @@ def emit_gemm(
     if epilogue is not None and epilogue.columns:
         extras = [collapse1d(kb, e) for e in extras]
     macs = m * n * k * prod(so[:-2])
-    if generic:
-        _generic_worker(kb, kernels, plan, ap, bp, acc, out, extras, epilogue, macs)
+    if any_shape:
+        _generic_worker(kb, kernels, plan, ap, bp, acc, out, extras, epilogue, macs, direct)
         return True
     args = [ap, bp, acc2] + ([out2] if acc is not out else []) + extras
     needs_epi = epilogue is not None or acc is not out
@@ -264,17 +267,18 @@ def _generic_pack_a(
 
 def _generic_worker(kb: KernelBuilder, kernels: Kernels, plan: _Plan, ap: SSAValue,
                     bp: SSAValue, acc: SSAValue, out: SSAValue, extras: list[SSAValue],
-                    epilogue: Epilogue | None, macs: int) -> None:  # fmt: skip
-    """The C-block worker of one GEMM with its sizes in a table (`generic.py`)."""
+                    epilogue: Epilogue | None, macs: int, direct: bool) -> None:  # fmt: skip
+    """The C-block worker of one GEMM with its sizes in a table (`generic.py`); with
+    `direct`, `ap` is A itself (f32, read in place by `rows_microkernel`)."""
     tile = plan.tile
     pm, pn = panels(plan.rows, tile.mr), panels(plan.n, tile.nr)
     bm, bn = panels(pm, plan.mb), panels(pn, plan.nb)
     nk = panels(plan.k, plan.kc)
     sizes = [plan.rows, plan.n, plan.k, plan.kc, nk, pm, pn, plan.mb, plan.nb, bm, bn]
     assert len(sizes) == len(generic.WORKER_SIZES)
-    ukernel = microkernel(kernels, tile)
+    ukernel = rows_microkernel(kernels, tile) if direct else microkernel(kernels, tile)
     worker = generic.worker_kernel(
-        kernels, tile, ukernel, epilogue, elem(out), [elem(e) for e in extras]
+        kernels, tile, ukernel, epilogue, elem(out), [elem(e) for e in extras], direct
     )
     bufs = [ap, bp, acc] + ([out] if acc is not out else []) + extras
     args = [kb.table(list(range(plan.tasks)), i64), kb.table(sizes, i64)]

@@ -30,6 +30,13 @@ if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at 
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
+DIRECT_A = True
+"""The worker reads an f32 A in place (`microkernel.rows_microkernel`, row stride K)
+instead of a packed copy: packing a 128 x 384 A cost 6-16 us on one thread and 23-36 us
+with two (its writes invalidate lines the other core holds), serial between the GEMMs of
+MiniLM (issue 17). f16/bf16 A are still packed (widened to f32). False: packed as before
+(kept for A/B measurements and tests of the packing task)."""
+
 FLAT_ELEMENTS = 2**31 - 1
 """Extent of the flat views (every eligible buffer has fewer elements, `eligible_types`)."""
 
@@ -121,9 +128,12 @@ def worker_kernel(
     epilogue: Epilogue | None,
     out_elem: Attribute,
     extra_elems: Sequence[Attribute],
+    direct: bool = False,
 ) -> str:
     """The C-block worker (module docstring of `driver.py`, step 2) with the sizes read
-    from its `sizes` table; operands `[tid, sizes, ap, bp, acc, (out), *extras]`."""
+    from its `sizes` table; operands `[tid, sizes, ap, bp, acc, (out), *extras]`. With
+    `direct`, `ap` is the f32 A itself (row-major `rows x k`, not packed) and `ukernel` the
+    in-place one of `microkernel.rows_microkernel`."""
     separate = not isinstance(out_elem, Float32Type)
     types: list[Attribute] = [MemRefType(i64, [1]), MemRefType(i64, [len(WORKER_SIZES)]),
                               flat_type(f32), flat_type(f32), flat_type(f32)]  # fmt: skip
@@ -131,9 +141,9 @@ def worker_kernel(
     types += [flat_type(e) for e in extra_elems]
 
     def build(kb: KernelBuilder, args: list[SSAValue]) -> None:
-        _worker(kb, args, tile, ukernel, epilogue, separate)
+        _worker(kb, args, tile, ukernel, epilogue, separate, direct)
 
-    key = ("gemm-worker-generic", tile, epilogue.key if epilogue else "", separate,
+    key = ("gemm-worker-generic", tile, epilogue.key if epilogue else "", separate, direct,
            tuple(str(t) for t in types))  # fmt: skip
     return kernels.kernel(key, types, build, f"gemm worker {tile.name} (any shape)", noalias=True)
 
@@ -145,6 +155,7 @@ def _worker(
     ukernel: str,
     epilogue: Epilogue | None,
     separate: bool,
+    direct: bool,
 ) -> None:
     tid, table, ap, bp, acc = args[:5]
     out = args[5] if separate else acc
@@ -161,14 +172,20 @@ def _worker(
     jp1 = kb.imin(kb.iadd(jp0, s["nb"]), s["pn"])
     buf = kb.scratch([tile.mr, tile.nr], f32)
     buf_addr = addr(kb, buf)
-    a_panel, b_panel = kb.imul(k, tile.mr * 4), kb.imul(k, tile.nr * 4)  # bytes per panel
+    # bytes per panel: mr rows of A (packed or in place: the same size), nr columns of B
+    a_panel, b_panel = kb.imul(k, tile.mr * 4), kb.imul(k, tile.nr * 4)
+
+    def call(kcur: SSAValue, a_addr: SSAValue, rows: SSAValue, b_addr: SSAValue,
+             c_addr: SSAValue, ldc: SSAValue, flag: SSAValue) -> None:  # fmt: skip
+        a_args = [a_addr, k, rows] if direct else [a_addr]
+        kb.add(func.CallOp(ukernel, [kcur, *a_args, b_addr, c_addr, ldc, flag], []))
 
     def edge(i0: SSAValue, j0: SSAValue, rows: SSAValue, cols: SSAValue, kcur: SSAValue,
              a_addr: SSAValue, b_addr: SSAValue, flag: SSAValue) -> None:  # fmt: skip
         with kb.loop(rows) as r, kb.loop(cols) as c:
             at = kb.iadd(_mul(kb, kb.iadd(i0, r), n), kb.iadd(j0, c))
             kb.store(kb.load(acc, [at]), buf, [r, c])
-        kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, buf_addr, kb.idx(tile.nr), flag], []))
+        call(kcur, a_addr, rows, b_addr, buf_addr, kb.idx(tile.nr), flag)
         with kb.loop(rows) as r, kb.loop(cols) as c:
             at = kb.iadd(_mul(kb, kb.iadd(i0, r), n), kb.iadd(j0, c))
             kb.store(kb.load(buf, [r, c]), acc, [at])
@@ -193,7 +210,8 @@ def _worker(
             i0, j0 = kb.imul(ip, tile.mr), kb.imul(jp, tile.nr)
             rows = kb.imin(kb.idx(tile.mr), kb.subi(s["rows"], i0))
             cols = kb.imin(kb.idx(tile.nr), kb.subi(n, j0))
-            a_addr = kb.iadd(kb.iadd(a_base, _mul(kb, ip, a_panel)), kb.imul(k0, tile.mr * 4))
+            a_k0 = kb.imul(k0, 4 if direct else tile.mr * 4)  # A[i0, k0] / its packed slot
+            a_addr = kb.iadd(kb.iadd(a_base, _mul(kb, ip, a_panel)), a_k0)
             b_addr = kb.iadd(kb.iadd(b_base, _mul(kb, jp, b_panel)), kb.imul(k0, tile.nr * 4))
             c_addr = kb.iadd(c_base, kb.imul(kb.iadd(_mul(kb, i0, n), j0), 4))
             full = kb.v(arith.AndIOp(kb.cmpi("eq", rows, kb.idx(tile.mr)),
@@ -201,7 +219,7 @@ def _worker(
             if_else(
                 kb,
                 full,
-                lambda: kb.add(func.CallOp(ukernel, [kcur, a_addr, b_addr, c_addr, n, flag], [])),
+                lambda: call(kcur, a_addr, rows, b_addr, c_addr, n, flag),
                 lambda: edge(i0, j0, rows, cols, kcur, a_addr, b_addr, flag),
             )
             if epilogue is not None or separate:

@@ -26,6 +26,15 @@ tile only broadcasts A (one scalar per row and k), so reading the `mr` rows in p
 the same loads as a packed panel while the rows stream through L1; a convolution's f32
 weights `[F, Cg·KH·KW]` then need no packing at all (no per-call copy of every weight, no
 zero rows: the last panel of filters gets a microkernel of its own height).
+
+`rows_microkernel` reads A in place too, for the shape-generic GEMM (`generic.py`), whose
+row count is known only at run time:
+
+    func.func private @rlx_k<N>(%kc, %a, %lda, %rows, %b, %c, %ldc, %accumulate : index)
+
+row i of the tile reads A's row `min(i, rows - 1)`: the last, partial panel of A reads
+only rows that exist (its extra tile rows repeat the last one and land in the caller's
+edge buffer, which is never copied out), so f32 A needs no packing at all.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ ARGS = ("kc", "a", "b", "c", "ldc", "accumulate")
 """The microkernel's arguments, all `index`."""
 STRIDED_ARGS = ("kc", "a", "lda", "b", "c", "ldc", "accumulate")
 """The arguments of the microkernel reading A in place (`conv_microkernel`)."""
+ROWS_ARGS = ("kc", "a", "lda", "rows", "b", "c", "ldc", "accumulate")
+"""The arguments of the in-place microkernel with a run-time row count (`rows_microkernel`)."""
 
 
 def _ptr(kb: KernelBuilder, addr: SSAValue) -> SSAValue:
@@ -64,8 +75,13 @@ def _fmuladd(kb: KernelBuilder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAV
     return kb.v(llvm.CallIntrinsicOp(name, [x, y, acc], [acc.type]))
 
 
-def _body(kb: KernelBuilder, args: list[SSAValue], tile: Tile, strided: bool) -> None:
-    if strided:
+def _body(
+    kb: KernelBuilder, args: list[SSAValue], tile: Tile, strided: bool, clamped: bool = False
+) -> None:
+    rows_in: SSAValue | None = None
+    if clamped:
+        kc, a, lda, rows_in, b, c, ldc, accumulate = args
+    elif strided:
         kc, a, lda, b, c, ldc, accumulate = args
     else:
         (kc, a, b, c, ldc, accumulate), lda = args, None
@@ -80,7 +96,15 @@ def _body(kb: KernelBuilder, args: list[SSAValue], tile: Tile, strided: bool) ->
         ]
 
     rows = rows_of(pc, ldc)
-    a_rows = rows_of(pa, lda) if lda is not None else []
+    a_rows: list[SSAValue] = []
+    if rows_in is not None and lda is not None:  # row i reads A's row min(i, rows - 1)
+        last, s64 = kb.subi(rows_in, kb.idx(1)), kb.convert(lda, i64)
+        a_rows = [pa] + [
+            _at(kb, pa, kb.v(llvm.MulOp(s64, kb.convert(kb.imin(kb.idx(i), last), i64))))
+            for i in range(1, tile.mr)
+        ]
+    elif lda is not None:
+        a_rows = rows_of(pa, lda)
     slots = [(i, v) for i in range(tile.mr) for v in range(nv)]
 
     undef = kb.v(llvm.UndefOp(vt))
@@ -133,6 +157,16 @@ def microkernel(kernels: Kernels, tile: Tile) -> str:
         [IndexType()] * len(ARGS),
         lambda kb, args: _body(kb, args, tile, strided=False),
         f"ukernel {tile.name}",
+    )
+
+
+def rows_microkernel(kernels: Kernels, tile: Tile) -> str:
+    """Symbol of the row-strided-A microkernel with a run-time row count (module docstring)."""
+    return kernels.kernel(
+        ("rows-ukernel", tile),
+        [IndexType()] * len(ROWS_ARGS),
+        lambda kb, args: _body(kb, args, tile, strided=True, clamped=True),
+        f"rows ukernel {tile.name}",
     )
 
 
