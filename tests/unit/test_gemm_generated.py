@@ -187,8 +187,8 @@ def test_in_place_a_edges(
 def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direct: bool) -> None:
     """Several GEMM shapes in one module (edge shapes, a bias + gelu epilogue, a bf16 output)
     share one shape-generic packing task and one worker per epilogue kind; each call reads
-    its own sizes table, so every result matches the reference. With `DIRECT_A` the f32 A
-    are read in place (no packing task for them: only the bf16 A is packed)."""
+    its own sizes table, so every result matches the reference. With `DIRECT_A` the small
+    f32 A are read in place (`generic.in_place`; K = 601 and the bf16 A are packed)."""
     monkeypatch.setattr(generic, "DIRECT_A", direct)
     shapes = [(37, 29, 41), (130, 256, 1), (13, 601, 11)]  # rows >= 12: the full tile
     sig, body, outs, inputs = [], [], [], []
@@ -225,8 +225,10 @@ def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direc
     labels = [
         str(op.attributes["rlx.kernel"]) for op in module.walk() if "rlx.kernel" in op.attributes
     ]
-    assert sum("gemm pack A" in s for s in labels) == (1 if direct else 2), labels  # (f32,) bf16
-    assert sum("gemm worker" in s for s in labels) == 3, labels  # plain, bias+gelu, bf16 out
+    assert sum("gemm pack A" in s for s in labels) == 2, labels  # f32 (K = 601: packed), bf16
+    assert any("rows ukernel" in s for s in labels) == direct, labels
+    # plain, bias+gelu, bf16 out; in place: one more plain worker (K = 601 is packed)
+    assert sum("gemm worker" in s for s in labels) == (4 if direct else 3), labels
     refs = run(text, list(inputs))
     got = Compiled(text)(inputs)
     for r, g in zip(refs, got, strict=True):
@@ -235,3 +237,14 @@ def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direc
         np.testing.assert_allclose(
             g.astype(np.float32), r.astype(np.float32), rtol=rtol, atol=atol * scale * 4
         )
+
+
+def test_in_place_only_for_small_a() -> None:
+    """A is read in place only when packing it would be one serial call and its rows are
+    short (`generic.in_place`): not for K over `IN_PLACE_MAX_K` (rows in few L1 sets) nor
+    for an A of `2 * PACK_TASK_ELEMENTS` elements or more (packed on the pool)."""
+    from rlx.lowering.gemm.batched import PACK_TASK_ELEMENTS
+
+    assert generic.in_place(128, 384) and generic.in_place(1, generic.IN_PLACE_MAX_K)
+    assert not generic.in_place(1, generic.IN_PLACE_MAX_K + 1)
+    assert not generic.in_place(2 * PACK_TASK_ELEMENTS // 256, 256)

@@ -18,8 +18,8 @@
 
 One GEMM (no output batch) with no epilogue or a `columns` one uses the shape-generic
 packing task and worker of `generic.py` (sizes read at run time: one kernel per tile,
-epilogue kind and element types, whatever the shapes); an f32 A is not packed there at all
-but read in place by `microkernel.rows_microkernel` (`generic.DIRECT_A`). Batched GEMMs and
+epilogue kind and element types, whatever the shapes); a small f32 A is not packed there
+but read in place by `microkernel.rows_microkernel` (`generic.in_place`). Batched GEMMs and
 other epilogues use the shape-specialised kernels of `batched.py`. IR helpers: `ir.py`.
 """
 
@@ -199,8 +199,8 @@ def emit_gemm(
     na, nbb = prod(plan.a_batch), prod(plan.b_batch)
     # one GEMM (no output batch) with a column-only epilogue: shape-generic kernels
     any_shape = not plan.out_batch and (epilogue is None or epilogue.columns)
-    # ... which reads an f32 A in place (no packing: `generic.DIRECT_A`)
-    direct = any_shape and generic.DIRECT_A and isinstance(elem(a), Float32Type)
+    # ... which reads a small f32 A in place (no packing call: `generic.in_place`)
+    direct = any_shape and isinstance(elem(a), Float32Type) and generic.in_place(plan.rows, k)
 
     # 1. Pack A (unless read in place) and B (per batch of each).
     ap = a if direct else kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)

@@ -21,6 +21,7 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.lowering.gemm.batched import PACK_TASK_ELEMENTS
 from rlx.lowering.gemm.ir import addr, if_else, if_then
 from rlx.lowering.gemm.pack_t4 import pack_full_panel
 from rlx.lowering.gemm.target import Tile
@@ -31,11 +32,25 @@ if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at 
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 DIRECT_A = True
-"""The worker reads an f32 A in place (`microkernel.rows_microkernel`, row stride K)
-instead of a packed copy: packing a 128 x 384 A cost 6-16 us on one thread and 23-36 us
-with two (its writes invalidate lines the other core holds), serial between the GEMMs of
-MiniLM (issue 17). f16/bf16 A are still packed (widened to f32). False: packed as before
-(kept for A/B measurements and tests of the packing task)."""
+"""The worker may read an f32 A in place (`microkernel.rows_microkernel`, row stride K)
+instead of a packed copy (`in_place`); False: always packed (kept for A/B measurements and
+tests of the packing task)."""
+
+IN_PLACE_MAX_K = 512
+"""Longest row (K) of an A read in place: with a row stride of 4 KiB (K = 1024) the `mr`
+rows of a panel fall into the same L1 sets and the GEMM ran at 74 instead of 99 GFLOP/s
+(K = 2048: 67 vs 94; K = 768 and 3072: 3-8 % slower; K = 384 and 1536: the same)."""
+
+
+def in_place(rows: int, k: int) -> bool:
+    """Whether the worker reads an f32 `rows x k` A in place: exactly when packing it would
+    be one serial call (`batched.pack_split`: fewer than `2 * PACK_TASK_ELEMENTS`
+    elements) and its rows are short (`IN_PLACE_MAX_K`). In place, the microkernel is a few
+    percent slower per call, but the serial pack between two parallel GEMMs goes away: it
+    cost 6-16 us on one thread and 23-36 us on two (its writes invalidate lines the other
+    core holds) before each of MiniLM's 128 x 384 GEMMs (issue 17)."""
+    return DIRECT_A and k <= IN_PLACE_MAX_K and rows * k < 2 * PACK_TASK_ELEMENTS
+
 
 FLAT_ELEMENTS = 2**31 - 1
 """Extent of the flat views (every eligible buffer has fewer elements, `eligible_types`)."""
