@@ -317,11 +317,14 @@ def _publish(found: dict[str, int]) -> None:
 def cache_key() -> str:
     """What of the GEMM choice compiled code depends on (part of the compile-cache key):
     BLAS availability, the mode (`gemm_mode`), the generated GEMM's tile ISA and its
-    minimum task count (`RLX_GEMM_TASKS`)."""
+    minimum task count (`RLX_GEMM_TASKS`), whether 3x3 convs may take Winograd
+    (`RLX_CONV_WINOGRAD`)."""
     from rlx.lowering.blas_abi import gemm_mode
     from rlx.lowering.gemm.target import isa, min_tasks
+    from rlx.lowering.rlx_to_linalg.conv_winograd import enabled
 
-    return f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
+    return (f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
+            f",wg{int(enabled())}")  # fmt: skip
 
 
 def register() -> dict[str, int]:

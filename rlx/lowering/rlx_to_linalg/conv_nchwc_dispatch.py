@@ -6,7 +6,7 @@ dispatch report."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -25,6 +25,7 @@ from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
 from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, emit_conv_nchwc
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom, plan_tasks
+from rlx.lowering.rlx_to_linalg.conv_winograd import emit_conv_winograd, winograd_plan
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
@@ -61,11 +62,19 @@ def nchwc_path(op: AnyConv) -> str:
         return "nchwc fallback (unblocked copies + NCHW kernel)"
     if g.depthwise:
         return f"nchwc depthwise x{g.b}"
+    ops = [op.x, op.w, op.result, *op.operands[2:]]
+    wg = winograd_plan(g, _all_f32(v.type for v in ops), _vector_epi(op), op.reduce)
+    if wg is not None:
+        return f"nchwc winograd F(2x2,3x3) {wg[0]}x{wg[1]}x{g.b}"
     u, nblk = register_tile(g.fb, g.b, g.ow)
     planned = plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
     assert planned is not None
     narrow = f", x blocked by {g.xb}" if g.xb != g.b else ""
     return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input{narrow})"
+
+
+def _all_f32(types: Iterable[Attribute]) -> bool:
+    return all(isinstance(getattr(t, "element_type", None), Float32Type) for t in types)
 
 
 def _vector_epi(op: AnyConv) -> VectorEpilogue | None:
@@ -97,6 +106,9 @@ def emit_conv2d_nchwc(
         post, key = epilogue(op)
         if g.depthwise:
             if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
+                return
+        elif (wg := winograd_plan(g, _all_f32(types), _vector_epi(op), op.reduce)) is not None:
+            if emit_conv_winograd(kb, g, x, w, bias, out, extras, _vector_epi(op), wg):  # type: ignore[arg-type]
                 return
         elif emit_conv_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
             return

@@ -1,0 +1,313 @@
+"""Winograd F(2x2, 3x3) for blocked (NCHWc) 3x3 stride-1 convolutions: 16 multiplies per
+2x2 output tile and channel pair instead of 36 (Lavin & Gray 2015; oneDNN's and NNPACK's
+F(2x2, 3x3) transforms).
+
+    U = G g Gᵀ   (per output / input channel: 4x4 from the 3x3 weights)
+    V = Bᵀ d B   (per input channel and 4x4 input tile d, tiles 2 apart)
+    Y = Aᵀ M A,  M[p] = Σ_c U[p, f, c] V[p, c]   (16 GEMMs over the tiles, p < 16)
+
+with Bᵀ = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]], G = [[1,0,0], [½,½,½], [½,-½,½],
+[0,0,1]], Aᵀ = [[1,1,1,0], [0,1,-1,-1]]: cross-correlation, as `rlx.conv2d`. Every step
+is vectorized over the B channels of a block (B lanes), so the transforms are vector adds.
+
+1. A first parallel call transforms the blocked weights `[F/B, C/B, 3, 3, B, B]` into
+   `U [16, F/B, C/B, B, B]` (a buffer of the call; weights are params, so this runs per
+   call: it is limited to `MAX_UF` elements, where it costs a few % of the convolution).
+2. Tasks (image, group of output-block pairs, block of tile rows), split as the direct
+   kernel's (`conv_nchwc_plan.balance`). A task copies the input rows of its tile rows
+   into a zero-padded slab, then per tile row: the input transform of every tile and
+   input block into `V [16, C/B, TWP, B]` (L2), per pair of output blocks the 16 GEMMs
+   `M[p] = V[p] · U[p]` on the blocked conv's register-tile microkernel (a 1x1 conv over
+   the tiles: `gemm/conv_blocked.py`), the output transform of `M` and the epilogue
+   (`+ bias`, `+ residual`, activation: `VectorEpilogue`) straight into the output.
+
+Taken (`winograd_plan`) for f32 x / weights / output / bias / residual, groups 1, 3x3,
+stride 1, dilation 1, x blocked by B, no `reduce`, an epilogue the vector code states (not
+gelu-erf), `F·C <= MAX_UF / 16` and maps of at least `MIN_HW` output pixels; the direct
+kernel takes the rest. `RLX_CONV_WINOGRAD=0` turns it off (part of the compile-cache key).
+Numerics: the transforms' coefficients are 0, ±1 and ±½ (exact), the sums are reordered:
+errors of the order of the direct kernel's (docs/conv.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, func, llvm
+from xdsl.dialects.builtin import MemRefType, f32, i64
+from xdsl.ir import Attribute, SSAValue
+
+from rlx.lowering.gemm.conv import _addr, _flat, _if
+from rlx.lowering.gemm.conv_blocked import (
+    VectorEpilogue,
+    at,
+    bounds,
+    broadcast,
+    conv_blocked_microkernel,
+    ptr,
+    register_tile,
+    vector_epilogue,
+    vload,
+    vstore,
+)
+from rlx.lowering.gemm.driver import launch_tasks
+from rlx.lowering.gemm.ir import TableGeo, attr_text
+from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+
+ENV = "RLX_CONV_WINOGRAD"
+
+MAX_UF = 1 << 20
+"""Largest transformed weight `U` (f32 elements: 4 MiB; 16·F·C <= this): 256 -> 256."""
+
+MIN_HW = 64
+"""Smallest output map (pixels) taken: on 7x7 maps the 2x2 tiles waste 30 % and the
+transformed weights (1.8x the weights) dominate."""
+
+V_ELEMENTS = 1 << 16
+"""f32 elements of a task's transformed input tile row `[16, C/B, TWP, B]` (256 KiB)."""
+
+M_ELEMENTS = 1 << 15
+"""f32 elements of a task's GEMM results of one tile row and block pair (128 KiB)."""
+
+GEOMETRY = ("n", "cb", "h", "w", "fb", "oh", "ow", "pt", "pl", "tr", "tw", "twp", "trows",
+            "trb", "pairs", "fgroups", "per", "nbw", "wp")  # fmt: skip
+
+
+def enabled() -> bool:
+    """`RLX_CONV_WINOGRAD` is not "0" (read at compile time)."""
+    return os.environ.get(ENV, "1") != "0"
+
+
+def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None,
+                  reduce: str = "none") -> tuple[int, int, dict[str, int]] | None:  # fmt: skip
+    """(u, nblk, geometry table) when the conv takes the Winograd kernel, else None."""
+    if not (enabled() and f32s and epi is not None and reduce == "none" and not g.depthwise):
+        return None
+    if (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) != (3, 3, 1, 1, 1, 1, 1) or g.xb != g.b:
+        return None
+    if 16 * g.f * g.c > MAX_UF or g.oh * g.ow < MIN_HW:
+        return None
+    tr, tw = -(-g.oh // 2), -(-g.ow // 2)
+    u, nblk = register_tile(g.fb, g.b, tw)
+    nbw = -(-tw // u)
+    twp = nbw * u
+    wp = 2 * twp + 2
+    if 16 * g.cb * twp * g.b > V_ELEMENTS or 16 * twp * nblk * g.b > M_ELEMENTS:
+        return None
+    pairs = -(-g.fb // nblk)
+    per_image = -(-TASKS // g.n)
+    if 9 * g.f * g.c >= g.c * g.h * g.w:  # late layers: split the output channels
+        fgroups = min(pairs, per_image)
+        trb = min(tr, -(-per_image // fgroups))
+    else:
+        trb = min(tr, per_image)
+        fgroups = min(pairs, -(-per_image // trb))
+    trows = -(-tr // trb)
+
+    def slab(rows: int) -> int:
+        return g.cb * (2 * rows + 2) * wp * g.b
+
+    while trows > 1 and slab(trows) > SLAB_ELEMENTS:
+        trows = -(-trows // 2)
+    if slab(trows) > SLAB_ELEMENTS:
+        return None
+    trows, fgroups = balance(g.n, tr, pairs, trows, fgroups, rows_fixed=trows >= tr)
+    per = -(-pairs // fgroups)
+    vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, oh=g.oh, ow=g.ow, pt=g.pt, pl=g.pl,
+                tr=tr, tw=tw, twp=twp, trows=trows, trb=-(-tr // trows), pairs=pairs,
+                fgroups=-(-pairs // per), per=per, nbw=nbw, wp=wp)  # fmt: skip
+    assert tuple(vals) == GEOMETRY
+    return u, nblk, vals
+
+
+def emit_conv_winograd(kb: KernelBuilder, g: BlockedGeom, x: SSAValue, w: SSAValue,
+                       bias: SSAValue | None, out: SSAValue, extras: Sequence[SSAValue],
+                       epi: VectorEpilogue,
+                       plan: tuple[int, int, dict[str, int]]) -> bool:  # fmt: skip
+    """Emit the two parallel calls (module docstring); False without a kernel registry."""
+    kernels = kb.kernels
+    if kernels is None:
+        return False
+    u, nblk, vals = plan
+    b = g.b
+    uw = kb.scratch([16 * g.f * g.c], f32)
+    wgeo = kb.table([g.fb, g.cb], i64)
+    wargs = [wgeo, _flat(kb, w), _flat(kb, uw)]
+    wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in wargs)]
+    wworker = kernels.kernel(("conv-winograd-w", b, tuple(attr_text(t) for t in wtypes)), wtypes,
+                             lambda wb, a: _weights(wb, b, a), f"conv winograd weights x{b}",
+                             noalias=True)  # fmt: skip
+    launch_tasks(kb, wworker, wargs, g.fb, g.macs)
+
+    args = [kb.table(list(vals.values()), i64), _flat(kb, x), _flat(kb, uw),
+            *(_flat(kb, v) for v in (*([bias] if bias is not None else []), out, *extras))]  # fmt: skip
+    types: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
+    tail = g.fb % nblk != 0
+    uks = (conv_blocked_microkernel(kernels, u, nblk, b, 1, 1, 1, None, b),
+           conv_blocked_microkernel(kernels, u, 1, b, 1, 1, 1, None, b) if tail else None)  # fmt: skip
+
+    def build(wb: KernelBuilder, a: list[SSAValue]) -> None:
+        rest = a[4:]
+        wbias = rest.pop(0) if bias is not None else None
+        wout = rest.pop(0)
+        d = TableGeo(wb, GEOMETRY, a[1])
+        _worker(wb, d, b, u, nblk, uks, epi, a[0], a[2], a[3], wbias, wout, rest)
+
+    key = ("conv-winograd", u, nblk, tail, b, bias is not None, len(extras), epi,
+           tuple(attr_text(t) for t in types))  # fmt: skip
+    worker = kernels.kernel(key, types, build, f"conv winograd {u}x{nblk}x{b}", noalias=True)
+    tasks = g.n * vals["trb"] * vals["fgroups"]
+    launch_tasks(kb, worker, args, tasks, g.macs)
+    return True
+
+
+def _fadd(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
+    return kb.v(llvm.FAddOp(a, b))
+
+
+def _fsub(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
+    return kb.v(llvm.FSubOp(a, b))
+
+
+def _bt(kb: KernelBuilder, d: Sequence[SSAValue]) -> list[SSAValue]:
+    """Bᵀ applied to 4 vectors: (d0 - d2, d1 + d2, d2 - d1, d1 - d3)."""
+    return [_fsub(kb, d[0], d[2]), _fadd(kb, d[1], d[2]), _fsub(kb, d[2], d[1]),
+            _fsub(kb, d[1], d[3])]  # fmt: skip
+
+
+def _at(kb: KernelBuilder, m: Sequence[SSAValue]) -> list[SSAValue]:
+    """Aᵀ applied to 4 vectors: (m0 + m1 + m2, m1 - m2 - m3)."""
+    return [_fadd(kb, _fadd(kb, m[0], m[1]), m[2]), _fsub(kb, _fsub(kb, m[1], m[2]), m[3])]
+
+
+def _g(kb: KernelBuilder, g: Sequence[SSAValue], half: SSAValue) -> list[SSAValue]:
+    """G applied to 3 vectors: (g0, ½(g0 + g1 + g2), ½(g0 - g1 + g2), g2)."""
+    s = _fadd(kb, g[0], g[2])
+    return [g[0], kb.v(llvm.FMulOp(_fadd(kb, s, g[1]), half)),
+            kb.v(llvm.FMulOp(_fsub(kb, s, g[1]), half)), g[2]]  # fmt: skip
+
+
+def _task_id(kb: KernelBuilder, tid: SSAValue) -> SSAValue:
+    return kb.convert(kb.load(tid, [0]), kb.idx(0).type)
+
+
+def _weights(kb: KernelBuilder, b: int, a: list[SSAValue]) -> None:
+    """Task fb: U[p, fb, cb, i, :] = (G g Gᵀ)[p] of g = w[fb, cb, :, :, i, :]."""
+    fb = _task_id(kb, a[0])
+    nfb = kb.convert(kb.load(a[1], [0]), kb.idx(0).type)
+    ncb = kb.convert(kb.load(a[1], [1]), kb.idx(0).type)
+    pw, pu = ptr(kb, _addr(kb, a[2])), ptr(kb, _addr(kb, a[3]))
+    half = broadcast(kb, kb.const(0.5, f32), b)
+    with kb.loop(ncb) as cb, kb.loop(b) as i:
+        src = kb.imul(kb.addi(kb.imul(kb.addi(kb.muli(fb, ncb), cb), 9 * b), i), b)
+        g = [vload(kb, at(kb, pw, kb.iadd(src, k * b * b)), b) for k in range(9)]
+        rows = [_g(kb, [g[3 * r + c] for r in range(3)], half) for c in range(3)]  # [c][a]
+        lane = kb.imul(kb.addi(kb.imul(kb.addi(kb.muli(fb, ncb), cb), b), i), b)
+        stride = kb.imul(kb.muli(nfb, ncb), b * b)  # elements between positions p
+        for r in range(4):
+            for c, v in enumerate(_g(kb, [rows[k][r] for k in range(3)], half)):
+                off = kb.addi(lane, kb.muli(stride, kb.idx(4 * r + c)))
+                vstore(kb, v, at(kb, pu, off))
+
+
+def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
+            uks: tuple[str, str | None], epi: VectorEpilogue, tid: SSAValue, x: SSAValue,
+            uw: SSAValue, bias: SSAValue | None, out: SSAValue,
+            extras: list[SSAValue]) -> None:  # fmt: skip
+    """One task (image, output-block group, block of tile rows)."""
+    one, zero_i = kb.idx(1), kb.idx(0)
+    t = _task_id(kb, tid)
+    trk = kb.v(arith.RemUIOp(t, d.trb))
+    t2 = kb.v(arith.DivUIOp(t, d.trb))
+    fgi = kb.v(arith.RemUIOp(t2, d.fgroups))
+    n = kb.v(arith.DivUIOp(t2, d.fgroups))
+    tr0 = kb.muli(trk, d.trows)
+    tr1 = kb.imin(kb.addi(tr0, d.trows), d.tr)
+    wrow = kb.imul(d.wp, b)
+    rr = kb.addi(kb.imul(kb.subi(tr1, tr0), 2), kb.idx(2))
+    ih0 = kb.subi(kb.imul(tr0, 2), d.pt)
+    slab = kb.scratch([SLAB_ELEMENTS], f32)
+    r_lo = kb.imin(kb.imax(kb.subi(zero_i, ih0), zero_i), rr)
+    r_hi = kb.imax(kb.imin(kb.subi(d.h, ih0), rr), r_lo)
+    zero = kb.const(0.0, f32)
+    with kb.loop(d.cb) as c:  # rows above / below the input: zeros (all 4 rows are read)
+        for lo, hi in ((zero_i, r_lo), (r_hi, rr)):
+            with kb.loop(hi, lo) as r, kb.loop(wrow) as e:
+                kb.store(zero, slab, [kb.addi(kb.muli(kb.addi(kb.muli(c, rr), r), wrow), e)])
+    _fill_slab(kb, x, slab, zero_i, n, d.cb, d.h, ih0, rr, r_lo, r_hi, wrow,
+               kb.imul(d.pl, b), kb.imul(d.w, b))  # fmt: skip
+    ps = ptr(kb, _addr(kb, slab))
+    vbuf, mbuf = kb.scratch([V_ELEMENTS], f32), kb.scratch([M_ELEMENTS], f32)
+    v_addr, m_addr = _addr(kb, vbuf), _addr(kb, mbuf)
+    pv, pm, pu = ptr(kb, v_addr), ptr(kb, m_addr), ptr(kb, _addr(kb, uw))
+    pout = ptr(kb, _addr(kb, out))
+    v_pos = kb.imul(kb.muli(d.cb, d.twp), b)  # V elements between positions
+    m_pos = kb.imul(d.twp, nblk * b)  # M elements between positions
+    p0 = kb.muli(fgi, d.per)
+    p1 = kb.imin(kb.addi(p0, d.per), d.pairs)
+    lo_hi = bounds(kb, epi, b) if epi.act in ("relu", "clip") else (None, None)
+    with kb.loop(tr1, tr0) as tr:
+        srow = kb.imul(kb.subi(tr, tr0), 2)
+        with kb.loop(d.cb) as cb, kb.loop(d.twp) as j:  # input transform
+            base = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(cb, rr), srow), d.wp), kb.imul(j, 2)), b)
+            rows = [[vload(kb, at(kb, ps, kb.addi(base, kb.iadd(kb.muli(wrow, kb.idx(r)), c * b))), b)
+                     for c in range(4)] for r in range(4)]  # fmt: skip
+            cols = [_bt(kb, [rows[r][c] for r in range(4)]) for c in range(4)]  # [c][i]
+            dst = kb.imul(kb.addi(kb.muli(cb, d.twp), j), b)
+            for i in range(4):
+                for k, v in enumerate(_bt(kb, [cols[c][i] for c in range(4)])):
+                    vstore(kb, v, at(kb, pv, kb.addi(dst, kb.muli(v_pos, kb.idx(4 * i + k)))))
+        with kb.loop(p1, p0) as pr:
+            fb0 = kb.imul(pr, nblk)
+            nb_here = kb.imin(kb.idx(nblk), kb.subi(d.fb, fb0))
+            with kb.loop(16) as p, kb.loop(d.nbw) as jb:  # M[p] = V[p] · U[p]
+                x_el = kb.addi(kb.muli(p, v_pos), kb.imul(jb, u * b))
+                w_el = kb.imul(kb.muli(kb.addi(kb.muli(p, d.fb), fb0), d.cb), b * b)
+                m_el = kb.addi(kb.muli(p, m_pos), kb.imul(jb, nblk * u * b))
+                call_args = [kb.iadd(v_addr, kb.imul(x_el, 4)), kb.imul(d.twp, b), zero_i, d.cb,
+                             one, kb.iadd(_addr(kb, uw), kb.imul(w_el, 4)), kb.idx(b * b),
+                             kb.imul(d.cb, b * b), kb.iadd(m_addr, kb.imul(m_el, 4)),
+                             kb.idx(u), zero_i, zero_i, zero_i]  # fmt: skip
+
+                def call(sym: str, args: list[SSAValue] = call_args) -> None:
+                    kb.add(func.CallOp(sym, args, []))
+
+                if uks[1] is None:
+                    call(uks[0])
+                else:
+                    tail_sym = uks[1]
+                    _if(kb, kb.cmpi("eq", nb_here, kb.idx(nblk)), lambda: call(uks[0]),
+                        lambda: call(tail_sym))  # fmt: skip
+            with kb.loop(nb_here) as bj, kb.loop(d.tw) as j:  # output transform, epilogue
+                jb = kb.idiv(j, u)
+                q = kb.subi(j, kb.imul(jb, u))
+                m_el = kb.imul(kb.addi(kb.imul(kb.addi(kb.imul(jb, nblk), bj), u), q), b)
+                m = [vload(kb, at(kb, pm, kb.addi(m_el, kb.muli(m_pos, kb.idx(k)))), b)
+                     for k in range(16)]  # fmt: skip
+                cols = [_at(kb, [m[4 * r + c] for r in range(4)]) for c in range(4)]  # [c][i]
+                y = [_at(kb, [cols[c][i] for c in range(4)]) for i in range(2)]  # [i][k]
+                f = kb.addi(fb0, bj)
+                bv = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b) if bias else None
+                o_row = kb.imul(tr, 2)
+                o_col = kb.imul(j, 2)
+                plane = kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh)
+                for i in range(2):
+                    for k in range(2):
+
+                        def store(i: int = i, k: int = k) -> None:
+                            row, col = kb.iadd(o_row, i), kb.iadd(o_col, k)
+                            o_el = kb.imul(kb.addi(kb.muli(kb.addi(plane, row), d.ow), col), b)
+                            res = at(kb, ptr(kb, _addr(kb, extras[0])), o_el) if extras else None
+                            v = vector_epilogue(kb, y[i][k], bv, res, epi, *lo_hi)
+                            vstore(kb, v, at(kb, pout, o_el))
+
+                        conds = ([kb.cmpi("slt", kb.iadd(o_row, 1), d.oh)] if i else []) + (
+                            [kb.cmpi("slt", kb.iadd(o_col, 1), d.ow)] if k else [])  # fmt: skip
+                        if not conds:
+                            store()
+                        else:
+                            cond = conds[0] if len(conds) == 1 else kb.v(arith.AndIOp(*conds))
+                            _if(kb, cond, store)
