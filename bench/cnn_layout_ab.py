@@ -6,7 +6,7 @@ during a run, so only ratios from one run compare).
     BENCH_THREADS=2 python bench/cnn_layout_ab.py [--models resnet18,...] [--reps 10]
                                                  [--rounds 3] [--report] [--no-nchw]
                                                  [--variant NAME=PIPELINE ...] [--no-peers]
-                                                 [--cpu]
+                                                 [--cpu] [--env NAME=VAR=VALUE ...]
 
 Each model is bench/cnn.py's export (torchvision, random weights and batch-norm
 statistics, batch 1, 224²). RLX compiles cold with the initializers as params and
@@ -19,7 +19,9 @@ e.g. `--variant nostem='blocked-layout{narrow-convs=false prepare-weights=true}'
 one pass option in the same process; `--no-nchw` drops the NCHW build, `--no-peers`
 onnxruntime and OpenVINO (outputs are then not compared). `--cpu` times each run by the
 process's CPU time instead of the wall clock (with BENCH_THREADS=1 it moves least with
-other processes' load; with more threads it sums them).
+other processes' load; with more threads it sums them). `--env NAME=VAR=VALUE` adds a
+blocked build compiled with the environment variable VAR set to VALUE (e.g. `--env
+nowg=RLX_CONV_WINOGRAD=0`: the direct kernel instead of Winograd).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ from onnx_peers import Runner, ort_runner, ov_runner  # noqa: E402
 import numpy as np  # noqa: E402  isort: skip
 
 
-def _compile(path: Path, x: np.ndarray, blocked: bool,
-             extra: str | None = None) -> tuple[object, float]:  # fmt: skip
+def _compile(path: Path, x: np.ndarray, blocked: bool, extra: str | None = None,
+             env: tuple[str, str] | None = None) -> tuple[object, float]:  # fmt: skip
     import onnx
 
     import rlx
@@ -52,11 +54,25 @@ def _compile(path: Path, x: np.ndarray, blocked: bool,
     t0 = time.perf_counter()
     more = {"extra_passes": {"after:fusion": extra}} if extra else {}
     opts = rlx.CompileOptions(cache_param_invariant=True, blocked_layout=blocked, **more)
-    compiled = rlx.compile(module, opts)
+    old = os.environ.get(env[0]) if env else None
+    if env:
+        os.environ[env[0]] = env[1]
+    try:
+        compiled = rlx.compile(module, opts)
+    finally:
+        if env and old is None:
+            os.environ.pop(env[0], None)
+        elif env and old is not None:
+            os.environ[env[0]] = old
     seconds = time.perf_counter() - t0
     compiled.set_params(params)
     compiled.run(x=x)  # the first run computes @prepare
     return compiled, seconds
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
 def _best(runs: dict[str, Runner], reps: int, rounds: int,
@@ -86,23 +102,30 @@ def main() -> None:
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=PIPELINE")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VAR=VALUE")
     args = ap.parse_args()
-    builds: list[tuple[str, bool, str | None]] = [] if args.no_nchw else [("nchw", False, None)]
-    builds.append(("nchwc", True, None))
+    Build = tuple[str, bool, str | None, tuple[str, str] | None]
+    builds: list[Build] = [] if args.no_nchw else [("nchw", False, None, None)]
+    builds.append(("nchwc", True, None, None))
     for v in args.variant:
         vname, sep, spec = v.partition("=")
         if not sep or not vname or not spec:
             ap.error(f"--variant wants NAME=PIPELINE, got {v!r}")
-        builds.append((vname, False, spec))
+        builds.append((vname, False, spec, None))
+    for v in args.env:
+        vname, var, value = (v.split("=", 2) + ["", ""])[:3]
+        if not vname or not var:
+            ap.error(f"--env wants NAME=VAR=VALUE, got {v!r}")
+        builds.append((vname, True, None, (var, value)))
     print(f"threads={THREADS or 'default'} load={os.getloadavg()[0]:.2f}")
     for name in args.models.split(","):
         path = Path(tempfile.mkdtemp(prefix="rlx-ab-")) / f"{name}.onnx"
         _, x = export(name, path, keep_bn=False)
         runs: dict[str, Runner] = {}
         outs, times = {}, {}
-        for vname, blocked, spec in builds:
+        for vname, blocked, spec, env in builds:
             key = f"rlx {vname}"
-            compiled, times[key] = _compile(path, x, blocked, spec)
+            compiled, times[key] = _compile(path, x, blocked, spec, env)
             runs[key] = lambda c=compiled, x=x: c.run(x=x)[0]  # type: ignore[attr-defined]
             outs[key] = runs[key]()
             if blocked and args.report:
@@ -121,7 +144,8 @@ def main() -> None:
             if want is None
             else "  max |rlx - ort| "
             + ", ".join(
-                f"{k.split()[1]} {float(np.max(np.abs(v - want))):.1e}" for k, v in outs.items()
+                f"{k.split()[1]} {float(np.max(np.abs(v - want))):.1e} (cos {_cos(v, want):.6f})"
+                for k, v in outs.items()
             )
         )
         cols = "  ".join(f"{k} {v * 1e3:7.2f} ms" for k, v in best.items())

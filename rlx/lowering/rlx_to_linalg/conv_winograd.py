@@ -242,7 +242,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
     ps = ptr(kb, _addr(kb, slab))
     vbuf, mbuf = kb.scratch([V_ELEMENTS], f32), kb.scratch([M_ELEMENTS], f32)
     v_addr, m_addr = _addr(kb, vbuf), _addr(kb, mbuf)
-    pv, pm, pu = ptr(kb, v_addr), ptr(kb, m_addr), ptr(kb, _addr(kb, uw))
+    pv, pm = ptr(kb, v_addr), ptr(kb, m_addr)
     pout = ptr(kb, _addr(kb, out))
     v_pos = kb.imul(kb.muli(d.cb, d.twp), b)  # V elements between positions
     m_pos = kb.imul(d.twp, nblk * b)  # M elements between positions
