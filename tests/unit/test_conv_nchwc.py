@@ -23,6 +23,13 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 TOL = CONV_TOL["blocked"]
 
 
+@pytest.fixture(autouse=True)
+def _direct_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the direct kernel's: 3x3 stride-1 f32 convs would take Winograd
+    (tests/unit/test_conv_winograd.py)."""
+    monkeypatch.setenv("RLX_CONV_WINOGRAD", "0")
+
+
 def _t(shape: tuple[int, ...], dt: str) -> str:
     return "tensor<" + "x".join(map(str, shape)) + f"x{dt}>"
 
