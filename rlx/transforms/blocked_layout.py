@@ -42,6 +42,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx import host_cpu
 from rlx.dialects.rlx.base import shape_of, tensor
+from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.elementwise import MulOp
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
@@ -80,9 +83,12 @@ def _block_of(channels: list[int], largest: int) -> int:
 
 def regions(block: Block, narrow_convs: bool = True) -> list[list[tuple[Operation, Plan]]]:
     """The connected components (in program order) of the blockable top-level ops of
-    `block`, linked through activation operands (`narrow_convs`: as `plan`'s)."""
+    `block`, linked through activation operands (`narrow_convs`: as `plan`'s). Ops whose
+    result is a conv's weights (the squeeze-excite gate's `w · g`) are not activations:
+    they stay out (`_weight_gate` blocks them as weights)."""
     plans: dict[Operation, Plan] = {}
     parent: dict[Operation, Operation] = {}
+    weights = {op.w for op in block.ops if isinstance(op, Conv2dOp | FusedConv2dResidualOp)}
 
     def find(op: Operation) -> Operation:
         while parent[op] is not op:
@@ -91,7 +97,7 @@ def regions(block: Block, narrow_convs: bool = True) -> list[list[tuple[Operatio
         return op
 
     for op in block.ops:
-        p = plan(op, narrow_convs)
+        p = None if any(r in weights for r in op.results) else plan(op, narrow_convs)
         if p is None:
             continue
         plans[op] = p
@@ -165,7 +171,17 @@ class _Blocker:
         assert isinstance(t, TensorType)
         s, e = shape_of(t), t.element_type
         at = self._after_def(v, user)
-        if kind == WEIGHT:
+        gate = _weight_gate(v) if kind == WEIGHT else None
+        if gate is not None:  # w · g (conv_input_scale): reorder w (prepared), scale blocked
+            f, cg, kh, kw = s
+            bi = 1 if lanes_one else b
+            w6 = self.convert(gate[0], WEIGHT, b, user, lanes_one)
+            g6 = self._insert(
+                ReshapeOp(gate[1], result_types=[tensor((1, cg // bi, 1, 1, bi, 1), e)]), at
+            )
+            out = self._insert(MulOp.create(operands=[w6, g6], result_types=[w6.type]), at)
+            self.weights.append(v.owner)  # type: ignore[arg-type]  # erased when unused
+        elif kind == WEIGHT:
             if isinstance(v.owner, ConstantOp):
                 self.weights.append(v.owner)
             f, cg, kh, kw = s
@@ -219,6 +235,21 @@ class _Blocker:
         for op in [*reversed(self.created), *self.weights]:
             if op.parent is not None and not any(r.uses for r in op.results):
                 Rewriter.erase_op(op)
+
+
+def _weight_gate(w: SSAValue) -> tuple[SSAValue, SSAValue] | None:
+    """(weights, g) when conv weights `w` are `rlx.mul` of weights by a per-input-channel
+    g `[1, C, 1, 1]` / `[C, 1, 1]` (`conv_input_scale`'s squeeze-excite gate): blocked, the
+    weights' reorder goes to `@prepare` and the gate scales the blocked weights (no
+    reorder of the product on every run)."""
+    mul = w.owner
+    if not isinstance(mul, MulOp):
+        return None
+    c = shape_of(w.type)[1]
+    for a, g in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+        if a.type == w.type and shape_of(g.type) in ((1, c, 1, 1), (c, 1, 1)):
+            return a, g
+    return None
 
 
 def _move_to_prepare(prep: PrepareFunc, w: SSAValue) -> None:
