@@ -13,7 +13,8 @@ per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, the input o
 whose channels are not blockable (a stem's 3, `narrow-convs`) reshaped to `[N, C, H, W,
 1]`: blocked by 1, no copy, and the conv writes the blocked result; conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
-when constant, moved into `@prepare` with `prepare-weights`), and every use outside the
+when constant, moved into `@prepare` with `prepare-weights`; a squeeze-excite-scaled
+weight `w · g` as the reorder of `w` times the reshaped gate), and every use outside the
 region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the
 region cancel (`from_nchwc(to_nchwc(x))`, the ops' canonicalization patterns) and dead
 ones are removed. Function arguments and
