@@ -83,3 +83,15 @@ def test_not_taken_compiled() -> None:
     x, f, pad, block, _, res = CASES[0]
     _check(*_conv(x, f, 3, {"padding": pad}, "f16", block, "relu", res), "f16", "nchwc direct")
     _check(*_conv(x, f, 3, {"padding": pad}, "f32", block, "gelu", res), "f32", "nchwc direct")
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_no_bias(residual: bool) -> None:
+    """Without a bias operand (residual or not)."""
+    text, shapes = _conv((1, 16, 9, 10), 32, 3, {"padding": (1, 1, 1, 1)}, "f32", 16, "relu",
+                         residual)  # fmt: skip
+    bias_t = ", tensor<32xf32>"
+    text = (
+        text.replace(", %b: tensor<32xf32>", "").replace(", %b {", " {").replace(bias_t + ")", ")")
+    )
+    _check(text, shapes[:-1], "f32", PATH)

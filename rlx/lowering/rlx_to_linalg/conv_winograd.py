@@ -290,7 +290,8 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
                 cols = [_at(kb, [m[4 * r + c] for r in range(4)]) for c in range(4)]  # [c][i]
                 y = [_at(kb, [cols[c][i] for c in range(4)]) for i in range(2)]  # [i][k]
                 f = kb.addi(fb0, bj)
-                bv = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b) if bias else None
+                bv = (vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b)
+                      if bias is not None else None)  # fmt: skip
                 o_row = kb.imul(tr, 2)
                 o_col = kb.imul(j, 2)
                 plane = kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh)
