@@ -140,7 +140,9 @@ def emit_conv_winograd(kb: KernelBuilder, g: BlockedGeom, x: SSAValue, w: SSAVal
     wworker = kernels.kernel(("conv-winograd-w", b, tuple(attr_text(t) for t in wtypes)), wtypes,
                              lambda wb, a: _weights(wb, b, a), f"conv winograd weights x{b}",
                              noalias=True)  # fmt: skip
-    launch_tasks(kb, wworker, wargs, g.fb, g.macs)
+    # serial up to 128 -> 128 (~40 us at one thread): a hand-off to a sleeping or
+    # preempted worker costs more than it saves
+    launch_tasks(kb, wworker, wargs, g.fb, 8 * g.f * g.c)
 
     args = [kb.table(list(vals.values()), i64), _flat(kb, x), _flat(kb, uw),
             *(_flat(kb, v) for v in (*([bias] if bias is not None else []), out, *extras))]  # fmt: skip
