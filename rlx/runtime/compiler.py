@@ -357,17 +357,11 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     return Artifact(sig, engine, address, report, stages, llvm_ir, prep, prep_address, reports)
 
 
-def compile(
-    source: Any, options: CompileOptions | None = None, entry: str = "main"
-) -> CompiledGraph:
-    """Compile MLIR text, a .mlir path, an xDSL ModuleOp or an rlx.Graph into a CompiledGraph."""
-    opts = CompileOptions() if options is None else options
-    if not isinstance(opts, CompileOptions):
-        raise TypeError(f"rlx.compile: options must be a CompileOptions, got {type(opts).__name__}")
-    log = _Log(opts.verbose)
-    llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
-    parallel_build.jobs()  # and a bad RLX_COMPILE_JOBS
-    t0 = time.perf_counter()
+def _lookup(
+    source: Any, opts: CompileOptions, entry: str, log: _Log
+) -> tuple[Artifact, bool, ModuleOp | None]:
+    """The artifact of `source` from the cache, or built and cached (a miss); whether it
+    was a hit; the verified source module when the options check equivalence, else None."""
     ctx = make_context()
     # The key hashes the source as given (text) or its structure (ModuleOp / Graph): a hit
     # neither parses, prints, clones nor verifies (an identical source was verified when
@@ -376,9 +370,11 @@ def compile(
     key_text = _key_text(source)
     key = None if key_text is None else make_key(key_text, opts, entry, BACKEND)
     hit = None if key is None else CACHE.get(key, load_artifact)
+    original = None
     if hit is None or opts.check_equivalence():
         module, sources = load_module(source, ctx)
-        original = module.clone() if opts.check_equivalence() else module
+        if opts.check_equivalence():
+            original = module.clone()
         if key is None:  # unreachable for readable sources: key the printed module
             key = make_key("structure\0" + structural_text(module), opts, entry, BACKEND)
             hit = CACHE.get(key, load_artifact)
@@ -390,33 +386,53 @@ def compile(
                 log(option_pipeline.FieldStatus(**r).line())
         if "input" not in art.stages:  # an entry written without it
             art.stages["input"] = str(load_module(source, ctx)[0])
-    else:
-        log(f"cache: miss {key[:16]}")
-        # No cyclic GC while compiling: the IR is ~10^5 long-lived objects that every
-        # full collection walks (~10 % of a CNN's compile), and the compile leaves few
-        # cycles behind (+5-10 MB peak on densenet121 / a 5k-op graph).
-        gc_was_on = gc.isenabled()
-        gc.disable()
-        input_later = text_later.later(module)  # printed beside the compile
-        try:
-            art = _build(module, "", opts, entry, log, sources, capture=False)
-        finally:
-            text = input_later()  # reaps the child in any case
-            if gc_was_on:
-                gc.enable()
-        # the source itself is unchanged (load_module copied it): print it if the child failed
-        art.stages["input"] = text if text is not None else str(load_module(source, ctx)[0])
-        ir = art.llvm_ir
-        meta = {
-            "signature": art.signature.to_json(),
-            "prepare": None if art.prepare is None else art.prepare.to_json(),
-            "report": art.report,
-            "reports": art.reports,
-            "rlx": art.stages.get("rlx", ""),
-            "input": art.stages["input"],
-        }
-        obj = getattr(art.jit, "object_code", None)
-        CACHE.put(key, art, meta, ir, lambda: obj if obj is not None else emit_object(ir))
+        return art, True, original
+    log(f"cache: miss {key[:16]}")
+    input_later = text_later.later(module)  # printed beside the compile
+    try:
+        art = _build(module, "", opts, entry, log, sources, capture=False)
+    finally:
+        text = input_later()  # reaps the child in any case
+    # the source itself is unchanged (load_module copied it): print it if the child failed
+    art.stages["input"] = text if text is not None else str(load_module(source, ctx)[0])
+    ir = art.llvm_ir
+    meta = {
+        "signature": art.signature.to_json(),
+        "prepare": None if art.prepare is None else art.prepare.to_json(),
+        "report": art.report,
+        "reports": art.reports,
+        "rlx": art.stages.get("rlx", ""),
+        "input": art.stages["input"],
+    }
+    obj = getattr(art.jit, "object_code", None)
+    CACHE.put(key, art, meta, ir, lambda: obj if obj is not None else emit_object(ir))
+    return art, False, original
+
+
+def compile(
+    source: Any, options: CompileOptions | None = None, entry: str = "main"
+) -> CompiledGraph:
+    """Compile MLIR text, a .mlir path, an xDSL ModuleOp or an rlx.Graph into a CompiledGraph."""
+    opts = CompileOptions() if options is None else options
+    if not isinstance(opts, CompileOptions):
+        raise TypeError(f"rlx.compile: options must be a CompileOptions, got {type(opts).__name__}")
+    log = _Log(opts.verbose)
+    llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
+    parallel_build.jobs()  # and a bad RLX_COMPILE_JOBS
+    t0 = time.perf_counter()
+    # No cyclic GC while compiling: the IR is ~10^5 long-lived objects that every
+    # collection walks (~10 % of a CNN's compile; the source module and the IR made
+    # from it are young, so even a young-generation collection walks them), and the
+    # compile leaves few cycles behind (+5-10 MB peak on densenet121 / a 5k-op graph).
+    # Re-enabled once `_lookup` has returned: the compile's IR is garbage by then and
+    # the first collection frees it instead of walking it live (and again later).
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        art, hit, original = _lookup(source, opts, entry, log)
+    finally:
+        if gc_was_on:
+            gc.enable()
     input_text = art.stages["input"]
     sig = art.signature
     log(
@@ -425,15 +441,15 @@ def compile(
     if art.prepare is not None:
         log(f"prepare: @{art.prepare.entry} computes {len(art.prepare.of('output'))} value(s)")
     log(f"compile: {(time.perf_counter() - t0) * 1e3:.1f} ms")
-    option_pipeline.print_reports(art.reports, opts, built=hit is None)
+    option_pipeline.print_reports(art.reports, opts, built=not hit)
 
     def regenerate() -> Artifact:
         m, s = load_module(input_text, make_context())
         return _build(m, input_text, opts, entry, _Log(False), s, capture=True, jit=False)
 
     graph = CompiledGraph(art, regenerate)
-    graph.cache_hit = hit is not None
-    if opts.check_equivalence():
+    graph.cache_hit = hit
+    if original is not None:
         with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
             ran = [p.instance for p in option_pipeline.build_plan(opts, Path(tmp)).passes]
         check_jit(graph, original, entry, 0, ran)
