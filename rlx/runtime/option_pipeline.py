@@ -44,7 +44,7 @@ from rlx.runtime.pipeline_passes import (  # noqa: F401  (pass_registry, ...: re
     registry_with_plugins,
 )
 from rlx.transforms.dispatch_report import count_kinds, dispatch_report
-from rlx.transforms.fusion_report import analyze_fusion
+from rlx.transforms.fusion_report import analyze_fusion, fusion_counts
 from rlx.weights import save
 
 Opts = CompileOptions
@@ -298,7 +298,7 @@ def build_plan(
 class ReportProbe:
     """Cheap snapshots of the graph phase for `CompiledGraph.dispatch_report()` /
     `fusion_report()`: op-kind counts before `kernel-dispatch` and after `legalize`
-    (whether or not they run), and a clone of the module just before `fusion`."""
+    (whether or not they run), and the module's `fusion_counts` just before `fusion`."""
 
     def __init__(self, opts: CompileOptions) -> None:
         self.opts = opts
@@ -319,7 +319,7 @@ class ReportProbe:
         if i > self._lg and "after" not in self.counts:
             self.counts["after"] = count_kinds(module)
         if stage == "fusion":
-            self._fusion_before = module.clone()
+            self._fusion_before = fusion_counts(module)
 
     def after(self, stage: str, module: Any) -> None:
         """Call after the pass of `stage` ran."""

@@ -1,7 +1,9 @@
 """The fusion report: op counts before/after the `fusion` pass and every near miss
 (a leftover pattern that did not fuse), with the reason and a hint.
 
-`analyze_fusion(before, after)` builds it; `FusionReport.format()` renders it:
+`analyze_fusion(before, after)` builds it (`before` may be the `fusion_counts` of the module
+taken before the pass instead of a clone of it: all the report needs of it is counts);
+`FusionReport.format()` renders it:
 
     fusion report:
       nodes=6→4 matmul=1→0 fused_mm_act=1 fused_swiglu=0 elementwise_region=0 attention=0 missed=0
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -195,9 +198,13 @@ class _Scanner:
 
     def __init__(self, module: Operation) -> None:
         self.module = module
-        self.names = _names(module)
         self.missed: list[Miss] = []
         self.claimed: set[int] = set()
+
+    @functools.cached_property
+    def names(self) -> dict[SSAValue, str]:
+        """The printer's SSA names (a whole-module print: only for a miss without a location)."""
+        return _names(self.module)
 
     def where(self, op: Operation) -> str:
         try:
@@ -363,24 +370,40 @@ def _scalar_swiglus(region: ElementwiseRegionOp) -> Iterator[tuple[int, int]]:
                 yield i, b.index
 
 
-def analyze_fusion(before: Operation, after: Operation) -> FusionReport:
-    """Compare a module before and after `fusion` and scan `after` for near misses."""
+@dataclass(frozen=True)
+class FusionCounts:
+    """What the report needs of the module before `fusion`: node, matmul and fused-op counts."""
 
-    def matmuls(m: Operation) -> int:
-        return sum(1 for op in _top_ops(m) if isinstance(op, MatmulOp))
+    nodes: int
+    matmuls: int
+    fused: dict[str, int]
 
+
+def fusion_counts(module: Operation) -> FusionCounts:
+    """The counts of `module` that `analyze_fusion` compares (one walk of the top-level ops;
+    taking them instead of a clone of the module is what makes the report cheap)."""
     fused = {k: 0 for k in FUSED_KINDS}
-    for sign, module in ((1, after), (-1, before)):  # ops already fused in the input: not
-        for op in _top_ops(module):  # fusion's work
-            kind = op.name.removeprefix("rlx.")
-            if kind in fused:
-                fused[kind] += sign
-    fused = {k: max(n, 0) for k, n in fused.items()}
+    matmuls = 0
+    for op in _top_ops(module):
+        kind = op.name.removeprefix("rlx.")
+        if kind in fused:
+            fused[kind] += 1
+        matmuls += isinstance(op, MatmulOp)
+    return FusionCounts(_count_nodes(module), matmuls, fused)
+
+
+def analyze_fusion(before: Operation | FusionCounts, after: Operation) -> FusionReport:
+    """Compare a module before (or its `fusion_counts`) and after `fusion` and scan `after`
+    for near misses."""
+    was = before if isinstance(before, FusionCounts) else fusion_counts(before)
+    now = fusion_counts(after)
+    # ops already fused in the input are not fusion's work
+    fused = {k: max(now.fused[k] - was.fused[k], 0) for k in FUSED_KINDS}
     return FusionReport(
-        nodes_before=_count_nodes(before),
-        nodes_after=_count_nodes(after),
-        matmul_before=matmuls(before),
-        matmul_after=matmuls(after),
+        nodes_before=was.nodes,
+        nodes_after=now.nodes,
+        matmul_before=was.matmuls,
+        matmul_after=now.matmuls,
         fused=fused,
         missed=_Scanner(after).scan(),
     )

@@ -14,7 +14,7 @@ from xdsl.utils.exceptions import PassFailedException
 from rlx.builder import Graph
 from rlx.transforms import get_all_passes
 from rlx.transforms.fusion import PATTERN_ORDER, FusionPass
-from rlx.transforms.fusion_report import FusionReport, Miss, analyze_fusion
+from rlx.transforms.fusion_report import FusionReport, Miss, analyze_fusion, fusion_counts
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -56,6 +56,21 @@ def test_report_lists_misses_with_location_reason_hint() -> None:
         and "(rlx.matmul) — matmul has several users → " in text[-1]
     )
     assert "missed=1" in text[1]
+
+
+def test_counts_instead_of_a_clone_give_the_same_report() -> None:
+    """What `rlx.compile` and the pass keep of the module before fusion (its counts, not a
+    clone) gives the report a clone gives, misses and their SSA names included."""
+    g = Graph()
+    x = g.input("x", (2, 8))
+    mm = g.matmul(x, g.param("w", (8, 16)))
+    g.output(g.relu(g.add(g.matmul(x, g.param("v", (8, 16))), g.param("b", (16,)))), mm, g.tanh(mm))
+    m = g.module
+    before, counts = m.clone(), fusion_counts(m)
+    fused = fuse(m)
+    want = analyze_fusion(before, fused)
+    assert want.missed and want.count("fused_matmul_bias_act") == 1
+    assert analyze_fusion(counts, fused).format() == want.format()
 
 
 def test_miss_prefers_location_attribute() -> None:

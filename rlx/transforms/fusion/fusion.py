@@ -77,7 +77,7 @@ class FusionPass(FusionToggles, ModulePass):
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         patterns = self.patterns()
         want_report = self.report or self.assert_clean or env_flag("RLX_FUSION_REPORT")
-        before = op.clone() if want_report else None
+        before = fusion_report.fusion_counts(op) if want_report else None
         for _, pattern in patterns:
             PatternRewriteWalker(pattern, apply_recursively=True).rewrite_module(op)
         if before is None:
