@@ -19,6 +19,7 @@ With `cache_param_invariant`, `hoist-param-invariant` splits the entry into `@pr
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -244,18 +245,82 @@ def _run_pass(
 
 
 def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
-           sources: SourceManager, capture: bool, jit: bool = True) -> Artifact:  # fmt: skip
+           sources: SourceManager, capture: bool, jit: bool = True,
+           recheck: Callable[[], None] | None = None) -> Artifact:  # fmt: skip
     """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
     below "rlx" (always kept, printed by a child when `jit`: `text_later`; missing when
-    that child failed, and then regenerated on demand)."""
+    that child failed, and then regenerated on demand). That child also verifies the
+    graph passes' output; `recheck()` verifies it another way when the child died first."""
     rlx_text: list[Callable[[], str | None]] = []
     try:
         art = _pipeline(module, input_text, opts, entry, log, sources, capture, jit, rlx_text)
-    finally:
-        text = rlx_text[0]() if rlx_text else None  # reaps the child in any case
+    finally:  # the verification's error takes precedence over what it may have caused
+        text = _rlx_text(rlx_text[0], recheck) if rlx_text else None  # reaps the child
     if text is not None:
         art.stages["rlx"] = text
     return art
+
+
+def _rlx_text(get: Callable[[], str | None], recheck: Callable[[], None] | None) -> str | None:
+    """The "rlx" stage's text from `get` (None: to be regenerated); RuntimeError when the
+    graph passes' output is invalid (`recheck()` tells when the child checking it died)."""
+    try:
+        return get()
+    except text_later.CheckFailed as e:
+        raise RuntimeError(str(e)) from None
+    except text_later.CheckUnknown:
+        if recheck is None:
+            raise RuntimeError("the graph passes' output could not be verified") from None
+        recheck()
+        return None
+
+
+def _invalid_ir(module: ModuleOp, sources: SourceManager, name: str) -> str | None:
+    """Why `module` (the output of pass `name`) is invalid IR, None when it is valid."""
+    bad = find_failure(module)
+    if bad is None:
+        return None
+    return f"pass '{name}' produced invalid IR: " + _diag_text(bad[1], bad[0], sources)
+
+
+def _graph_passes(module: ModuleOp, plan: option_pipeline.Plan, ctx: Context, log: _Log,
+                  sources: SourceManager, opts: CompileOptions, verify_last: bool,
+                  probe: option_pipeline.ReportProbe) -> None:  # fmt: skip
+    """Run the plan's graph passes on `module`, verifying after each one when verbose or
+    RLX_VERIFY_EACH=1 (to name the culprit; verifying is the costliest xDSL step on large
+    graphs), else after the last one when `verify_last`."""
+    graph = plan.phase("graph")
+    each = _verify_each(log)
+    checker = EquivalenceChecker() if opts.check_equivalence() else None
+    if checker is not None:
+        checker.start(module)
+    for i, p in enumerate(graph):
+        probe.before(p.stage, module)
+        last = i == len(graph) - 1
+        _run_pass(
+            p.name, p.instance, module, ctx, log, sources, verify=each or (last and verify_last)
+        )
+        probe.after(p.stage, module)
+        if checker is not None:
+            try:
+                checker.after_pass(p.instance, module)
+            except DiagnosticException as e:
+                raise CompileError(_diag_text(e, None, sources)) from None
+
+
+def _verify_each(log: _Log) -> bool:
+    return log.on or os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
+
+
+def _recheck(source: Any, opts: CompileOptions) -> None:
+    """Verify the graph passes' output of `source` here (when the child verifying it died):
+    RuntimeError naming the pass when it is invalid."""
+    ctx = make_context()
+    module, sources = load_module(source, ctx)
+    with tempfile.TemporaryDirectory(prefix="rlx-") as tmp:
+        plan = option_pipeline.build_plan(opts, Path(tmp))
+        probe = option_pipeline.ReportProbe(opts)
+        _graph_passes(module, plan, ctx, _Log(False), sources, opts, True, probe)
 
 
 def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
@@ -273,28 +338,22 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
         for r in plan.report:
             if r.status not in ("default", "applied"):
                 log(r.line())
+        # The last graph pass's output is verified by the child printing it, beside the
+        # compile (`text_later`), unless a pass is verified here anyway.
         graph = plan.phase("graph")
-        # Verifying is the costliest xDSL step on large graphs: once after the graph passes,
-        # or after every pass when verbose / RLX_VERIFY_EACH=1 (to name the culprit).
-        each = log.on or os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
-        checker = EquivalenceChecker() if opts.check_equivalence() else None
-        if checker is not None:
-            checker.start(module)
-        for i, p in enumerate(graph):
-            probe.before(p.stage, module)
-            last = i == len(graph) - 1
-            _run_pass(p.name, p.instance, module, ctx, log, sources, verify=each or last)
-            probe.after(p.stage, module)
-            if checker is not None:
-                try:
-                    checker.after_pass(p.instance, module)
-                except DiagnosticException as e:
-                    raise CompileError(_diag_text(e, None, sources)) from None
+        here = not jit or capture or _verify_each(log) or opts.check_equivalence() or not graph
+        _graph_passes(module, plan, ctx, log, sources, opts, here, probe)
+    # always kept (what tests and users inspect most); printed beside the compile
+    check = None if here else functools.partial(_invalid_ir, module, sources, graph[-1].name)
+    try:
+        rlx_text.append(
+            text_later.later(module, check) if jit and not capture else lambda t=str(module): t
+        )
+    except text_later.CheckFailed as e:  # checked here (a small module)
+        raise RuntimeError(str(e)) from None
     _check_static(module)
     reports = probe.finish(module)
     reports["ran"] = ",".join(sorted(probe.ran))
-    # always kept (what tests and users inspect most); printed beside the compile
-    rlx_text.append(text_later.later(module) if jit and not capture else lambda t=str(module): t)
     graph_params = source_params(module)  # after the graph passes (walked once for both)
     ref = rlx_dtypes(module, entry, graph_params)
     prep_f = find_prepare(module, entry)
@@ -390,7 +449,8 @@ def _lookup(
     log(f"cache: miss {key[:16]}")
     input_later = text_later.later(module)  # printed beside the compile
     try:
-        art = _build(module, "", opts, entry, log, sources, capture=False)
+        art = _build(module, "", opts, entry, log, sources, capture=False,
+                     recheck=lambda: _recheck(source, opts))  # fmt: skip
     finally:
         text = input_later()  # reaps the child in any case
     # the source itself is unchanged (load_module copied it): print it if the child failed

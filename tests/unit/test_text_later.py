@@ -4,6 +4,9 @@ serial compile keeps; a child that fails leaves the input printed from the sourc
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -83,3 +86,74 @@ def test_small_modules_print_here(monkeypatch) -> None:  # type: ignore[no-untyp
     g = _graph()
     t = text_later.TextLater(g.module)
     assert t._pid == 0 and t.result() == str(g.module)
+
+
+def _break_last_graph_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the last graph pass leave invalid IR (the entry's last op moved before its
+    operands)."""
+    from rlx.runtime import compiler, option_pipeline
+
+    orig = compiler._run_pass
+    plan = option_pipeline.build_plan(rlx.CompileOptions(), Path(tempfile.gettempdir()))
+    last = plan.phase("graph")[-1].name
+
+    class Breaking:
+        def __init__(self, p):  # type: ignore[no-untyped-def]
+            self.p = p
+
+        def apply(self, ctx, module) -> None:  # type: ignore[no-untyped-def]
+            self.p.apply(ctx, module)
+            ret = next(o for o in module.walk() if o.name == "func.return")
+            op, block = ret.prev_op, ret.parent
+            op.detach()
+            block.insert_op_before(op, block.first_op)
+
+    def run(name, p, *a, **k):  # type: ignore[no-untyped-def]
+        orig(name, Breaking(p) if name == last else p, *a, **k)
+
+    monkeypatch.setattr(compiler, "_run_pass", run)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_invalid_graph_pass_output_is_reported(forked, monkeypatch, jobs: str) -> None:  # type: ignore[no-untyped-def]
+    """The output of the graph passes is verified (in the child printing it, or here): a
+    pass leaving invalid IR is named, whatever the lowering then made of that IR."""
+    monkeypatch.setenv(parallel_build.JOBS_ENV, jobs)
+    _break_last_graph_pass(monkeypatch)
+    with pytest.raises(RuntimeError, match=r"pass '.*' produced invalid IR: .*does not dominate"):
+        _compile(_graph())
+
+
+def test_dead_checking_child_is_replaced_by_a_check_here(forked, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A child that dies before its verdict: the graph passes are re-run and verified
+    here; a valid compile goes on, an invalid one is reported."""
+    import os
+
+    from rlx.runtime import compiler
+
+    parent = os.getpid()
+    orig_check = compiler._invalid_ir
+
+    def dying(*a):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:
+            os._exit(1)
+        return orig_check(*a)
+
+    monkeypatch.setattr(compiler, "_invalid_ir", dying)
+    rechecks: list[int] = []
+    orig_recheck = compiler._recheck
+
+    def recheck(*a):  # type: ignore[no-untyped-def]
+        rechecks.append(1)
+        return orig_recheck(*a)
+
+    monkeypatch.setattr(compiler, "_recheck", recheck)
+    c = _compile(_graph())
+    assert rechecks == [1]
+    x = np.ones((4, 8), np.float32)
+    c.set_params({"w": np.eye(8, dtype=np.float32)})
+    np.testing.assert_allclose(c.run(x)[0], np.tanh(2 * x), rtol=1e-6)
+    _break_last_graph_pass(monkeypatch)
+    with pytest.raises(RuntimeError, match=r"pass '.*' produced invalid IR: .*does not dominate"):
+        _compile(_graph())
+    assert rechecks == [1, 1]
