@@ -19,25 +19,34 @@ from rlx.transforms.fusion.scalar_body import Emitter, Unsupported, build_scalar
 ELEMENTWISE: tuple[type[Operation], ...] = (*UNARY_OPS, *BINARY_OPS, CompareOp, WhereOp, CastOp)
 
 
-def fusable(op: Operation | None) -> bool:
-    """An elementwise rlx op whose scalar form exists (e.g. not on unsigned integers)."""
+def fusable(op: Operation | None, memo: dict[Operation, bool] | None = None) -> bool:
+    """An elementwise rlx op whose scalar form exists (e.g. not on unsigned integers).
+    `memo` keeps the answer per op (it builds the scalar form: the pattern asks ~5 times
+    per op)."""
     if not isinstance(op, ELEMENTWISE):
         return False
+    if memo is not None and (known := memo.get(op)) is not None:
+        return known
     block = Block(arg_types=[elem_type(o) for o in op.operands])
     try:
         build_scalar(Emitter(), op, block.args)
+        ok = True
     except (Unsupported, KeyError, VerifyException, AssertionError):
-        return False
-    return True
+        ok = False
+    if memo is not None:
+        memo[op] = ok
+    return ok
 
 
-def _absorbable(value: SSAValue, consumer: Operation) -> Operation | None:
+def _absorbable(
+    value: SSAValue, consumer: Operation, memo: dict[Operation, bool] | None = None
+) -> Operation | None:
     """The producer of `value` when it can join `consumer`'s region: fusable, same block,
     and `value`'s only use is `consumer` (so it is not a graph output)."""
     p = value.owner
     if not isinstance(p, Operation) or p.parent_block() is not consumer.parent_block():
         return None
-    if sole_user(value) is not consumer or not fusable(p):
+    if sole_user(value) is not consumer or not fusable(p, memo):
         return None
     return p
 
@@ -65,9 +74,11 @@ class FuseElementwiseRegion(RewritePattern):
     max_inputs: int = 0
     _block: Block | None = field(default=None, repr=False, compare=False)
     _order: dict[Operation, int] = field(default_factory=dict, repr=False, compare=False)
+    _fusable: dict[Operation, bool] = field(default_factory=dict, repr=False, compare=False)
+    """`fusable` per op (an op's operand types, hence the answer, never change here)."""
 
     def match_and_rewrite(self, tail: Operation, rewriter: PatternRewriter) -> None:
-        if not fusable(tail):
+        if not fusable(tail, self._fusable):
             return
         if not self._is_tail(tail):
             return
@@ -100,8 +111,8 @@ class FuseElementwiseRegion(RewritePattern):
         consumer = sole_user(op.results[0])
         if (
             consumer is None
-            or not fusable(consumer)
-            or _absorbable(op.results[0], consumer) is not op
+            or not fusable(consumer, self._fusable)
+            or _absorbable(op.results[0], consumer, self._fusable) is not op
         ):
             return None
         return consumer
@@ -135,7 +146,7 @@ class FuseElementwiseRegion(RewritePattern):
         consumers = {id(v): tail for v in tail.operands}
         while work:
             v = work.pop()
-            p = _absorbable(v, consumers[id(v)])
+            p = _absorbable(v, consumers[id(v)], self._fusable)
             if p is None or p in members:
                 continue
             if not self._within_limits([*members, p]):
