@@ -209,14 +209,14 @@ class ElementwiseRegionOp(RlxOp):
         block = self.body.block
         want = [t.element_type for t in types]  # type: ignore[union-attr]
         got = [a.type for a in block.args]
-        require(
-            got == want,
-            "body arguments must be the scalar element types of the inputs: expected ("
-            + ", ".join(map(str, want))
-            + "), got ("
-            + ", ".join(map(str, got))
-            + ")",
-        )
+        if got != want:  # the message prints types: only built for a failure
+            raise VerifyException(
+                "body arguments must be the scalar element types of the inputs: expected ("
+                + ", ".join(map(str, want))
+                + "), got ("
+                + ", ".join(map(str, got))
+                + ")"
+            )
         term = block.last_op
         require(
             isinstance(term, YieldOp) and len(term.operands) == 1,
@@ -224,10 +224,11 @@ class ElementwiseRegionOp(RlxOp):
         )
         assert term is not None
         out = tensor(shape, term.operands[0].type)
-        require(
-            types_compatible(out, self.result.type),
-            f"result must be {out} (broadcast tensor<{fmt_shape(shape)}> of the yielded type), got {self.result.type}",
-        )
+        if not types_compatible(out, self.result.type):
+            raise VerifyException(
+                f"result must be {out} (broadcast tensor<{fmt_shape(shape)}> of the yielded "
+                f"type), got {self.result.type}"
+            )
         for op in block.ops:
             if op is not term and op.dialect_name() not in ("arith", "math"):
                 raise VerifyException(f"body may only contain arith and math ops, found {op.name}")
