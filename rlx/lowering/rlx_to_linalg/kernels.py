@@ -16,8 +16,10 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
+    IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -30,19 +32,28 @@ from rlx.lowering.rlx_to_linalg.kernel_builder import PARALLEL, KernelBuilder, i
 
 
 def _region_text(op: Operation) -> str:
-    """The op's regions printed without SSA name hints (part of the dedup key)."""
-    clone = op.clone()
-    for region in clone.regions:
-        for o in region.walk():
-            for r in o.results:
-                r.name_hint = None
+    """The op's regions printed without SSA name hints (part of the dedup key). The hints
+    are cleared for the print and put back (cloning the op to clear them cost as much as
+    printing it)."""
+    hints: list[tuple[SSAValue, str | None]] = []
+    for region in op.regions:
         for b in region.blocks:
-            for a in b.args:
-                a.name_hint = None
+            hints.extend((a, a.name_hint) for a in b.args)
+        for o in region.walk():
+            hints.extend((r, r.name_hint) for r in o.results)
+            for r2 in o.regions:
+                for b2 in r2.blocks:
+                    hints.extend((a, a.name_hint) for a in b2.args)
     out = io.StringIO()
-    p = Printer(stream=out)
-    for region in clone.regions:
-        p.print_region(region)
+    try:
+        for v, _ in hints:
+            v.name_hint = None
+        p = Printer(stream=out)
+        for region in op.regions:
+            p.print_region(region)
+    finally:
+        for v, h in hints:
+            v.name_hint = h
     return out.getvalue()
 
 
@@ -131,12 +142,11 @@ class Kernels:
     def table(self, typ: Attribute, values: object) -> str:
         """A private constant 1-D global holding `values` (deduplicated)."""
         vals = tuple(values)  # type: ignore[call-overload]
-        key = ("table", str(typ), vals)
+        key = ("table", attr_text(typ), vals)
         if key not in self.by_key:
             name = self.fresh("rlx_table")
             t = MemRefType(typ, [len(vals)])
-            dense = DenseIntOrFPElementsAttr.from_list(TensorType(typ, [len(vals)]), list(vals))  # type: ignore[arg-type]
-            self._add_global(name, t, dense)
+            self._add_global(name, t, _dense_1d(typ, vals))
             self.by_key[key] = name
         return self.by_key[key]
 
@@ -158,6 +168,21 @@ class Kernels:
             self._add_global(name, t, dense)
             self.by_key[key] = name
         return self.by_key[key], t
+
+
+def _dense_1d(typ: Attribute, vals: tuple[object, ...]) -> DenseIntOrFPElementsAttr:
+    """`DenseIntOrFPElementsAttr.from_list(tensor<n x typ>, vals)`; signless i64 values
+    already in the signed range (the geometry tables) are packed directly: `from_list`
+    normalises each value one by one, the same values."""
+    tt = TensorType(typ, [len(vals)])
+    if (
+        isinstance(typ, IntegerType)
+        and typ.width.data == 64
+        and typ.signedness.data == Signedness.SIGNLESS
+        and all(type(v) is int and -(2**63) <= v < 2**63 for v in vals)
+    ):
+        return DenseIntOrFPElementsAttr(tt, BytesAttr(typ.pack(vals)))  # type: ignore[arg-type]
+    return DenseIntOrFPElementsAttr.from_list(tt, list(vals))  # type: ignore[arg-type]
 
 
 def copy_kernel(kernels: Kernels, t: MemRefType) -> str:

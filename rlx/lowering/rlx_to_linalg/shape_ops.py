@@ -6,6 +6,7 @@ load."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING
@@ -32,8 +33,15 @@ if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.bufferize import FuncLowering
 
 
-def _reassoc(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+@functools.lru_cache(maxsize=1024)
+def _reassoc_of(groups: tuple[tuple[int, ...], ...]) -> ArrayAttr:
     return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def _reassoc(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    """The reassociation attribute of `groups` (memoized: attributes are immutable, and a
+    CNN reshapes to the same few ranks hundreds of times)."""
+    return _reassoc_of(tuple(tuple(g) for g in groups))
 
 
 def reshape_view(fl: FuncLowering, src: SSAValue, to: MemRefType) -> SSAValue:
