@@ -6,16 +6,11 @@ load."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    IntegerAttr,
     IntegerType,
     MemRefType,
     i64,
@@ -26,22 +21,12 @@ from rlx import errors
 from rlx.dialects.rlx.base import is_unsigned, normalize_axis
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, SliceOp, TransposeOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem, shape
+from rlx.lowering.rlx_to_linalg.static_ops import reshape_op
 from rlx.lowering.rlx_to_linalg.strided import Layout, broadcast, row_major, strided_call
 from rlx.lowering.rlx_to_linalg.traps import trap
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.bufferize import FuncLowering
-
-
-@functools.lru_cache(maxsize=1024)
-def _reassoc_of(groups: tuple[tuple[int, ...], ...]) -> ArrayAttr:
-    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
-
-
-def _reassoc(groups: Sequence[Sequence[int]]) -> ArrayAttr:
-    """The reassociation attribute of `groups` (memoized: attributes are immutable, and a
-    CNN reshapes to the same few ranks hundreds of times)."""
-    return _reassoc_of(tuple(tuple(g) for g in groups))
 
 
 def reshape_view(fl: FuncLowering, src: SSAValue, to: MemRefType) -> SSAValue:
@@ -51,32 +36,17 @@ def reshape_view(fl: FuncLowering, src: SSAValue, to: MemRefType) -> SSAValue:
     if s == t:
         return src
     if len(t) == 0:
-        return _collapse(fl, src, [], to)
+        return fl.mb.v(reshape_op(False, src, [], to))
     if len(s) == 0:
-        return _expand(fl, src, [], to)
+        return fl.mb.v(reshape_op(True, src, [], to))
     flat = (
         src
         if len(s) == 1
-        else _collapse(fl, src, [list(range(len(s)))], MemRefType(to.element_type, [prod(s)]))
+        else fl.mb.v(
+            reshape_op(False, src, [list(range(len(s)))], MemRefType(to.element_type, [prod(s)]))
+        )
     )
-    return flat if len(t) == 1 else _expand(fl, flat, [list(range(len(t)))], to)
-
-
-def _collapse(fl: FuncLowering, src: SSAValue, groups: list[list[int]], to: MemRefType) -> SSAValue:
-    op = memref.CollapseShapeOp.build(
-        operands=[src], result_types=[to], properties={"reassociation": _reassoc(groups)}
-    )
-    return fl.mb.v(op)
-
-
-def _expand(fl: FuncLowering, src: SSAValue, groups: list[list[int]], to: MemRefType) -> SSAValue:
-    props = {
-        "reassociation": _reassoc(groups),
-        "static_output_shape": DenseArrayBase.from_list(i64, list(to.get_shape())),
-    }
-    return fl.mb.v(
-        memref.ExpandShapeOp.build(operands=[src, []], result_types=[to], properties=props)
-    )
+    return flat if len(t) == 1 else fl.mb.v(reshape_op(True, flat, [list(range(len(t)))], to))
 
 
 def _copy_body(_kb: KernelBuilder, vals: list[SSAValue]) -> list[SSAValue]:

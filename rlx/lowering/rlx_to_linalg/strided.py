@@ -24,14 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import i64
 from xdsl.ir import Attribute, SSAValue
 
 from rlx.lowering.rlx_to_linalg import streaming
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem, shape
 from rlx.lowering.rlx_to_linalg.kernels import attr_text
-from rlx.lowering.rlx_to_linalg.static_ops import static_memref, static_reinterpret
+from rlx.lowering.rlx_to_linalg.static_ops import call_op, static_memref, static_reinterpret
 
 FLAT = 2**31 - 1
 """Length of the flat views the worker reads (the same pointer as the buffer)."""
@@ -229,4 +228,4 @@ def strided_call(
         emit(wb, lambda i: wb.load(args[0], [i]), args[1:])
 
     worker = kernels.kernel(wkey, types, build, f"{label} (any shape)", noalias=True)
-    kb.add(func.CallOp(worker, [geo, *flats, *st], []))
+    kb.add(call_op(worker, [geo, *flats, *st]))
