@@ -40,6 +40,54 @@ REPLY_TIMEOUT_S = 600.0
 module is optimised in process (a stalled helper must not block every compile)."""
 
 
+def frame(head: dict[str, Any], data: bytes = b"") -> bytes:
+    """One message on a pipe: a JSON header line (with the payload's length `n`), then the
+    payload (this helper's replies, `parallel_build`'s children)."""
+    return json.dumps({**head, "n": len(data)}).encode() + b"\n" + data
+
+
+class FrameReader:
+    """Reads `frame`d messages from the pipe `fd`, each within `timeout` seconds."""
+
+    def __init__(self, fd: int, timeout: float) -> None:
+        self.fd, self.timeout = fd, timeout
+        self._rest = b""  # bytes read past the last message (never more than one's)
+        self.timed_out = False
+
+    def message(self) -> tuple[dict[str, Any], bytes] | None:
+        """The next (header, payload); None when the writer exited, sent a bad header or
+        a short payload, or took longer than the timeout (`timed_out`)."""
+        self.timed_out = False
+        deadline = time.monotonic() + self.timeout
+        line = self._read(deadline, until_newline=True)
+        try:
+            head = json.loads(line)
+            n = int(head.get("n", 0))
+        except (ValueError, TypeError, AttributeError):
+            return None
+        data = self._read(deadline, n=n)
+        return (head, data) if len(data) == n else None
+
+    def _read(self, deadline: float, n: int = 0, until_newline: bool = False) -> bytes:
+        """`n` bytes (or one line) from the pipe, waiting at most until `deadline`; reads
+        the descriptor directly, so nothing is left in a buffer."""
+        out = bytearray(self._rest)
+        while not (b"\n" in out if until_newline else len(out) >= n):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                self.timed_out = True
+                break
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                break  # the writer exited
+            out += chunk
+        cut = out.index(b"\n") + 1 if until_newline and b"\n" in out else min(n, len(out))
+        if until_newline and b"\n" not in out:
+            cut = len(out)
+        self._rest = bytes(out[cut:])
+        return bytes(out[:cut])
+
+
 def _target_machine(opt_level: int, cpu: str, features: str) -> Any:
     """The helper's copy of `llvm_host._target_machine(..., jit=True)` (importing that
     module would import rlx); `test_memory_growth` checks both give the same code."""
@@ -83,43 +131,24 @@ class _Worker:
             stderr=subprocess.DEVNULL,
         )
         self.jobs = 0
-        self._rest = b""  # bytes read past the last reply (never more than one reply's)
+        assert self.proc.stdout is not None
+        self._reader = FrameReader(self.proc.stdout.fileno(), REPLY_TIMEOUT_S)
 
     def optimise(self, bitcode: bytes, request: dict[str, Any]) -> bytes:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         self.jobs += 1
-        header = json.dumps({**request, "n": len(bitcode)}).encode() + b"\n"
-        self.proc.stdin.write(header + bitcode)
+        self.proc.stdin.write(frame(request, bitcode))
         self.proc.stdin.flush()
-        deadline = time.monotonic() + REPLY_TIMEOUT_S
-        line = self._read(deadline, until_newline=True)
-        reply = json.loads(line or b'{"ok": false, "error": "exited"}')
+        self._reader.timeout = REPLY_TIMEOUT_S
+        got = self._reader.message()
+        if self._reader.timed_out:
+            raise RuntimeError(f"LLVM helper process: no reply in {REPLY_TIMEOUT_S:.0f} s")
+        if got is None:
+            raise RuntimeError("LLVM helper process: exited or short reply")
+        reply, data = got
         if not reply.get("ok"):
             raise RuntimeError(f"LLVM helper process failed: {reply.get('error')}")
-        data = self._read(deadline, n=int(reply["n"]))
-        if len(data) != reply["n"]:
-            raise RuntimeError("LLVM helper process: short reply")
         return data
-
-    def _read(self, deadline: float, n: int = 0, until_newline: bool = False) -> bytes:
-        """`n` bytes (or one line) from the helper, waiting at most until `deadline`;
-        reads the pipe's descriptor directly, so nothing is left in a buffer."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        out = bytearray(self._rest)
-        while not (b"\n" in out if until_newline else len(out) >= n):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise RuntimeError(f"LLVM helper process: no reply in {REPLY_TIMEOUT_S:.0f} s")
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break  # the helper exited
-            out += chunk
-        cut = out.index(b"\n") + 1 if until_newline and b"\n" in out else min(n, len(out))
-        if until_newline and b"\n" not in out:
-            cut = len(out)
-        self._rest = bytes(out[cut:])
-        return bytes(out[:cut])
 
     def close(self) -> None:
         try:
@@ -203,11 +232,9 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
             mod = llvm.parse_bitcode(inp.read(int(req["n"])))
             tm = _target_machine(int(req["opt"]), req["cpu"], req["features"])
             run_pipeline(mod, tm, int(req["opt"]), bool(req["unroll"]))
-            data = mod.as_bitcode()
-            out.write(json.dumps({"ok": True, "n": len(data)}).encode() + b"\n" + data)
+            out.write(frame({"ok": True}, mod.as_bitcode()))
         except Exception as e:  # reported to the parent, which falls back to in-process
-            out.write(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"}).encode())
-            out.write(b"\n")
+            out.write(frame({"ok": False, "error": f"{type(e).__name__}: {e}"}))
         out.flush()
 
 

@@ -26,11 +26,8 @@ LLVM or dies has its IR text optimised and compiled here. `RLX_COMPILE_JOBS`: `a
 from __future__ import annotations
 
 import gc
-import json
 import os
-import select
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -49,7 +46,7 @@ MAX_JOBS = 4
 """Most processes `auto` uses."""
 MIN_OPS = 2000
 """Operations (after `convert-rlx-to-linalg`) below which a module compiles serially."""
-REPLY_TIMEOUT_S = 600.0
+REPLY_TIMEOUT_S = llvm_worker.REPLY_TIMEOUT_S
 """Longest wait for a child's message; then it is killed and its part is done here."""
 OPT_LEVEL = 3
 """`JitModule`'s default optimisation level (`rlx.compile` uses it)."""
@@ -62,6 +59,27 @@ def can_fork() -> bool:
     """Forking a process that may have threads is safe enough only on Linux (on macOS
     system frameworks abort in the child; Windows has no fork)."""
     return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+def fork(run: Callable[[], None]) -> int:
+    """`run()` in a forked child, which then exits (status 0 when `run` returned, 1 when
+    it raised); returns the child's pid, OSError when there is no process to be had.
+    Flushes stdout and stderr first (else the child would write them again), forks while
+    no thread of this process is inside LLVM, and turns the cyclic GC off in the child (a
+    collection would touch, and so copy, every page of the heap)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with _LOCK:
+        pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            gc.disable()
+            run()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
 
 
 def jobs() -> int:
@@ -222,8 +240,7 @@ def _optimise_text(text: str) -> tuple[bytes, bytes]:
 
 
 def _send(fd: int, ok: bool, data: bytes = b"", error: str = "") -> None:
-    head = json.dumps({"ok": ok, "n": len(data), "error": error}).encode() + b"\n"
-    view = memoryview(head + data)
+    view = memoryview(llvm_worker.frame({"ok": ok, "error": error}, data))
     while view:
         view = view[os.write(fd, view) :]
 
@@ -252,27 +269,22 @@ class Child:
 
     def __init__(self, part: ModuleOp, lower: Lower, cross: set[str]) -> None:
         self.part = part
-        self._rest = b""
         r, w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
+
+        def run() -> None:
+            os.close(r)
+            _child(w, part, lower, cross)
+
         try:
-            with _LOCK:  # no thread of this process is inside LLVM while it forks
-                pid = os.fork()
+            pid = fork(run)
         except OSError as e:  # no process to be had (EAGAIN, ENOMEM): done here
             os.close(r)
             os.close(w)
             self.pid, self.fd, self.error, self.closed = 0, -1, f"fork failed: {e}", True
             return
-        if pid == 0:  # the child: never returns
-            os.close(r)
-            gc.disable()  # a collection would touch (and copy) every page of the heap
-            try:
-                _child(w, part, lower, cross)
-            finally:
-                os._exit(0)
         os.close(w)
         self.pid, self.fd = pid, r
+        self._reader = llvm_worker.FrameReader(r, REPLY_TIMEOUT_S)
         self.error = ""
         self.closed = False
 
@@ -280,35 +292,15 @@ class Child:
         """The next message's payload, or None (and `error` set) when it failed."""
         if self.pid == 0:  # never started
             return None
-        deadline = time.monotonic() + REPLY_TIMEOUT_S
-        line = self._read(deadline, until_newline=True)
-        try:
-            head = json.loads(line)
-        except ValueError:
-            self.error = "the child exited"
+        got = self._reader.message()
+        if got is None:
+            self.error = "no reply in time" if self._reader.timed_out else "the child exited"
             return None
+        head, data = got
         if not head.get("ok"):
             self.error = str(head.get("error"))
             return None
-        data = self._read(deadline, n=int(head["n"]))
-        if len(data) != head["n"]:
-            self.error = "short message"
-            return None
         return data
-
-    def _read(self, deadline: float, n: int = 0, until_newline: bool = False) -> bytes:
-        out = bytearray(self._rest)
-        while not (b"\n" in out if until_newline else len(out) >= n):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                break
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                break
-            out += chunk
-        cut = out.index(b"\n") + 1 if until_newline and b"\n" in out else min(n, len(out))
-        self._rest = bytes(out[cut:])
-        return bytes(out[:cut])
 
     def close(self) -> None:
         """Reap the child (killed first if it is still running); idempotent."""

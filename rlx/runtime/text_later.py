@@ -22,9 +22,7 @@ and `TextLater()` itself raises `CheckFailed`.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 
@@ -79,16 +77,24 @@ class TextLater:
         if parallel_build.jobs() < 2 or _size(module, MIN_OPS) < MIN_OPS:
             self._here(module, check)
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
         try:
             fd, self._path = tempfile.mkstemp(prefix="rlx-text-", suffix=".mlir")
         except OSError:  # no writable temporary directory: print here
             self._here(module, check)
             return
         r, w = os.pipe() if check is not None else (-1, -1)
+
+        def run() -> None:  # in the child: check, print, write
+            if check is not None:
+                os.close(r)
+                problem = check()
+                verdict = b"-" if problem is None else b"!" + problem.encode()[:MAX_MESSAGE]
+                _write(w, verdict)
+                os.close(w)
+            _write(fd, str(module).encode())
+
         try:
-            pid = os.fork()
+            pid = parallel_build.fork(run)
         except OSError:  # no process to be had (EAGAIN, ENOMEM): print here
             for d in (fd, r, w):
                 if d >= 0:
@@ -97,20 +103,6 @@ class TextLater:
                 os.unlink(self._path)
             self._here(module, check)
             return
-        if pid == 0:  # the child: check, print, write, exit (never returns)
-            code = 1
-            try:
-                gc.disable()  # a collection would touch (and copy) every page of the heap
-                if check is not None:
-                    os.close(r)
-                    problem = check()
-                    verdict = b"-" if problem is None else b"!" + problem.encode()[:MAX_MESSAGE]
-                    _write(w, verdict)
-                    os.close(w)
-                _write(fd, str(module).encode())
-                code = 0
-            finally:
-                os._exit(code)
         os.close(fd)
         if w >= 0:
             os.close(w)

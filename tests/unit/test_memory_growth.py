@@ -124,7 +124,7 @@ def test_a_stalled_llvm_helper_times_out(monkeypatch) -> None:  # type: ignore[n
         [sys.executable, "-c", "import time; time.sleep(30)"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
-    w.jobs, w._rest = 0, b""
+    w.jobs, w._reader = 0, llvm_worker.FrameReader(w.proc.stdout.fileno(), 0.5)
     try:
         with pytest.raises(RuntimeError, match="no reply in"):
             w.optimise(b"\x00" * 8, {"opt": 3})
