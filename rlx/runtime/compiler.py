@@ -33,19 +33,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ModuleOp,
 )
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import DiagnosticException
 
 from rlx.diagnostics import (
-    Diagnostic,
-    SourceLoc,
     SourceManager,
-    diagnostic_from_exception,
-    render,
 )
-from rlx.dialects import get_all_dialects
-from rlx.parser import LocatingParser
 from rlx.runtime import (
     counters,
     llvm_worker,
@@ -69,6 +62,14 @@ from rlx.runtime.entry_abi import (
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
+from rlx.runtime.loading import (
+    _diag_text,
+    _key_text,
+    _source_module,
+    find_failure,
+    load_module,
+    make_context,
+)
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
 
@@ -89,15 +90,6 @@ class UnboundDimsError(CompileError):
         )
 
 
-def make_context() -> Context:
-    """Closed world, as rlx-opt: rlx plus the upstream dialects."""
-
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
 class _Log:
     def __init__(self, on: bool) -> None:
         self.on = on
@@ -106,101 +98,6 @@ class _Log:
         if self.on:
             sys.stderr.write(f"[rlx] {msg}\n")
             sys.stderr.flush()
-
-
-# ----------------------------------------------------------------------------- loading
-
-
-def _looks_like_path(s: str) -> bool:
-    return "\n" not in s and "{" not in s and (s.endswith(".mlir") or Path(s).is_file())
-
-
-def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
-    """The first op (innermost first) that fails verification (xDSL verifiers, dominance,
-    shape bounds: `rlx.ir_checks.find_failure`), with its error."""
-    from rlx.ir_checks import find_failure as find
-
-    return find(op)
-
-
-def _diag_text(
-    exc: BaseException, op: Operation | None, sources: SourceManager, prefix: str = ""
-) -> str:
-    diag = diagnostic_from_exception(exc, op)
-    diag.message = prefix + diag.message
-    if diag.loc is None and op is not None:
-        diag.message += f"\n  in: {str(op).splitlines()[0][:200]}"
-    return render(diag, sources).rstrip("\n")
-
-
-def _source_module(source: Any) -> Any:
-    """The ModuleOp of an rlx.Graph (finished without verifying: a hit needs no
-    verification, a miss verifies a copy), else `source` unchanged."""
-    if isinstance(source, ModuleOp | str | Path):
-        return source
-    finish = getattr(source, "finish", None)  # rlx.Graph (duck-typed)
-    if callable(finish):
-        try:
-            return finish(verify=False)
-        except Exception:  # e.g. no outputs: load_module reports it
-            return source
-    return getattr(source, "module", source)
-
-
-def _key_text(source: Any) -> str | None:
-    """What the compile cache's key hashes for `source`, without parsing or printing:
-    MLIR text (or a .mlir file's text) as given, a ModuleOp's exact structural text
-    (`ir_key.structural_text`); None when it cannot be read (`load_module` reports why)."""
-    try:
-        if isinstance(source, ModuleOp):
-            return "structure\0" + structural_text(source)
-        if isinstance(source, Path) or (isinstance(source, str) and _looks_like_path(source)):
-            return "mlir-text\0" + Path(source).read_text()
-        if isinstance(source, str):
-            return "mlir-text\0" + source
-    except Exception:  # unreadable file or malformed IR: load_module names the problem
-        return None
-    return None
-
-
-def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
-    """A verified private ModuleOp from text, a .mlir path, a ModuleOp or an rlx.Graph."""
-    sources = SourceManager()
-    if not isinstance(source, ModuleOp | str | Path) and hasattr(source, "module"):
-        source = source.module  # rlx.Graph (duck-typed)
-    if isinstance(source, ModuleOp):
-        module = source.clone()
-    elif isinstance(source, str | Path):
-        if isinstance(source, Path) or _looks_like_path(source):
-            path = Path(source)
-            try:
-                text, name = path.read_text(), str(path)
-            except OSError as e:
-                raise CompileError(f"cannot read {path}: {e.strerror or e}") from None
-        else:
-            text, name = source, "<string>"
-        sources.add(name, text)
-        parser = LocatingParser(ctx, text, name)
-        try:
-            module = parser.parse_located_module()
-        except ParseError as e:
-            line, col = parser.position_to_line_col(e.span.start)
-            raise CompileError(
-                render(Diagnostic("error", e.msg, SourceLoc(name, line, col)), sources).rstrip()
-            ) from None
-        except DiagnosticException as e:
-            loc = None
-            if parser.failed_op_position is not None:
-                loc = SourceLoc(name, *parser.position_to_line_col(parser.failed_op_position))
-            raise CompileError(render(Diagnostic("error", str(e), loc), sources).rstrip()) from None
-    else:
-        raise TypeError(
-            f"rlx.compile: expected MLIR text, a path, a ModuleOp or an rlx.Graph; got {type(source).__name__}"
-        )
-    bad = find_failure(module)
-    if bad is not None:
-        raise CompileError(_diag_text(bad[1], bad[0], sources))
-    return module, sources
 
 
 # ----------------------------------------------------------------------------- pipeline
