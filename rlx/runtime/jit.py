@@ -29,7 +29,14 @@ from xdsl.dialects.builtin import (
 
 from rlx.lowering.llvm_ir import to_llvm_ir
 from rlx.runtime import blas, counters, llvm_worker, object_bundle
-from rlx.runtime.llvm_host import _LOCK, _initialise, _target_machine, ensure_runtime_symbols
+from rlx.runtime.llvm_host import (
+    _LOCK,
+    ObjectEngine,
+    _initialise,
+    _target_machine,
+    ensure_runtime_symbols,
+    parse_for,
+)
 
 __all__ = ["JitModule", "UnresolvedSymbolError", "compile_module", "ensure_runtime_symbols",
            "to_llvm_ir"]  # fmt: skip
@@ -105,12 +112,9 @@ class JitModule:
             )
             self.opt_level = opt_level
             ensure_runtime_symbols()
-            mod = llvm_binding.parse_assembly(llvm_ir)
-            mod.verify()
-            _check_resolved(mod, provided)
             tm = _target_machine(opt_level, self.cpu, self.features, jit=True)
-            mod.triple = tm.triple
-            mod.data_layout = str(tm.target_data)
+            mod = parse_for(llvm_ir, tm)
+            _check_resolved(mod, provided)
             if opt_level > 0:  # maybe in a helper process: llvmlite's pipeline leaks
                 mod = llvm_worker.optimise(mod, tm, opt_level, self.cpu, self.features, unroll)
             if more is None:
@@ -150,9 +154,7 @@ class JitModule:
                 text_mod.link_in(self._parse_bitcode(part[0], mod))
                 objects.append(part[1])
                 continue
-            other = llvm_binding.parse_assembly(part)  # IR text, not optimised yet
-            other.verify()
-            other.triple, other.data_layout = mod.triple, mod.data_layout
+            other = parse_for(part, tm)  # IR text, not optimised yet
             if self.opt_level > 0:
                 other = llvm_worker.optimise(
                     other, tm, self.opt_level, self.cpu, self.features, unroll
@@ -160,14 +162,8 @@ class JitModule:
             text_mod.link_in(other.clone())
             objects.append(bytes(tm.emit_object(other)))
         _check_resolved(text_mod)
-        engine_tm = _target_machine(self.opt_level, self.cpu, self.features, jit=True)
-        empty = llvm_binding.parse_assembly("")
-        empty.triple = engine_tm.triple
-        engine = llvm_binding.create_mcjit_compiler(empty, engine_tm)  # owns engine_tm
-        for obj in objects:
-            engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
-        return text_mod, object_bundle.pack(objects), engine
+        bundle = object_bundle.pack(objects)
+        return text_mod, bundle, ObjectEngine(bundle).engine  # loads what the cache stores
 
     @staticmethod
     def _parse_bitcode(data: bytes, like: Any) -> Any:

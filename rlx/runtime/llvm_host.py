@@ -125,6 +125,16 @@ def _target_machine(opt_level: int, cpu: str, features: str, jit: bool) -> Any:
     )
 
 
+def parse_for(text: str, tm: Any) -> Any:
+    """LLVM IR `text` parsed and verified, with `tm`'s triple and data layout: how every
+    module is prepared for `llvm_worker`'s pipeline (`JitModule`, `parallel_build`)."""
+    mod = _llvm().parse_assembly(text)
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    return mod
+
+
 @functools.cache
 def _host() -> tuple[str, str]:
     """The host CPU name and features (queried once: ~0.5 ms a time). Each engine gets a
@@ -148,10 +158,15 @@ class ObjectEngine:
             tm = _target_machine(0, *_host(), jit=True)
             empty = llvm_binding.parse_assembly("")
             empty.triple = tm.triple
-            self._engine = llvm_binding.create_mcjit_compiler(empty, tm)
+            self._engine = llvm_binding.create_mcjit_compiler(empty, tm)  # owns tm
             for obj in object_bundle.unpack(data):  # one object, or a parallel compile's
                 self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
+
+    @property
+    def engine(self) -> Any:
+        """The MCJIT engine holding the code (`JitModule` of a parallel build uses it)."""
+        return self._engine
 
     def address(self, name: str) -> int:
         """The entry address of function `name` (KeyError when the code has none)."""

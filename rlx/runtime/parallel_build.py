@@ -39,7 +39,7 @@ from rlx.env import env_count, usable_cpus
 from rlx.lowering.llvm_ir import to_llvm_ir
 from rlx.runtime import llvm_worker
 from rlx.runtime.jit import Part
-from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm, _target_machine
+from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm, _target_machine, parse_for
 
 JOBS_ENV = "RLX_COMPILE_JOBS"
 MAX_JOBS = 4
@@ -229,11 +229,8 @@ def _optimise_text(text: str) -> tuple[bytes, bytes]:
     _initialise()
     cpu = llvm_binding.get_host_cpu_name()
     features = llvm_binding.get_host_cpu_features().flatten()
-    mod = llvm_binding.parse_assembly(text)
-    mod.verify()
     tm = _target_machine(OPT_LEVEL, cpu, features, jit=True)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
+    mod = parse_for(text, tm)
     llvm_worker.run_pipeline(mod, tm, OPT_LEVEL, False)
     bitcode = bytes(mod.as_bitcode())
     return bitcode, bytes(tm.emit_object(mod))
