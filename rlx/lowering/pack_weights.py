@@ -17,6 +17,10 @@ weights computed in `@main` are left alone. In the default mode a packed weight 
 the generated GEMM where an unpacked one of the same small shape would take OpenBLAS
 (`matmul.prefer_blas`): pre-packing removes most of the generated GEMM's per-call cost.
 
+Every other `rlx.concat` of weights only left in `@main` (the concatenated q/k/v bias of
+`shared_input_matmul`, which runs after `hoist-param-invariant`; its weight when not
+packed) moves into `@prepare` as well, so no weight copy runs per call.
+
 Option `width`: the panel width; 0 (default) takes the host tile's `nr`
 (`rlx.lowering.gemm.target`). Panels of another width still lower correctly (unpacked
 into a scratch buffer), only without the benefit.
@@ -90,10 +94,12 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
     main = next(
         (f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry), None
     )
-    if main is None or main.is_declaration or gemm_mode() == "blas":
+    if main is None or main.is_declaration:
         return 0
     block = graph_block(main, "pack-weights")
     packer = _Packer(PrepareFunc(module, main, "pack-weights"), width)
+    if gemm_mode() == "blas":
+        return hoist_weight_concats(packer.prep)
     done = 0
     for op in list(block.ops):
         if not _wanted(op):
@@ -114,7 +120,25 @@ def pack_weights(module: builtin.ModuleOp, width: int, entry: str = "main") -> i
         Rewriter.replace_op(op, new)
         erase_dead(w)
         done += 1
-    return done
+    return done + hoist_weight_concats(packer.prep)
+
+
+def hoist_weight_concats(prep: PrepareFunc) -> int:
+    """Move every `rlx.concat` of `@main` over weights only into `@prepare` (one new prepared
+    value each); returns how many. These are the concatenated q/k/v biases (and, when the
+    matmul is not packed: tiny, RLX_BLAS=1, the weights) that `shared_input_matmul` makes
+    after `hoist-param-invariant` ran: without this they would be copied at every run."""
+    moved = 0
+    for op in list(prep.main.body.block.ops):
+        if op.name != "rlx.concat" or not op.results[0].uses or not prep.movable(op.results[0]):
+            continue
+        src = prep.source(op.results[0])
+        assert src is not None
+        arg = prep.add_output(src, f"prep{prep.n_prepared()}")
+        op.results[0].replace_all_uses_with(arg)
+        erase_dead(op.results[0])
+        moved += 1
+    return moved
 
 
 @dataclass(frozen=True)
