@@ -38,7 +38,7 @@ from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.legacy import modernize
 from rlx.frontends.onnx.node import Node, check_sizes, elem, is_static, locate, shape
 from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
-from rlx.frontends.onnx.schema_checks import check_node
+from rlx.frontends.onnx.schema_checks import check_graph, check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
 MIN_OPSET = 1
@@ -187,6 +187,7 @@ class Importer:
             raise OnnxImportError(
                 f"model uses opset {self.opset}; the importer needs opset >= {MIN_OPSET}"
             )
+        check_graph(self.model, self.opset, self.has_default_domain)
         graph = self.model.graph
         for t in graph.initializer:
             arr = initializer_array(t)

@@ -58,8 +58,12 @@ def _diag_and_sum(
         a1 = next(i for i, c in enumerate(labels) if labels.count(c) > 1)
         a2 = labels.index(labels[a1], a1 + 1)
         d = shape(x)[a1]
-        if d == DYN:
+        if d == DYN or shape(x)[a2] == DYN:
             raise n.error(f"Einsum: a repeated label on a dynamic axis ('{labels[a1]}')")
+        if shape(x)[a2] != d:  # the identity mask would broadcast a size-1 axis
+            raise n.error(
+                f"Einsum: label '{labels[a1]}' repeated on axes of sizes {d} and {shape(x)[a2]}"
+            )
         eye = np.eye(d).reshape([d if i in (a1, a2) else 1 for i in range(len(labels))])
         x = n.emit("reduce", n.emit("mul", x, n.constant(eye, x)), kind="sum", axes=[a2])
         labels.pop(a2)
@@ -91,6 +95,9 @@ def _contract(n: Node, a, la, b, lb, keep: set[str]):  # noqa: ANN001,ANN202
     sizes = {c: _bigger(d, dict(zip(lb, db, strict=True)).get(c, d))
              for c, d in zip(la, da, strict=True)}  # fmt: skip
     sizes.update({c: d for c, d in zip(lb, db, strict=True) if c not in sizes})
+    for c, d in [*zip(la, da, strict=True), *zip(lb, db, strict=True)]:
+        if not _fits(d, sizes[c]):
+            raise n.error(f"Einsum: label '{c}' has sizes {d} and {sizes[c]} (only 1 broadcasts)")
     batch = [c for c in la if c in lb and c in keep]
     contr = [c for c in la if c in lb and c not in keep]
     left = [c for c in la if c not in lb]
@@ -118,6 +125,11 @@ def _dims(n: Node, x: SSAValue) -> list:  # noqa: ANN001
     if d is None:
         raise n.error(f"Einsum of {dims_text(shape(x))}: a dynamic dim has no name (give dims=)")
     return d
+
+
+def _fits(d, size):  # noqa: ANN001,ANN202
+    """Whether an operand axis of size `d` broadcasts to the label's `size`."""
+    return symbolic.Dim in (type(d), type(size)) or d in (1, size)
 
 
 def _bigger(a, b):  # noqa: ANN001,ANN202

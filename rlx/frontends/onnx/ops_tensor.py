@@ -44,6 +44,11 @@ def reshape(n: Node) -> Out:
     target = [int(d) for d in t]
     src = shape(x)
     allowzero = n.attr("allowzero", 0)
+    zeros = [i for i, d in enumerate(target) if d == 0]
+    if allowzero and zeros and -1 in target:  # the spec: no size fits the -1
+        raise n.error(f"shape {target} has both 0 and -1 with allowzero=1")
+    if not allowzero and zeros and zeros[-1] >= len(src):
+        raise n.error(f"shape {target} copies (0) an axis the rank-{len(src)} input lacks")
     out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
     if out.count(-1) > 1:
         raise n.error("more than one -1 in the shape")
@@ -180,16 +185,28 @@ def slice_axis(n: Node, x: SSAValue, axis: int, start: int, end: int, step: int)
     return n.emit("slice", x, starts=starts, limits=limits, strides=strides)
 
 
+def _slice_axes_steps(n: Node, starts: int, ends: int, rank: int) -> tuple[list[int], list[int]]:
+    """Slice's axes (normalized) and steps, given the lengths of starts and ends; all four
+    lists must have one length (a shorter one was a "malformed node" zip error)."""
+    axes = n.const(3, "axes ")
+    axes = _axes(n, axes.tolist() if axes is not None else range(starts), rank)
+    steps = n.const(4, "steps ")
+    steps = steps.tolist() if steps is not None else [1] * starts
+    if not starts == ends == len(axes) == len(steps):
+        raise n.error(
+            f"starts, ends, axes and steps must have one length, got {starts}, {ends}, "
+            f"{len(axes)}, {len(steps)}"
+        )
+    return list(axes), list(steps)
+
+
 @converter("Slice", attrs=())
 def slice_(n: Node) -> Out:
     x = n.input(0)
     rank = len(shape(x))
     st, en = n.const(1, "starts "), n.const(2, "ends ")
     if is_symbolic(st) or is_symbolic(en):
-        axes = n.const(3, "axes ")
-        axes = _axes(n, axes.tolist() if axes is not None else range(len(st)), rank)
-        steps = n.const(4, "steps ")
-        steps = steps.tolist() if steps is not None else [1] * len(st)
+        axes, steps = _slice_axes_steps(n, len(st), len(en), rank)
         for a, s0, e0, sp in zip(axes, st.tolist(), en.tolist(), steps, strict=True):
             if isinstance(s0, Dim) or isinstance(e0, Dim):
                 x = symbolic_slice(n, x, a, s0, e0, int(sp))
@@ -197,10 +214,7 @@ def slice_(n: Node) -> Out:
                 x = slice_axis(n, x, a, int(s0), int(e0), int(sp))
         return [x]
     starts, ends = st.tolist(), en.tolist()
-    axes = n.const(3, "axes ")
-    axes = _axes(n, axes.tolist() if axes is not None else range(len(starts)), rank)
-    steps = n.const(4, "steps ")
-    steps = steps.tolist() if steps is not None else [1] * len(starts)
+    axes, steps = _slice_axes_steps(n, len(starts), len(ends), rank)
     for a, st, en, sp in zip(axes, starts, ends, steps, strict=True):
         x = slice_axis(n, x, a, int(st), int(en), int(sp))
     return [x]

@@ -22,6 +22,7 @@ import onnx
 from xdsl.dialects.builtin import TensorType
 
 from rlx.dtypes import numpy_dtype
+from rlx.frontends.onnx.registry import OnnxImportError
 
 BOOL_ATTRS = frozenset(
     "align_corners allowzero antialias batch_axis ceil_mode center_point_box"
@@ -123,3 +124,42 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
                     f"input #{i} ('{name}') is {have[7:-1]} but input #{j} ('{other}') is "
                     f"{was[7:-1]}; {proto.op_type} takes one type {formal.type_str} for both"
                 )
+
+
+def check_graph(model: onnx.ModelProto, opset: int, has_default_domain: bool) -> None:
+    """Raise OnnxImportError for a top-level graph onnxruntime refuses to load: a default
+    domain opset beyond what the installed `onnx` knows (its ops' meaning there is not
+    known) or missing while default-domain nodes use it, a graph input or initializer
+    listed twice, a value defined twice (ONNX graphs are in SSA form: a second node
+    writing `y` silently replaced the first one's value), a declared dim below -1 (some
+    exporters write -1 for an unknown dim: imported as a dynamic one)."""
+    graph = model.graph
+    newest = onnx.defs.onnx_opset_version()
+    if has_default_domain and opset > newest:
+        raise OnnxImportError(
+            f"model uses opset {opset}; the importer knows opsets up to {newest} "
+            f"(onnx {onnx.__version__})"
+        )
+    if not has_default_domain and any(p.domain in ("", "ai.onnx") for p in graph.node):
+        raise OnnxImportError("the model's opset_import has no entry for the default domain ('')")
+    seen: set[str] = set()
+    for what, names in (("graph input", [vi.name for vi in graph.input]),
+                        ("initializer", [t.name for t in graph.initializer])):  # fmt: skip
+        dup = next((x for i, x in enumerate(names) if x in names[:i]), None)
+        if dup is not None:
+            raise OnnxImportError(f"{what} '{dup}' is listed twice")
+        seen |= set(names)
+    for proto in graph.node:
+        for out in proto.output:
+            if out and out in seen:
+                who = proto.name or proto.output[0]
+                raise OnnxImportError(
+                    f"node '{who}' ({proto.op_type}): output '{out}' is already defined "
+                    "(a graph input, an initializer or an earlier node's output)"
+                )
+            seen.add(out)
+    for vi in graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        if any(d.HasField("dim_value") and d.dim_value < -1 for d in dims):  # -1: unknown
+            sizes = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in dims]
+            raise OnnxImportError(f"graph input '{vi.name}' has a negative dim: {sizes}")
