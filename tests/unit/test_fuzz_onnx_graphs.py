@@ -1,10 +1,10 @@
 """Hostile ONNX graphs of session 8 (hand-written, and `tools/fuzz/fuzz_onnx.py`): values
 defined twice, graph inputs listed twice, declared negative dims, opset imports beyond
 the installed `onnx` or missing, Slice lists of different lengths, Reshape shapes the
-spec forbids, Einsum labels of different sizes. Each is an OnnxImportError naming the
+spec forbids, Einsum labels of different sizes, SwiGLU inputs of different shapes. Each is an OnnxImportError naming the
 node, value or opset (docs/fuzzing.md), where the importer took the last definition, a
 `?` dim, the newest op meaning, a "malformed node" zip error or (Einsum `...ii->...i` of
-a [3, 1, 5] input) a silently wrong diagonal."""
+a [3, 1, 5] input) a silently wrong diagonal, a broadcast SwiGLU."""
 
 from __future__ import annotations
 
@@ -56,6 +56,12 @@ def slice_(starts: list[int], ends: list[int], axes: list[int]) -> onnx.ModelPro
     return model([h.make_node("Slice", ["x", "a", "b", "ax"], ["y"])], [X], [ANY], inits)
 
 
+def swiglu(a: list, b: list) -> onnx.ModelProto:  # type: ignore[type-arg]
+    ins = [h.make_tensor_value_info("a", T.FLOAT, a), h.make_tensor_value_info("b", T.FLOAT, b)]
+    node = h.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.5)
+    return model([node], ins, [ANY], opsets=[h.make_opsetid("", 28)])
+
+
 CASES = {
     "a value defined twice": (  # the second node's value silently replaced the first's
         model([h.make_node("Relu", ["x"], ["y"]), h.make_node("Neg", ["x"], ["y"], name="n")],
@@ -100,6 +106,13 @@ CASES = {
     "Einsum label of two sizes": (
         einsum("ij,jk->ik", [2, 3], [5, 4]), "label 'j' has sizes 5 and 3 (only 1 broadcasts)",
     ),
+    # the spec: "broadcasting is not applied"; the function body broadcast (both refuse)
+    "SwiGLU of a [2, 1] gate and a [2, 4] value": (
+        swiglu([2, 1], [2, 4]),
+        "node 'y' (SwiGLU): inputs must have identical shapes (no broadcasting), got "
+        "'a' [2, 1], 'b' [2, 4]",
+    ),
+    "SwiGLU of dims n and m": (swiglu(["n", 4], ["m", 4]), "got 'a' [n, 4], 'b' [m, 4]"),
 }  # fmt: skip
 
 
@@ -124,6 +137,16 @@ def test_einsum_diagonals_and_size_one_labels_still_match(eq: str, shapes: list)
     (got,) = rlx.compile(module).run(*xs)
     (want,) = ReferenceEvaluator(m).run(None, {f"i{k}": x for k, x in enumerate(xs)})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_swiglu_of_one_shape_matches_onnx_reference() -> None:
+    m = swiglu([2, 4], [2, 4])
+    a, b = np.random.default_rng(1).standard_normal((2, 2, 4)).astype(np.float32)
+    module, _ = import_model(m)
+    (got,) = rlx.compile(module).run(a, b)
+    (want,) = ReferenceEvaluator(m).run(None, {"a": a, "b": b})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    import_model(swiglu(["n", 4], ["n", 4]))  # one named dim: accepted
 
 
 def test_initializer_named_like_an_input_is_its_value() -> None:

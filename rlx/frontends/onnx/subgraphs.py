@@ -24,6 +24,7 @@ from rlx.dialects.rlx.control import IfOp
 from rlx.frontends.onnx.importer import Importer
 from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.registry import EXPANDERS, converter
+from rlx.frontends.onnx.symbolic_ops import sym_of
 
 Val = SSAValue | np.ndarray
 
@@ -53,6 +54,7 @@ def expand_function(
         schema = defs.get_schema(proto.op_type, ctx.opset, proto.domain)
     except Exception:
         return None
+    _check_identical_shapes(ctx, proto)
     fn = onnx.FunctionProto()
     if schema.has_function:
         body = schema.get_function_with_opset_version(
@@ -96,6 +98,31 @@ def expand_function(
     produced = {o for nd in nodes for o in nd.output} - set(proto.output)
     _rename(nodes, produced, prefix)
     return nodes, version
+
+
+IDENTICAL_SHAPES = {"SwiGLU": 2}
+"""Function ops whose first inputs must have one shape by the spec while the body
+broadcasts them (SwiGLU: `Mul(Swish(A), B)`; a [2, 1] gate with a [2, 4] value gave a
+[2, 4] result where onnx.reference and onnxruntime refuse the model)."""
+
+
+def _check_identical_shapes(ctx: Importer, proto: onnx.NodeProto) -> None:
+    count = IDENTICAL_SHAPES.get(proto.op_type, 0)
+    names = [x for x in proto.input[:count] if x]
+    dims = [_dims(ctx, x) for x in names]
+    if any(str(d) != str(dims[0]) for d in dims[1:]):
+        got = ", ".join(f"'{x}' {d}" for x, d in zip(names, dims, strict=True))
+        raise Node(ctx, proto).error(
+            f"inputs must have identical shapes (no broadcasting), got {got}"
+        )
+
+
+def _dims(ctx: Importer, name: str) -> list:  # type: ignore[type-arg]
+    """The dims of value `name`: sizes, symbolic sizes, `?` for unnamed dynamic ones."""
+    if name in ctx.known:
+        return list(ctx.known[name].shape)
+    v = ctx.value(name)
+    return sym_of(ctx, v) or ["?" if d == DYN else d for d in shape(v)]
 
 
 def _body_version(versions: Sequence[int], opset: int) -> int:
