@@ -276,7 +276,12 @@ class LocatingParser(Parser):
 
 def _reworded(e: ParseError) -> ParseError:
     """`e`, with xDSL 0.75's unformatted "Expected suffix identifier after {first_char}"
-    (a missing f-string prefix) spelled out."""
+    (a missing f-string prefix) spelled out, and its bare " in block definition" (a region
+    not closed by `}`: the start of its message is missing) said in full."""
+    if e.msg == " in block definition":
+        at_end = not e.span.input.content[e.span.start :].strip()
+        where = "the end of the input" if at_end else "this token"
+        return ParseError(e.span, f"expected '}}' to close the region (or a block label) before {where}")
     if "{first_char}" not in e.msg:
         return e
     prefix = e.span.input.content[e.span.start : e.span.start + 1]

@@ -47,6 +47,11 @@ PARSE_CASES = [
   func.return
 }
 """, "invalid 'linalg.generic' op: 'bogus' is not a valid IteratorType"),
+    # session 8 (hand-written): xDSL said only " in block definition"
+    ("func.func @f(%x: f32) -> f32 {\n  func.return %x : f32\n",
+     "expected '}' to close the region (or a block label) before the end of the input"),
+    ("func.func @f(%x: f32) -> f32 {\n  func.return %x : f32\n  )\n}\n",
+     "expected '}' to close the region (or a block label) before this token"),
 ]  # fmt: skip
 VERIFY_CASES = [
     ("""func.func @f(%g: memref<2x2xf32>) -> f32 {
