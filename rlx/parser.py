@@ -281,7 +281,9 @@ def _reworded(e: ParseError) -> ParseError:
     if e.msg == " in block definition":
         at_end = not e.span.input.content[e.span.start :].strip()
         where = "the end of the input" if at_end else "this token"
-        return ParseError(e.span, f"expected '}}' to close the region (or a block label) before {where}")
+        return ParseError(
+            e.span, f"expected '}}' to close the region (or a block label) before {where}"
+        )
     if "{first_char}" not in e.msg:
         return e
     prefix = e.span.input.content[e.span.start : e.span.start + 1]

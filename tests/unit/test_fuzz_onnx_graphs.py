@@ -1,7 +1,9 @@
 """Hostile ONNX graphs of session 8 (hand-written, and `tools/fuzz/fuzz_onnx.py`): values
 defined twice, graph inputs listed twice, declared negative dims, opset imports beyond
 the installed `onnx` or missing, Slice lists of different lengths, Reshape shapes the
-spec forbids, Einsum labels of different sizes, SwiGLU inputs of different shapes. Each is an OnnxImportError naming the
+spec forbids, Einsum labels of different sizes, SwiGLU inputs of different shapes,
+initializers holding two copies of their data, outputs declared of another type,
+Constants of several values, Squeeze of a wide axis, Pad of too few pads. Each is an OnnxImportError naming the
 node, value or opset (docs/fuzzing.md), where the importer took the last definition, a
 `?` dim, the newest op meaning, a "malformed node" zip error or (Einsum `...ii->...i` of
 a [3, 1, 5] input) a silently wrong diagonal, a broadcast SwiGLU."""
@@ -62,6 +64,12 @@ def swiglu(a: list, b: list) -> onnx.ModelProto:  # type: ignore[type-arg]
     return model([node], ins, [ANY], opsets=[h.make_opsetid("", 28)])
 
 
+def _both_data() -> onnx.TensorProto:
+    t = h.make_tensor("w", T.FLOAT, [3], [1.0, 2.0, 3.0])
+    t.raw_data = np.zeros(3, np.float32).tobytes()
+    return t
+
+
 CASES = {
     "a value defined twice": (  # the second node's value silently replaced the first's
         model([h.make_node("Relu", ["x"], ["y"]), h.make_node("Neg", ["x"], ["y"], name="n")],
@@ -113,6 +121,31 @@ CASES = {
         "'a' [2, 1], 'b' [2, 4]",
     ),
     "SwiGLU of dims n and m": (swiglu(["n", 4], ["m", 4]), "got 'a' [n, 4], 'b' [m, 4]"),
+    "an initializer with raw_data and float_data": (  # raw_data was taken silently
+        model([h.make_node("Add", ["x", "w"], ["y"])], [X], [ANY], [_both_data()]),
+        "initializer 'w' holds both raw_data and float_data",
+    ),
+    "a graph output declared int64 holding float": (  # float32 was returned
+        model([h.make_node("Relu", ["x"], ["y"])], [X],
+              [h.make_tensor_value_info("y", T.INT64, [2, 3])]),
+        "graph output 'y' is declared int64 but its value is f32",
+    ),
+    "Constant of two values": (  # the first one was taken
+        model([h.make_node("Constant", [], ["y"], value_float=1.0, value_int=2)], [], [ANY]),
+        "node 'y' (Constant): needs exactly one value attribute, got ['value_float', 'value_int']",
+    ),
+    "Constant of no value": (  # a "malformed node" unpacking error
+        model([h.make_node("Constant", [], ["y"])], [], [ANY]),
+        "node 'y' (Constant): needs exactly one value attribute, got none",
+    ),
+    "Squeeze of a size-2 axis": (  # a reshape error naming element counts
+        model([h.make_node("Squeeze", ["x", "a"], ["y"])], [X], [ANY], [const("a", [0])]),
+        "node 'y' (Squeeze): axis 0 of [2, 3] has size 2, not 1",
+    ),
+    "Pad of 3 pads for rank 2": (  # a "malformed node" zip error
+        model([h.make_node("Pad", ["x", "p"], ["y"])], [X], [ANY], [const("p", [1, 1, 1])]),
+        "node 'y' (Pad): pads [1, 1, 1] must hold 2 x 2 sizes",
+    ),
 }  # fmt: skip
 
 

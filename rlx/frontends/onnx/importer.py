@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Block, SSAValue
 
@@ -218,6 +219,8 @@ class Importer:
         outs = [self.value(o.name) for o in graph.output]
         if not outs:
             raise OnnxImportError("the ONNX graph has no outputs")
+        for o, v in zip(graph.output, outs, strict=True):
+            _check_output_type(o, v)
         self.g.output(*outs)
         try:
             module = self.g.module
@@ -340,10 +343,31 @@ def initializer_array(t: onnx.TensorProto) -> np.ndarray:
     its dims (negative dims, too few values) or cannot be read (external data)."""
     if any(d < 0 for d in t.dims):
         raise OnnxImportError(f"initializer '{t.name}' has negative dims {list(t.dims)}")
+    typed = [
+        f.name
+        for f, _ in t.ListFields()
+        if f.name.endswith("_data") and f.name not in ("raw_data", "external_data")
+    ]
+    if t.HasField("raw_data") and typed:  # which one holds the value is ambiguous
+        raise OnnxImportError(f"initializer '{t.name}' holds both raw_data and {typed[0]}")
     try:
         return numpy_helper.to_array(t)
     except NODE_ERRORS as e:
         raise OnnxImportError(f"initializer '{t.name}' (dims {list(t.dims)}): {e}") from None
+
+
+def _check_output_type(o: onnx.ValueInfoProto, v: SSAValue) -> None:
+    """A graph output declared of another element type than its value is refused (as
+    onnxruntime does): the caller would get, say, float32 where the model says int64."""
+    code = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
+    if not code or not isinstance(v.type, TensorType):
+        return
+    declared = onnx_elem(code)
+    if declared != v.type.element_type:
+        name = onnx.TensorProto.DataType.Name(code).lower()
+        raise OnnxImportError(
+            f"graph output '{o.name}' is declared {name} but its value is {v.type.element_type}"
+        )
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -42,7 +42,9 @@ def size(n: Node) -> Out:
     "value", "value_float", "value_floats", "value_int", "value_ints",
 ))  # fmt: skip
 def constant(n: Node) -> Out:
-    (name, v), *_ = n.attrs.items()
+    if len(n.attrs) != 1:  # the spec: exactly one (the first one was taken)
+        raise n.error(f"needs exactly one value attribute, got {sorted(n.attrs) or 'none'}")
+    ((name, v),) = n.attrs.items()
     if name == "value":
         return [numpy_helper.to_array(v)]
     dt = np.float32 if "float" in name else np.int64

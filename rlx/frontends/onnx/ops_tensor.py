@@ -90,6 +90,9 @@ def squeeze(n: Node) -> Out:
             raise n.error("Squeeze without axes needs a static input shape")
     else:
         drop = _axes(n, axes.tolist(), len(s))
+    wide = [a for a in drop if s[a] not in (1, DYN)]
+    if wide:
+        raise n.error(f"axis {wide[0]} of {dims_text(s)} has size {s[wide[0]]}, not 1")
     return [n.reshape(x, [d for i, d in enumerate(s) if i not in drop])]
 
 
@@ -309,6 +312,8 @@ def pad(n: Node) -> Out:
     mode = n.attr("mode", "constant")
     cval = n.const(2, "constant_value ")
     k = len(axes)
+    if len(pads) != 2 * k:
+        raise n.error(f"pads {pads} must hold 2 x {k} sizes (begins and ends of the axes)")
     for a, before, after in zip(axes, pads[:k], pads[k:], strict=True):
         if shape(x)[a] != DYN and shape(x)[a] + before + after < 0:  # was a size of 0
             raise n.error(
