@@ -198,3 +198,11 @@ def test_initializer_named_like_an_input_is_its_value() -> None:
     np.testing.assert_array_equal(g.run()[0], np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match=r"@main takes 0 input\(s\)"):
         g.run(np.ones((2, 3), np.float32))
+
+
+def test_a_file_that_is_no_onnx_model_is_an_import_error(tmp_path) -> None:  # noqa: ANN001
+    """protobuf's DecodeError (no ValueError) escaped `import_model(path)`."""
+    path = tmp_path / "garbage.onnx"
+    path.write_bytes(bytes(range(7, 107)))
+    with pytest.raises(OnnxImportError, match="garbage.onnx' is not an ONNX model"):
+        import_model(path)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -409,7 +410,10 @@ def import_model(
     Raises OnnxImportError (a ValueError) naming the node, op type and what is missing.
     """
     if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(str(model))
+        try:
+            model = onnx.load(str(model))
+        except DecodeError as e:  # OSError (a missing file) stays as it is
+            raise OnnxImportError(f"'{model}' is not an ONNX model ({e})") from None
     return Importer(model, bake_initializers, constants or {}, dims or {}).run()
 
 
