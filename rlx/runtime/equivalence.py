@@ -17,8 +17,8 @@ magnitude (at least 1), so cancellation in one element does not dominate; NaN/in
 match exactly. Tolerance: the pass class's `equivalence_tolerance` ClassVar (passes that
 change numerics on purpose declare one; None skips the pass), else `DEFAULT_TOLERANCE`.
 
-A module the interpreter cannot run (lowered below rlx, dynamic shapes, unsupported ops) is
-not checked; a pass that changes the signature (function arguments, params) starts a new
+A module the interpreter cannot run (lowered below rlx, dynamic shapes, unsupported ops) or
+could not run in reasonable time (`MAX_CHECK_STEPS`, `MAX_CHECK_WORK`) is not checked; a pass that changes the signature (function arguments, params) starts a new
 baseline. `checked` counts the passes actually compared.
 """
 
@@ -34,12 +34,20 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from rlx import interpreter as reference
 from rlx.diagnostics import OpError
+from rlx.dialects.rlx.control import ScanOp
 from rlx.dialects.rlx.leaves import ParamOp
 from rlx.dialects.rlx.shape import GatherOp
+from rlx.transforms.constant_folding import fold_work
 
 DEFAULT_TOLERANCE = 1e-4
 JIT_TOLERANCE = 1e-3
 """JIT (f32 code) against the reference (f64 accumulation) on the same inputs."""
+
+MAX_CHECK_STEPS = 1 << 20
+"""Op executions of the interpreter per function (a scan's body counts once per step)."""
+MAX_CHECK_WORK = 1 << 34
+"""Elements the interpreter may touch per function (`constant_folding.fold_work`). A
+function over either bound (a scan of 2^32 steps) is not checked: it would hang."""
 
 POSITIVE_OPERAND = {"rlx.log": 0, "rlx.sqrt": 0, "rlx.rsqrt": 0, "rlx.pow": 0, "rlx.div": 1}
 VIEW_OPS = frozenset({"rlx.reshape", "rlx.transpose", "rlx.broadcast_to", "rlx.cast", "rlx.slice"})
@@ -127,6 +135,12 @@ def _producer(value: SSAValue) -> Operation | None:
     return None if isinstance(value, BlockArgument) else value.owner  # type: ignore[return-value]
 
 
+def _steps(op: Operation) -> int:
+    """Op executions of the interpreter for `op` (its regions' ops, a scan's per step)."""
+    body = sum(_steps(o) for region in op.regions for block in region.blocks for o in block.ops)
+    return 1 + body * (max(op.length, 1) if isinstance(op, ScanOp) else 1)
+
+
 def snapshot(module: ModuleOp, seed: int, like: Snapshot | None = None) -> Snapshot:
     """Run every function on seeded random inputs; raises _Unchecked if it cannot.
 
@@ -150,6 +164,10 @@ def snapshot(module: ModuleOp, seed: int, like: Snapshot | None = None) -> Snaps
         else:
             snap.inputs[name] = [random_value(a, rng) for a in block.args]
         inputs = snap.inputs[name]
+        steps = sum(_steps(op) for op in block.ops)
+        work = sum(fold_work(op) for op in block.ops)
+        if steps > MAX_CHECK_STEPS or work > MAX_CHECK_WORK:
+            raise _Unchecked(f"@{name}: too large to interpret ({steps} steps, {work} elements)")
         try:
             results = reference.run(module, inputs, params, entry=name)
             snap.outputs[name] = [np.asarray(o) for o in results]
