@@ -13,7 +13,8 @@ per-channel operands `[1, C, 1, 1]` reshaped to `[1, C/B, 1, 1, B]`, the input o
 whose channels are not blockable (a stem's 3, `narrow-convs`) reshaped to `[N, C, H, W,
 1]`: blocked by 1, no copy, and the conv writes the blocked result; conv weights
 reordered to `[F/B, C/B, KH, KW, B, B]` by `rlx.reshape` + `rlx.transpose`, folded now
-when constant, moved into `@prepare` with `prepare-weights`; a squeeze-excite-scaled
+when constant, moved into `@prepare` with `prepare-weights` (with the Winograd weight
+transform of 3x3 convs: `blocked_winograd`); a squeeze-excite-scaled
 weight `w · g` as the reorder of `w` times the reshaped gate), and every use outside the
 region reads `rlx.from_nchwc` of its blocked result; the conversions between ops of the
 region cancel (`from_nchwc(to_nchwc(x))`, the ops' canonicalization patterns) and dead
@@ -59,6 +60,8 @@ from rlx.transforms.blocked_layout_rules import (
     Plan,
     plan,
 )
+from rlx.transforms.blocked_winograd import enabled as winograd_on
+from rlx.transforms.blocked_winograd import prepare_winograd
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
@@ -301,6 +304,8 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
             main = next((f for f in fns if f.sym_name.data == "main"), None)
             if main is not None:
                 prep = PrepareFunc(op, main, "blocked-layout")
+                if winograd_on():  # first: U replaces the blocked weights it reads
+                    prepare_winograd(prep, main)
                 for chain in blocker.chains:
                     if all(o.parent is main.body.block for o in chain):
                         _move_to_prepare(prep, chain[-1].results[0])

@@ -178,6 +178,7 @@ class FusedConv2dResidualOp(RlxOp):
     clip = _CONV_FIELDS["clip"]
     layout = _CONV_FIELDS["layout"]
     reduce = _CONV_FIELDS["reduce"]
+    winograd = _CONV_FIELDS["winograd"]
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, padding, dilations) with their defaults."""

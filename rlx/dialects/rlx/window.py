@@ -22,7 +22,14 @@ from rlx.dialects.rlx.base import (
     shape_of,
     tensor,
 )
-from rlx.dialects.rlx.fields import AttrValues, enum_def, floats_def, int_def, ints_def
+from rlx.dialects.rlx.fields import (
+    AttrValues,
+    bool_def,
+    enum_def,
+    floats_def,
+    int_def,
+    ints_def,
+)
 from rlx.dialects.rlx.layout import (
     LAYOUTS,
     blocked,
@@ -101,11 +108,33 @@ def check_conv_epilogue(attrs: Attrs, e: Attribute) -> None:
 def conv2d_type(operand_types: Types, attrs: Attrs) -> TensorType:
     """The result type of conv2d(x, w[, bias]) (the operand and attribute checks); with
     layout "nchwc" the checks of the equivalent NCHW conv, on blocked shapes."""
+    if attrs.winograd:
+        w = winograd_blocked_type(operand_types, attrs)
+        operand_types = [operand_types[0], w, *operand_types[2:]]
     if attrs.layout == "nchwc":
         same_elem(operand_types)
         nchw, block = blocked_conv_types(operand_types, attrs.groups)
         return blocked(_conv2d_nchw_type(nchw, attrs), block)
     return _conv2d_nchw_type(operand_types, attrs)
+
+
+def winograd_blocked_type(operand_types: Types, attrs: Attrs) -> TensorType:
+    """The blocked 3x3 weight type `[F/B, C/B, 3, 3, B, B]` whose Winograd transform is the
+    weights `U [16, F/B, C/B, B, B]` of a conv with `winograd = true` (`U[4a + b] = (G g
+    Gᵀ)[a, b]`, docs/conv.md), after checking the attributes that transform implies."""
+    ws = shape_of(operand_types[1])
+    require(attrs.layout == "nchwc", 'winograd weights need layout "nchwc"')
+    require(attrs.groups == 1, f"winograd weights need groups 1, got {attrs.groups}")
+    strides, _, dil = _spatial_attrs(attrs)
+    require(
+        tuple(strides) == (1, 1) and tuple(dil) == (1, 1),
+        f"winograd weights need strides and dilations [1, 1], got {list(strides)}, {list(dil)}",
+    )
+    require(
+        len(ws) == 5 and ws[0] == 16 and ws[3] == ws[4],
+        f"winograd weights must be [16, F/B, C/B, B, B], got tensor<{fmt_shape(ws)}>",
+    )
+    return tensor((ws[1], ws[2], 3, 3, ws[3], ws[4]), operand_types[1].element_type)
 
 
 def _conv2d_nchw_type(operand_types: Types, attrs: Attrs) -> TensorType:
@@ -172,6 +201,9 @@ class Conv2dOp(RlxOp):
     layout = enum_def(LAYOUTS, "nchw", doc='"nchwc": blocked x, w, result (docs/layout.md).')
     reduce = enum_def(
         CONV_REDUCTIONS, "none", doc="'mean': average each output plane (result [N, F, 1, 1])."
+    )
+    winograd = bool_def(
+        False, doc="w is the Winograd F(2x2,3x3) transform U [16, F/B, C/B, B, B] (nchwc, 3x3)."
     )
 
     def spatial(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

@@ -38,6 +38,25 @@ def unblock_weight(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.transpose(0, 5, 1, 4, 2, 3).reshape(fb * b, cb * bi, kh, kw))
 
 
+WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+"""G of Winograd F(2x2, 3x3): U = G g Gᵀ (4x4 from a 3x3 kernel)."""
+WINOGRAD_L = np.array([[1, 0, 0, 0], [0, 1, -1, 0], [0, 0, 0, 1]])
+"""A left inverse of G (L G = I): g = L U Lᵀ."""
+
+
+def winograd_weight(w: np.ndarray) -> np.ndarray:
+    """Blocked 3x3 weights `[F/B, C/B, 3, 3, Bi, B]` -> `U [16, F/B, C/B, Bi, B]` with
+    U[4a + b] = (G g Gᵀ)[a, b] over (kh, kw) (f64, rounded to w's type)."""
+    u = np.einsum("ai,fcijxo,bj->abfcxo", WINOGRAD_G, w.astype(np.float64), WINOGRAD_G)
+    return np.ascontiguousarray(u.reshape(16, *u.shape[2:]).astype(w.dtype))
+
+
+def winograd_unweight(u: np.ndarray) -> np.ndarray:
+    """The 3x3 blocked weights of a conv with `winograd = true`: g = L U Lᵀ (f64)."""
+    u4 = u.astype(np.float64).reshape(4, 4, *u.shape[1:])
+    return np.ascontiguousarray(np.einsum("ia,abfcxo,jb->fcijxo", WINOGRAD_L, u4, WINOGRAD_L))
+
+
 @register(ToNchwcOp)
 def to_nchwc(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """rlx.to_nchwc {block}: NCHW -> [N, C/B, H, W, B]."""

@@ -12,7 +12,12 @@ from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 from rlx.interpreter.ops.elementwise import FLOAT_UNARY
-from rlx.interpreter.ops.layout import from_blocked, to_blocked, unblock_weight
+from rlx.interpreter.ops.layout import (
+    from_blocked,
+    to_blocked,
+    unblock_weight,
+    winograd_unweight,
+)
 
 
 def attention_f64(
@@ -211,6 +216,15 @@ def _block(ctx: OpContext, x: np.ndarray) -> int:
     return x.shape[4]
 
 
+def _unwinograd(ctx: OpContext, w: np.ndarray) -> np.ndarray:
+    """The blocked 3x3 weights of `winograd = true` weights U (`L U Lᵀ`), else w."""
+    if not ctx.op.winograd:
+        return w
+    if w.ndim != 5 or w.shape[0] != 16:
+        raise ctx.error(f"winograd weights must be [16, F/B, C/B, B, B], got {w.shape}")
+    return winograd_unweight(w)
+
+
 @register(Conv2dOp, nargs=(2, 3))
 def conv2d(
     ctx: OpContext, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None
@@ -222,7 +236,7 @@ def conv2d(
     may differ: 1 for the stem form)."""
     block = _block(ctx, x) and w.shape[-1]
     if block:
-        x, w = from_blocked(x), unblock_weight(w)
+        x, w = from_blocked(x), unblock_weight(_unwinograd(ctx, w))
     out = _conv_activation(ctx, _conv2d(ctx, x, w, bias))
     return to_blocked(out, block) if block else out
 
@@ -239,7 +253,8 @@ def fused_conv2d_residual(
     (layout "nchwc": as conv2d's)."""
     block = _block(ctx, x) and w.shape[-1]
     if block:
-        x, w, residual = from_blocked(x), unblock_weight(w), from_blocked(residual)
+        x, w = from_blocked(x), unblock_weight(_unwinograd(ctx, w))
+        residual = from_blocked(residual)
     out = _conv2d(ctx, x, w, bias)
     if residual.shape != out.shape:
         raise ctx.error(f"residual must have shape {out.shape}, got {residual.shape}")

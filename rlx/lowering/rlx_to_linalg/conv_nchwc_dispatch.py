@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -26,7 +27,7 @@ from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
 from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, emit_conv_nchwc
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom, plan_tasks
 from rlx.lowering.rlx_to_linalg.conv_winograd import emit_conv_winograd, winograd_plan
-from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder
+from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
 
@@ -51,7 +52,28 @@ def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:  # types: x, w, ou
 
 def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
     shapes = [tuple(t.get_shape()) for t in (x, w, out)]  # type: ignore[attr-defined]
+    if op.winograd:  # U [16, F/B, C/B, B, B] of 3x3 weights
+        _, fb, cb, bi, b = shapes[1]
+        shapes[1] = (fb, cb, 3, 3, bi, b)
     return BlockedGeom.of_shapes(op, *shapes)
+
+
+def _unwinograd(kb: KernelBuilder, g: BlockedGeom, u: SSAValue) -> SSAValue:
+    """The blocked 3x3 weights `[F/B, C/B, 3, 3, B, B]` of Winograd weights U, `g = L U
+    Lᵀ` (L = [[1,0,0,0], [0,1,-1,0], [0,0,0,1]], L G = I): for a `winograd = true` conv
+    the Winograd kernel does not take (its task split; serial, not a hot path)."""
+    w6 = kb.scratch([g.fb, g.cb, 3, 3, g.b, g.b], elem(u))
+    with kb.loop(g.fb) as fb, kb.loop(g.cb) as cb, kb.loop(g.b) as i, kb.loop(g.b) as o:
+        m = [kb.load(u, [p, fb, cb, i, o]) for p in range(16)]
+
+        def inv(v: list[SSAValue]) -> list[SSAValue]:
+            return [v[0], kb.v(arith.SubfOp(v[1], v[2])), v[3]]
+
+        rows = [inv([m[4 * a + c] for a in range(4)]) for c in range(4)]  # [c][kh]
+        for kh in range(3):
+            for kw, v in enumerate(inv([rows[c][kh] for c in range(4)])):
+                kb.store(v, w6, [fb, cb, kh, kw, i, o])
+    return w6
 
 
 def nchwc_path(op: AnyConv) -> str:
@@ -63,9 +85,10 @@ def nchwc_path(op: AnyConv) -> str:
     if g.depthwise:
         return f"nchwc depthwise x{g.b}"
     ops = [op.x, op.w, op.result, *op.operands[2:]]
-    wg = winograd_plan(g, _all_f32(v.type for v in ops), _vector_epi(op), op.reduce)
+    wg = winograd_plan(g, _all_f32(v.type for v in ops), _vector_epi(op), op.reduce, op.winograd)
     if wg is not None:
-        return f"nchwc winograd F(2x2,3x3) {wg[0]}x{wg[1]}x{g.b}"
+        pre = ", prepared weights" if op.winograd else ""
+        return f"nchwc winograd F(2x2,3x3) {wg[0]}x{wg[1]}x{g.b}{pre}"
     u, nblk = register_tile(g.fb, g.b, g.ow)
     planned = plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
     assert planned is not None
@@ -102,13 +125,19 @@ def emit_conv2d_nchwc(
     out = outs[0]
     g = _geom(op, x.type, w.type, out.type)
     types = [v.type for v in (x, w, out, *extras, *([bias] if bias is not None else []))]
+    wg = winograd_plan(g, _all_f32(types), _vector_epi(op), op.reduce, op.winograd)
+    if op.winograd and (wg is None or not fast_eligible(g, *types) or kb.kernels is None):
+        w = _unwinograd(kb, g, w)  # the direct kernel or the fallback on the 3x3 weights
+        ins = [ins[0], w, *ins[2:]]
+        wg = None
     if (op.groups == 1 or g.depthwise) and fast_eligible(g, *types):
         post, key = epilogue(op)
         if g.depthwise:
             if emit_dw_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
                 return
-        elif (wg := winograd_plan(g, _all_f32(types), _vector_epi(op), op.reduce)) is not None:
-            if emit_conv_winograd(kb, g, x, w, bias, out, extras, _vector_epi(op), wg):  # type: ignore[arg-type]
+        elif wg is not None:
+            if emit_conv_winograd(kb, g, x, w, bias, out, extras, _vector_epi(op), wg,  # type: ignore[arg-type]
+                                  op.winograd):  # fmt: skip
                 return
         elif emit_conv_nchwc(kb, g, x, w, bias, out, post, extras, key, _vector_epi(op)):
             return

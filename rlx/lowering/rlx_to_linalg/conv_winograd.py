@@ -10,9 +10,11 @@ with Bᵀ = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]], G = [[1,0,0], [½,�
 [0,0,1]], Aᵀ = [[1,1,1,0], [0,1,-1,-1]]: cross-correlation, as `rlx.conv2d`. Every step
 is vectorized over the B channels of a block (B lanes), so the transforms are vector adds.
 
-1. A first parallel call transforms the blocked weights `[F/B, C/B, 3, 3, B, B]` into
-   `U [16, F/B, C/B, B, B]` (a buffer of the call; weights are params, so this runs per
-   call: it is limited to `MAX_UF` elements, where it costs a few % of the convolution).
+1. With `winograd = true` (param-invariant weights: `blocked-layout` computes U once in
+   `@prepare`, `transforms/blocked_winograd.py`) the conv reads `w` = U. Else a first
+   parallel call transforms the blocked weights `[F/B, C/B, 3, 3, B, B]` into `U [16,
+   F/B, C/B, B, B]` (a buffer of the call, on every call: limited to `MAX_UF` elements,
+   where it costs a few % of the convolution).
 2. Tasks (image, group of output-block pairs, block of tile rows), split as the direct
    kernel's (`conv_nchwc_plan.balance`). A task copies the input rows of its tile rows
    into a zero-padded slab, then per tile row: the input transform of every tile and
@@ -31,8 +33,8 @@ errors of the order of the direct kernel's (docs/conv.md).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import MemRefType, f32, i64
@@ -56,15 +58,16 @@ from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+from rlx.transforms.blocked_winograd import ENV, MIN_HW, enabled
 
-ENV = "RLX_CONV_WINOGRAD"
+if TYPE_CHECKING:
+    from rlx.lowering.rlx_to_linalg.kernels import Kernels
+
+__all__ = ["ENV", "MAX_UF", "MIN_HW", "emit_conv_winograd", "enabled", "winograd_plan"]
 
 MAX_UF = 1 << 20
-"""Largest transformed weight `U` (f32 elements: 4 MiB; 16·F·C <= this): 256 -> 256."""
-
-MIN_HW = 64
-"""Smallest output map (pixels) taken: on 7x7 maps the 2x2 tiles waste 30 % and the
-transformed weights (1.8x the weights) dominate."""
+"""Largest transformed weight `U` the kernel computes per call (f32 elements: 4 MiB;
+16·F·C <= this): 256 -> 256. Prepared U (`winograd = true`) has no limit."""
 
 V_ELEMENTS = 1 << 16
 """f32 elements of a task's transformed input tile row `[16, C/B, TWP, B]` (256 KiB)."""
@@ -76,19 +79,15 @@ GEOMETRY = ("n", "cb", "h", "w", "fb", "oh", "ow", "pt", "pl", "tr", "tw", "twp"
             "trb", "pairs", "fgroups", "per", "nbw", "wp")  # fmt: skip
 
 
-def enabled() -> bool:
-    """`RLX_CONV_WINOGRAD` is not "0" (read at compile time)."""
-    return os.environ.get(ENV, "1") != "0"
-
-
-def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None,
-                  reduce: str = "none") -> tuple[int, int, dict[str, int]] | None:  # fmt: skip
-    """(u, nblk, geometry table) when the conv takes the Winograd kernel, else None."""
+def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None, reduce: str = "none",
+                  prepared: bool = False) -> tuple[int, int, dict[str, int]] | None:  # fmt: skip
+    """(u, nblk, geometry table) when the conv takes the Winograd kernel, else None
+    (`prepared`: U comes transformed, `winograd = true`: no `MAX_UF` limit)."""
     if not (enabled() and f32s and epi is not None and reduce == "none" and not g.depthwise):
         return None
     if (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) != (3, 3, 1, 1, 1, 1, 1) or g.xb != g.b:
         return None
-    if 16 * g.f * g.c > MAX_UF or g.oh * g.ow < MIN_HW:
+    if 16 * g.f * g.c > MAX_UF and not prepared or g.oh * g.ow < MIN_HW:
         return None
     tr, tw = -(-g.oh // 2), -(-g.ow // 2)
     u, nblk = register_tile(g.fb, g.b, tw)
@@ -125,25 +124,16 @@ def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None,
 
 def emit_conv_winograd(kb: KernelBuilder, g: BlockedGeom, x: SSAValue, w: SSAValue,
                        bias: SSAValue | None, out: SSAValue, extras: Sequence[SSAValue],
-                       epi: VectorEpilogue,
-                       plan: tuple[int, int, dict[str, int]]) -> bool:  # fmt: skip
-    """Emit the two parallel calls (module docstring); False without a kernel registry."""
+                       epi: VectorEpilogue, plan: tuple[int, int, dict[str, int]],
+                       prepared: bool = False) -> bool:  # fmt: skip
+    """Emit the two parallel calls (module docstring; `prepared`: `w` is U already, one
+    call); False without a kernel registry."""
     kernels = kb.kernels
     if kernels is None:
         return False
     u, nblk, vals = plan
     b = g.b
-    uw = kb.scratch([16 * g.f * g.c], f32)
-    wgeo = kb.table([g.fb, g.cb], i64)
-    wargs = [wgeo, _flat(kb, w), _flat(kb, uw)]
-    wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in wargs)]
-    wworker = kernels.kernel(("conv-winograd-w", b, tuple(attr_text(t) for t in wtypes)), wtypes,
-                             lambda wb, a: _weights(wb, b, a), f"conv winograd weights x{b}",
-                             noalias=True)  # fmt: skip
-    # serial up to 128 -> 128 (~40 us at one thread): a hand-off to a sleeping or
-    # preempted worker costs more than it saves
-    launch_tasks(kb, wworker, wargs, g.fb, 8 * g.f * g.c)
-
+    uw = w if prepared else _transform_weights(kb, kernels, g, w)
     args = [kb.table(list(vals.values()), i64), _flat(kb, x), _flat(kb, uw),
             *(_flat(kb, v) for v in (*([bias] if bias is not None else []), out, *extras))]  # fmt: skip
     types: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in args)]
@@ -164,6 +154,22 @@ def emit_conv_winograd(kb: KernelBuilder, g: BlockedGeom, x: SSAValue, w: SSAVal
     tasks = g.n * vals["trb"] * vals["fgroups"]
     launch_tasks(kb, worker, args, tasks, g.macs)
     return True
+
+
+def _transform_weights(kb: KernelBuilder, kernels: Kernels, g: BlockedGeom,
+                       w: SSAValue) -> SSAValue:  # fmt: skip
+    """U of the blocked weights `w`, by a parallel call over the output blocks."""
+    b = g.b
+    uw = kb.scratch([16 * g.f * g.c], f32)
+    wargs = [kb.table([g.fb, g.cb], i64), _flat(kb, w), _flat(kb, uw)]
+    wtypes: list[Attribute] = [MemRefType(i64, [1]), *(v.type for v in wargs)]
+    wworker = kernels.kernel(("conv-winograd-w", b, tuple(attr_text(t) for t in wtypes)), wtypes,
+                             lambda wb, a: _weights(wb, b, a), f"conv winograd weights x{b}",
+                             noalias=True)  # fmt: skip
+    # serial up to 128 -> 128 (~40 us at one thread): a hand-off to a sleeping or
+    # preempted worker costs more than it saves
+    launch_tasks(kb, wworker, wargs, g.fb, 8 * g.f * g.c)
+    return uw
 
 
 def _fadd(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:

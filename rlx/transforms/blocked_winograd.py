@@ -1,0 +1,113 @@
+"""`blocked-layout` (`prepare-weights`): the Winograd weight transform of a blocked conv
+whose weights are param-invariant, computed once in `@prepare`.
+
+The blocked Winograd F(2x2, 3x3) kernel (`lowering/rlx_to_linalg/conv_winograd.py`)
+multiplies transformed weights `U [16, F/B, C/B, B, B]`, U[4a + b] = (G g Gᵀ)[a, b] over
+the taps (kh, kw). Computed by the kernel, U costs a pass over the weights on every call
+(and is limited to 256 -> 256 for that reason). For a conv the kernel takes whose blocked
+weights `@prepare` already computes (a param or constant reordered), this pass computes U
+there with ordinary ops (transpose, reshape, two matmuls by the constant Gᵀ), passes it as
+a prepared argument and sets the conv's `winograd = true`: `@main` reads U only.
+Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled `w · g`) keep the
+per-call transform. The check here states the kernel's conditions that the IR shows; a conv
+the kernel then refuses (its task split) runs the direct kernel on weights the lowering
+transforms back (`g = L U Lᵀ`). docs/conv.md "Winograd".
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from rlx.dialects.rlx.base import shape_of, tensor
+from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp
+from rlx.dialects.rlx.fields import encode_bool
+from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.leaves import ConstantOp
+from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.dtypes import to_dense_attr
+from rlx.transforms.prepare_func import PrepareFunc, erase_dead
+
+ENV = "RLX_CONV_WINOGRAD"
+"""`RLX_CONV_WINOGRAD=0` turns the Winograd kernel (and so this transform) off."""
+
+MIN_HW = 64
+"""Smallest output map (pixels) the Winograd kernel takes (both weight paths; docs/conv.md:
+on 7x7 maps the 2x2 tiles waste 30 % and U is 1.8x the weights)."""
+
+VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swish")
+"""Epilogue activations the Winograd kernel applies (not gelu-erf)."""
+
+G_T = np.array([[1, 0.5, 0.5, 0], [0, 0.5, -0.5, 0], [0, 0.5, 0.5, 1]], np.float32)
+"""Gᵀ of F(2x2, 3x3) (3x4): `[..., 3] @ Gᵀ` applies G along the last axis (exact)."""
+
+
+def enabled() -> bool:
+    """`RLX_CONV_WINOGRAD` is not "0" (read at compile time)."""
+    return os.environ.get(ENV, "1") != "0"
+
+
+def candidate(op: Operation) -> bool:
+    """A blocked f32 3x3 stride-1 conv with groups 1, x and w blocked alike, no `reduce`
+    and an epilogue the Winograd kernel states, on a map of at least `MIN_HW` pixels."""
+    if not isinstance(op, Conv2dOp | FusedConv2dResidualOp) or op.layout != "nchwc":
+        return False
+    if op.winograd or op.groups != 1 or op.reduce != "none" or op.activation not in VECTOR_ACTS:
+        return False
+    strides, _, dil = op.spatial()
+    ws, xs, os_ = (shape_of(v.type) for v in (op.w, op.x, op.result))
+    if tuple(strides) != (1, 1) or tuple(dil) != (1, 1) or ws[2:4] != (3, 3):
+        return False
+    if ws[4] != ws[5] or xs[4] != ws[5] or os_[2] * os_[3] < MIN_HW:
+        return False
+    return all(
+        isinstance(v.type, TensorType) and isinstance(v.type.element_type, Float32Type)
+        for v in op.operands
+    )
+
+
+def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
+    """U [16, F/B, C/B, B, B] of the blocked weights `w` [F/B, C/B, 3, 3, B, B] (values
+    of `@prepare`): G along kw, then along kh, by matmuls with the constant Gᵀ."""
+    fb, cb, _, _, bi, b = shape_of(w.type)
+    e = w.type.element_type  # type: ignore[attr-defined]
+    m = fb * cb * bi * b
+
+    def add(op: Operation) -> SSAValue:
+        return prep.insert(op).results[0]
+
+    gt = add(ConstantOp(to_dense_attr(G_T, tensor((3, 4), e))))
+    t = add(TransposeOp(w, permutation=(0, 1, 4, 5, 2, 3)))  # [fb, cb, i, o, kh, kw]
+    t = add(ReshapeOp(t, result_types=[tensor((m * 3, 3), e)]))
+    t = add(MatmulOp(t, gt))  # [(m, kh), c]
+    t = add(ReshapeOp(t, result_types=[tensor((m, 3, 4), e)]))
+    t = add(TransposeOp(t, permutation=(0, 2, 1)))  # [m, c, kh]
+    t = add(ReshapeOp(t, result_types=[tensor((m * 4, 3), e)]))
+    t = add(MatmulOp(t, gt))  # [(m, c), a]
+    t = add(ReshapeOp(t, result_types=[tensor((fb, cb, bi, b, 4, 4), e)]))
+    t = add(TransposeOp(t, permutation=(5, 4, 0, 1, 2, 3)))  # [a, c, fb, cb, i, o]
+    return add(ReshapeOp(t, result_types=[tensor((16, fb, cb, bi, b), e)]))
+
+
+def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:
+    """Every `candidate` conv of `main` whose weights `@prepare` can compute reads their
+    transform U from `@prepare` (`winograd = true`); the others are left as they are."""
+    done: dict[SSAValue, SSAValue] = {}
+    for op in [o for o in main.body.block.ops if candidate(o)]:
+        w = op.operands[1]
+        if w not in done:
+            src = prep.source(w)
+            if src is None:  # computed from the inputs: the kernel transforms per call
+                continue
+            done[w] = prep.add_output(_transform(prep, src), f"winograd_w{prep.n_outputs()}")
+        attrs = {**op.attributes, "winograd": encode_bool(True)}
+        operands = [op.operands[0], done[w], *op.operands[2:]]
+        new = type(op).create(operands=operands, attributes=attrs,
+                              result_types=[r.type for r in op.results])  # fmt: skip
+        Rewriter.replace_op(op, new)
+        erase_dead(w)
