@@ -52,7 +52,7 @@ def winograd_weight(w: np.ndarray) -> np.ndarray:
 
 
 def winograd_unweight(u: np.ndarray) -> np.ndarray:
-    """The 3x3 blocked weights of a conv with `winograd = true`: g = L U Lᵀ (f64)."""
+    """The 3x3 blocked weights of a conv with `winograd = true`: g = L U Lᵀ (in f64)."""
     u4 = u.astype(np.float64).reshape(4, 4, *u.shape[1:])
     return np.ascontiguousarray(np.einsum("ia,abfcxo,jb->fcijxo", WINOGRAD_L, u4, WINOGRAD_L))
 

@@ -222,7 +222,7 @@ def _unwinograd(ctx: OpContext, w: np.ndarray) -> np.ndarray:
         return w
     if w.ndim != 5 or w.shape[0] != 16:
         raise ctx.error(f"winograd weights must be [16, F/B, C/B, B, B], got {w.shape}")
-    return winograd_unweight(w)
+    return winograd_unweight(w).astype(w.dtype)
 
 
 @register(Conv2dOp, nargs=(2, 3))
