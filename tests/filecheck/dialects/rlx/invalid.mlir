@@ -1014,3 +1014,27 @@ func.func @conv_reduce_nchwc(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf
   %y = rlx.conv2d %x, %w {layout = "nchwc", reduce = "mean"} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x1x1xf32>
   func.return
 }
+
+// -----
+
+func.func @winograd_shape(%x: tensor<1x2x5x5x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{winograd weights must be [16, F/B, C/B, B, B], got tensor<2x2x3x3x8x8>}}
+  %y = rlx.conv2d %x, %w {layout = "nchwc", winograd = true} : (tensor<1x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x3x3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @winograd_nchw(%x: tensor<1x16x5x5xf32>, %u: tensor<16x2x2x8x8xf32>) {
+  // expected-error @+1 {{winograd weights need layout "nchwc"}}
+  %y = rlx.conv2d %x, %u {winograd = true} : (tensor<1x16x5x5xf32>, tensor<16x2x2x8x8xf32>) -> tensor<1x16x3x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @winograd_stride(%x: tensor<1x2x5x5x8xf32>, %u: tensor<16x2x2x8x8xf32>) {
+  // expected-error @+1 {{winograd weights need strides and dilations [1, 1], got [2, 2], [1, 1]}}
+  %y = rlx.fused_conv2d_residual %x, %u, %x {strides = array<i64: 2, 2>, layout = "nchwc", winograd = true} : (tensor<1x2x5x5x8xf32>, tensor<16x2x2x8x8xf32>, tensor<1x2x5x5x8xf32>) -> tensor<1x2x2x2x8xf32>
+  func.return
+}

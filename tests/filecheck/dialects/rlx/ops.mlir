@@ -138,6 +138,12 @@ func.func @nchwc(%x: tensor<2x16x5x5xf32>, %w: tensor<2x2x3x3x8x8xf32>, %wd: ten
   func.return
 }
 
+func.func @winograd(%x: tensor<2x2x5x5x8xf32>, %u: tensor<16x2x2x8x8xf32>, %b: tensor<16xf32>) {
+  %0 = rlx.conv2d %x, %u, %b {padding = array<i64: 1, 1, 1, 1>, layout = "nchwc", winograd = true} : (tensor<2x2x5x5x8xf32>, tensor<16x2x2x8x8xf32>, tensor<16xf32>) -> tensor<2x2x5x5x8xf32>
+  %1 = rlx.fused_conv2d_residual %x, %u, %0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc", winograd = true} : (tensor<2x2x5x5x8xf32>, tensor<16x2x2x8x8xf32>, tensor<2x2x5x5x8xf32>) -> tensor<2x2x5x5x8xf32>
+  func.return
+}
+
 func.func @nchwc_stem(%x: tensor<1x3x9x9xf32>, %w: tensor<2x3x3x3x1x8xf32>, %b: tensor<16xf32>, %r: tensor<1x2x5x5x8xf32>) {
   %0 = rlx.reshape %x : (tensor<1x3x9x9xf32>) -> tensor<1x3x9x9x1xf32>
   %1 = rlx.conv2d %0, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, activation = "silu", layout = "nchwc"} : (tensor<1x3x9x9x1xf32>, tensor<2x3x3x3x1x8xf32>, tensor<16xf32>) -> tensor<1x2x5x5x8xf32>
@@ -333,6 +339,11 @@ func.func @gemm(%x: tensor<2x5x64xf32>, %w: tensor<64x40xf32>, %b: tensor<40xf32
 // CHECK-NEXT: %3 = rlx.fused_conv2d_residual %1, %w, %1, %b {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc"} : (tensor<2x2x5x5x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<2x2x5x5x8xf32>, tensor<16xf32>) -> tensor<2x2x5x5x8xf32>
 // CHECK-NEXT: %4 = rlx.pool2d %3 {kind = "max", kernel = array<i64: 2, 2>, layout = "nchwc"} : (tensor<2x2x5x5x8xf32>) -> tensor<2x2x2x2x8xf32>
 // CHECK-NEXT: %5 = rlx.from_nchwc %4 : (tensor<2x2x2x2x8xf32>) -> tensor<2x16x2x2xf32>
+// CHECK-NEXT: func.return
+// CHECK-NEXT: }
+// CHECK-LABEL: func.func @winograd(%x: tensor<2x2x5x5x8xf32>, %u: tensor<16x2x2x8x8xf32>, %b: tensor<16xf32>) {
+// CHECK-NEXT: %0 = rlx.conv2d %x, %u, %b {padding = array<i64: 1, 1, 1, 1>, layout = "nchwc", winograd = true} : (tensor<2x2x5x5x8xf32>, tensor<16x2x2x8x8xf32>, tensor<16xf32>) -> tensor<2x2x5x5x8xf32>
+// CHECK-NEXT: %1 = rlx.fused_conv2d_residual %x, %u, %0 {padding = array<i64: 1, 1, 1, 1>, activation = "relu", layout = "nchwc", winograd = true} : (tensor<2x2x5x5x8xf32>, tensor<16x2x2x8x8xf32>, tensor<2x2x5x5x8xf32>) -> tensor<2x2x5x5x8xf32>
 // CHECK-NEXT: func.return
 // CHECK-NEXT: }
 // CHECK-LABEL: func.func @nchwc_stem(%x: tensor<1x3x9x9xf32>, %w: tensor<2x3x3x3x1x8xf32>, %b: tensor<16xf32>, %r: tensor<1x2x5x5x8xf32>) {
