@@ -37,8 +37,14 @@ ENV = "RLX_CONV_WINOGRAD"
 """`RLX_CONV_WINOGRAD=0` turns the Winograd kernel (and so this transform) off."""
 
 MIN_HW = 64
-"""Smallest output map (pixels) the Winograd kernel takes (both weight paths; docs/conv.md:
-on 7x7 maps the 2x2 tiles waste 30 % and U is 1.8x the weights)."""
+"""Smallest output map (pixels) the Winograd kernel takes with the per-call weight
+transform (docs/conv.md: on 7x7 maps the 2x2 tiles waste 30 % and computing U, 1.8x the
+weights, dominates)."""
+
+MIN_HW_PREPARED = 49
+"""Smallest output map (pixels) taken with U prepared (`winograd = true`): 7x7 maps win
+then (1 thread, bias + relu, Winograd / direct: 512 -> 512 0.84, 256 -> 256 0.96, 128 ->
+128 0.77; docs/conv.md)."""
 
 VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swish")
 """Epilogue activations the Winograd kernel applies (not gelu-erf)."""
@@ -54,7 +60,8 @@ def enabled() -> bool:
 
 def candidate(op: Operation) -> bool:
     """A blocked f32 3x3 stride-1 conv with groups 1, x and w blocked alike, no `reduce`
-    and an epilogue the Winograd kernel states, on a map of at least `MIN_HW` pixels."""
+    and an epilogue the Winograd kernel states, on a map of at least `MIN_HW_PREPARED`
+    pixels."""
     if not isinstance(op, Conv2dOp | FusedConv2dResidualOp) or op.layout != "nchwc":
         return False
     if op.winograd or op.groups != 1 or op.reduce != "none" or op.activation not in VECTOR_ACTS:
@@ -63,7 +70,7 @@ def candidate(op: Operation) -> bool:
     ws, xs, os_ = (shape_of(v.type) for v in (op.w, op.x, op.result))
     if tuple(strides) != (1, 1) or tuple(dil) != (1, 1) or ws[2:4] != (3, 3):
         return False
-    if ws[4] != ws[5] or xs[4] != ws[5] or os_[2] * os_[3] < MIN_HW:
+    if ws[4] != ws[5] or xs[4] != ws[5] or os_[2] * os_[3] < MIN_HW_PREPARED:
         return False
     return all(
         isinstance(v.type, TensorType) and isinstance(v.type.element_type, Float32Type)

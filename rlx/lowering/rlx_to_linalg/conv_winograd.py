@@ -25,7 +25,8 @@ is vectorized over the B channels of a block (B lanes), so the transforms are ve
 
 Taken (`winograd_plan`) for f32 x / weights / output / bias / residual, groups 1, 3x3,
 stride 1, dilation 1, x blocked by B, no `reduce`, an epilogue the vector code states (not
-gelu-erf), `F·C <= MAX_UF / 16` and maps of at least `MIN_HW` output pixels; the direct
+gelu-erf), `F·C <= MAX_UF / 16` and maps of at least `MIN_HW` output pixels (prepared U:
+no size limit, `MIN_HW_PREPARED` pixels); the direct
 kernel takes the rest. `RLX_CONV_WINOGRAD=0` turns it off (part of the compile-cache key).
 Numerics: the transforms' coefficients are 0, ±1 and ±½ (exact), the sums are reordered:
 errors of the order of the direct kernel's (docs/conv.md).
@@ -58,12 +59,13 @@ from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
-from rlx.transforms.blocked_winograd import ENV, MIN_HW, enabled
+from rlx.transforms.blocked_winograd import ENV, MIN_HW, MIN_HW_PREPARED, enabled
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
-__all__ = ["ENV", "MAX_UF", "MIN_HW", "emit_conv_winograd", "enabled", "winograd_plan"]
+__all__ = ["ENV", "MAX_UF", "MIN_HW", "MIN_HW_PREPARED", "emit_conv_winograd", "enabled",
+           "winograd_plan"]  # fmt: skip
 
 MAX_UF = 1 << 20
 """Largest transformed weight `U` the kernel computes per call (f32 elements: 4 MiB;
@@ -82,12 +84,15 @@ GEOMETRY = ("n", "cb", "h", "w", "fb", "oh", "ow", "pt", "pl", "tr", "tw", "twp"
 def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None, reduce: str = "none",
                   prepared: bool = False) -> tuple[int, int, dict[str, int]] | None:  # fmt: skip
     """(u, nblk, geometry table) when the conv takes the Winograd kernel, else None
-    (`prepared`: U comes transformed, `winograd = true`: no `MAX_UF` limit)."""
+    (`prepared`: U comes transformed, `winograd = true`: no `MAX_UF` limit, maps from
+    `MIN_HW_PREPARED` pixels)."""
     if not (enabled() and f32s and epi is not None and reduce == "none" and not g.depthwise):
         return None
     if (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) != (3, 3, 1, 1, 1, 1, 1) or g.xb != g.b:
         return None
-    if 16 * g.f * g.c > MAX_UF and not prepared or g.oh * g.ow < MIN_HW:
+    if 16 * g.f * g.c > MAX_UF and not prepared:
+        return None
+    if g.oh * g.ow < (MIN_HW_PREPARED if prepared else MIN_HW):
         return None
     tr, tw = -(-g.oh // 2), -(-g.ow // 2)
     u, nblk = register_tile(g.fb, g.b, tw)
