@@ -143,3 +143,19 @@ def test_compiled_model_vs_reference() -> None:
         graph.set_params(params)
         (want,) = run(parse_module(NCHW), [x, wa], params=params)
         assert_close(graph.run(x, wa)[0], want, TOL["f32"])
+
+
+def test_prepared_limits() -> None:
+    """Prepared U: no `MAX_UF` limit and 7x7 maps (`MIN_HW_PREPARED`); not below that."""
+    from rlx.lowering.gemm.conv_blocked import VectorEpilogue
+    from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom
+    from rlx.lowering.rlx_to_linalg.conv_winograd import winograd_plan
+
+    def geom(c: int, hw: int) -> BlockedGeom:
+        return BlockedGeom(1, c, hw, hw, c, c, 3, 3, hw, hw, 1, 1, 1, 1, 1, 1, 1, 1, 1, 16,
+                           False, 16)  # fmt: skip
+
+    relu = VectorEpilogue(True, False, "relu")
+    assert winograd_plan(geom(512, 7), True, relu) is None  # per call: U over MAX_UF
+    assert winograd_plan(geom(512, 7), True, relu, prepared=True) is not None
+    assert winograd_plan(geom(128, 6), True, relu, prepared=True) is None  # 36 < 49 pixels
