@@ -304,7 +304,7 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
             main = next((f for f in fns if f.sym_name.data == "main"), None)
             if main is not None:
                 prep = PrepareFunc(op, main, "blocked-layout")
-                if winograd_on():  # first: U replaces the blocked weights it reads
+                if self.winograd_weights and winograd_on():  # first: U replaces w it reads
                     prepare_winograd(prep, main)
                 for chain in blocker.chains:
                     if all(o.parent is main.body.block for o in chain):

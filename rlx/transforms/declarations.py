@@ -104,6 +104,8 @@ class BlockedLayoutOptions:
     """move the reorder of param weights of @main into @prepare (cache_param_invariant)"""
     narrow_convs: bool = True
     """convs whose input channels are not a multiple of 8 (stems) read x blocked by 1"""
+    winograd_weights: bool = True
+    """with prepare-weights: the Winograd weight transform of 3x3 convs in @prepare too"""
 
     def check(self) -> None:
         """ValueError naming the option for an invalid value."""

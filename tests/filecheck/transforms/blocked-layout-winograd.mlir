@@ -1,10 +1,12 @@
 // prepare-weights: the Winograd weight transform U = G g Gᵀ of a blocked 3x3 stride-1 f32
 // conv on a map of >= 64 pixels runs in @prepare when its weights are a param (two
 // matmuls by the constant Gᵀ); the conv reads U (winograd = true). Weights computed in
-// @main (an argument here) keep the blocked reorder in @main and the per-call transform.
+// @main (an argument here) keep the blocked reorder in @main and the per-call transform;
+// so does every conv with winograd-weights=false.
 // RUN: rlx-opt %s -p 'hoist-param-invariant,blocked-layout{block=8 prepare-weights=true}' | filecheck %s
 // RUN: env RLX_CONV_WINOGRAD=0 rlx-opt %s -p 'hoist-param-invariant,blocked-layout{block=8 prepare-weights=true}' | filecheck %s --check-prefix=OFF
 // RUN: rlx-opt %s -p 'blocked-layout{block=8}' | filecheck %s --check-prefix=NOPREP
+// RUN: rlx-opt %s -p 'hoist-param-invariant,blocked-layout{block=8 prepare-weights=true winograd-weights=false}' | filecheck %s --check-prefix=NOPREP
 
 // CHECK-LABEL: func.func @prepare() -> tensor<16x2x2x8x8xf32> attributes {rlx.prepare_for = "main"} {
 // CHECK:         %[[W1:.*]] = rlx.param "w1" : tensor<16x16x3x3xf32>
