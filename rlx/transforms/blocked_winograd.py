@@ -6,7 +6,7 @@ multiplies transformed weights `U [16, F/B, C/B, B, B]`, U[4a + b] = (G g Gᵀ)[
 the taps (kh, kw). Computed by the kernel, U costs a pass over the weights on every call
 (and is limited to 256 -> 256 for that reason). For a conv the kernel takes whose blocked
 weights `@prepare` already computes (a param or constant reordered), this pass computes U
-there with ordinary ops (transpose, reshape, two matmuls by the constant Gᵀ), passes it as
+there with ordinary ops (transpose, reshape, one matmul by the constant G ⊗ G), passes it as
 a prepared argument and sets the conv's `winograd = true`: `@main` reads U only.
 Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled `w · g`) keep the
 per-call transform. The check here states the kernel's conditions that the IR shows; a conv
@@ -49,8 +49,10 @@ then (1 thread, bias + relu, Winograd / direct: 512 -> 512 0.84, 256 -> 256 0.96
 VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swish")
 """Epilogue activations the Winograd kernel applies (not gelu-erf)."""
 
-G_T = np.array([[1, 0.5, 0.5, 0], [0, 0.5, -0.5, 0], [0, 0.5, 0.5, 1]], np.float32)
-"""Gᵀ of F(2x2, 3x3) (3x4): `[..., 3] @ Gᵀ` applies G along the last axis (exact)."""
+_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+K = np.einsum("ai,bj->ijab", _G, _G).reshape(9, 16).astype(np.float32)
+"""G ⊗ G as a 9x16 matrix: `g [..., (kh, kw)] @ K = U [..., (a, b)]`, U = G g Gᵀ (the
+coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its compile small)."""
 
 
 def enabled() -> bool:
@@ -80,7 +82,7 @@ def candidate(op: Operation) -> bool:
 
 def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     """U [16, F/B, C/B, B, B] of the blocked weights `w` [F/B, C/B, 3, 3, B, B] (values
-    of `@prepare`): G along kw, then along kh, by matmuls with the constant Gᵀ."""
+    of `@prepare`): the taps last, one matmul by the constant `K`, the positions first."""
     fb, cb, _, _, bi, b = shape_of(w.type)
     e = w.type.element_type  # type: ignore[attr-defined]
     m = fb * cb * bi * b
@@ -88,17 +90,12 @@ def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     def add(op: Operation) -> SSAValue:
         return prep.insert(op).results[0]
 
-    gt = add(ConstantOp(to_dense_attr(G_T, tensor((3, 4), e))))
+    k = add(ConstantOp(to_dense_attr(K, tensor((9, 16), e))))
     t = add(TransposeOp(w, permutation=(0, 1, 4, 5, 2, 3)))  # [fb, cb, i, o, kh, kw]
-    t = add(ReshapeOp(t, result_types=[tensor((m * 3, 3), e)]))
-    t = add(MatmulOp(t, gt))  # [(m, kh), c]
-    t = add(ReshapeOp(t, result_types=[tensor((m, 3, 4), e)]))
-    t = add(TransposeOp(t, permutation=(0, 2, 1)))  # [m, c, kh]
-    t = add(ReshapeOp(t, result_types=[tensor((m * 4, 3), e)]))
-    t = add(MatmulOp(t, gt))  # [(m, c), a]
-    t = add(ReshapeOp(t, result_types=[tensor((fb, cb, bi, b, 4, 4), e)]))
-    t = add(TransposeOp(t, permutation=(5, 4, 0, 1, 2, 3)))  # [a, c, fb, cb, i, o]
-    return add(ReshapeOp(t, result_types=[tensor((16, fb, cb, bi, b), e)]))
+    t = add(ReshapeOp(t, result_types=[tensor((m, 9), e)]))
+    t = add(MatmulOp(t, k))  # [(fb, cb, i, o), (a, b)]
+    t = add(ReshapeOp(t, result_types=[tensor((fb, cb, bi, b, 16), e)]))
+    return add(TransposeOp(t, permutation=(4, 0, 1, 2, 3)))
 
 
 def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:

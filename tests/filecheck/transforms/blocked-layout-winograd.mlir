@@ -1,6 +1,6 @@
 // prepare-weights: the Winograd weight transform U = G g Gᵀ of a blocked 3x3 stride-1 f32
-// conv on a map of >= 64 pixels runs in @prepare when its weights are a param (two
-// matmuls by the constant Gᵀ); the conv reads U (winograd = true). Weights computed in
+// conv on a map of >= 49 pixels runs in @prepare when its weights are a param (one
+// matmul by the constant G ⊗ G); the conv reads U (winograd = true). Weights computed in
 // @main (an argument here) keep the blocked reorder in @main and the per-call transform;
 // so does every conv with winograd-weights=false.
 // RUN: rlx-opt %s -p 'hoist-param-invariant,blocked-layout{block=8 prepare-weights=true}' | filecheck %s
@@ -10,10 +10,9 @@
 
 // CHECK-LABEL: func.func @prepare() -> tensor<16x2x2x8x8xf32> attributes {rlx.prepare_for = "main"} {
 // CHECK:         %[[W1:.*]] = rlx.param "w1" : tensor<16x16x3x3xf32>
-// CHECK:         %[[GT:.*]] = rlx.constant dense<{{.*}}> : tensor<3x4xf32>
-// CHECK:         rlx.matmul %{{.*}}, %[[GT]] : (tensor<768x3xf32>, tensor<3x4xf32>) -> tensor<768x4xf32>
-// CHECK:         rlx.matmul %{{.*}}, %[[GT]] : (tensor<1024x3xf32>, tensor<3x4xf32>) -> tensor<1024x4xf32>
-// CHECK:         %[[U:.*]] = rlx.reshape %{{.*}} : (tensor<4x4x2x2x8x8xf32>) -> tensor<16x2x2x8x8xf32>
+// CHECK:         %[[K:.*]] = rlx.constant dense<{{.*}}> : tensor<9x16xf32>
+// CHECK:         rlx.matmul %{{.*}}, %[[K]] : (tensor<256x9xf32>, tensor<9x16xf32>) -> tensor<256x16xf32>
+// CHECK:         %[[U:.*]] = rlx.transpose %{{.*}} {permutation = array<i64: 4, 0, 1, 2, 3>} : (tensor<2x2x8x8x16xf32>) -> tensor<16x2x2x8x8xf32>
 // CHECK-NEXT:    func.return %[[U]]
 // CHECK-LABEL: func.func @main(%x: tensor<1x16x8x8xf32>, %wa: tensor<16x16x3x3xf32>, %winograd_w0: tensor<16x2x2x8x8xf32> {rlx.kind = "prepared", rlx.name = "__rlx_prep_0"})
 // CHECK-NOT:     rlx.matmul
