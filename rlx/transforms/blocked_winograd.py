@@ -6,7 +6,7 @@ multiplies transformed weights `U [16, F/B, C/B, B, B]`, U[4a + b] = (G g Gᵀ)[
 the taps (kh, kw). Computed by the kernel, U costs a pass over the weights on every call
 (and is limited to 256 -> 256 for that reason). For a conv the kernel takes whose blocked
 weights `@prepare` already computes (a param or constant reordered), this pass computes U
-there with ordinary ops (transpose, reshape, one matmul by the constant G ⊗ G), passes it as
+there with ordinary ops (one transpose, reshapes, one matmul by the constant G ⊗ G), passes it as
 a prepared argument and sets the conv's `winograd = true`: `@main` reads U only.
 Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled `w · g`) keep the
 per-call transform. The check here states the kernel's conditions that the IR shows; a conv
@@ -50,9 +50,12 @@ VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swi
 """Epilogue activations the Winograd kernel applies (not gelu-erf)."""
 
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-K = np.einsum("ai,bj->ijab", _G, _G).reshape(9, 16).astype(np.float32)
-"""G ⊗ G as a 9x16 matrix: `g [..., (kh, kw)] @ K = U [..., (a, b)]`, U = G g Gᵀ (the
+K_T = np.einsum("ai,bj->abij", _G, _G).reshape(16, 9).astype(np.float32)
+"""(G ⊗ G) as a 16x9 matrix: `K_T @ g [(kh, kw), ...] = U [(a, b), ...]`, U = G g Gᵀ (the
 coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its compile small)."""
+
+TAPS_FIRST = (2, 3, 0, 1, 4, 5)
+"""`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
 
 
 def enabled() -> bool:
@@ -82,20 +85,25 @@ def candidate(op: Operation) -> bool:
 
 def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     """U [16, F/B, C/B, B, B] of the blocked weights `w` [F/B, C/B, 3, 3, B, B] (values
-    of `@prepare`): the taps last, one matmul by the constant `K`, the positions first."""
+    of `@prepare`): the taps first (one transpose, composed with the blocked reorder's
+    when `w` is one), one matmul by the constant `K_T`."""
     fb, cb, _, _, bi, b = shape_of(w.type)
     e = w.type.element_type  # type: ignore[attr-defined]
-    m = fb * cb * bi * b
+    src, perm = w, TAPS_FIRST
+    reorder = w.owner
+    if isinstance(reorder, TransposeOp):
+        src, perm = reorder.x, tuple(reorder.permutation[q] for q in TAPS_FIRST)
 
     def add(op: Operation) -> SSAValue:
         return prep.insert(op).results[0]
 
-    k = add(ConstantOp(to_dense_attr(K, tensor((9, 16), e))))
-    t = add(TransposeOp(w, permutation=(0, 1, 4, 5, 2, 3)))  # [fb, cb, i, o, kh, kw]
-    t = add(ReshapeOp(t, result_types=[tensor((m, 9), e)]))
-    t = add(MatmulOp(t, k))  # [(fb, cb, i, o), (a, b)]
-    t = add(ReshapeOp(t, result_types=[tensor((fb, cb, bi, b, 16), e)]))
-    return add(TransposeOp(t, permutation=(4, 0, 1, 2, 3)))
+    k = add(ConstantOp(to_dense_attr(K_T, tensor((16, 9), e))))
+    t = add(TransposeOp(src, permutation=perm))  # [kh, kw, fb, cb, i, o]
+    t = add(ReshapeOp(t, result_types=[tensor((9, fb * cb * bi * b), e)]))
+    u = add(ReshapeOp(add(MatmulOp(k, t)), result_types=[tensor((16, fb, cb, bi, b), e)]))
+    if isinstance(reorder, TransposeOp) and not reorder.results[0].uses:
+        Rewriter.erase_op(reorder)
+    return u
 
 
 def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:

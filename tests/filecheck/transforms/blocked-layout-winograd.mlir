@@ -10,9 +10,12 @@
 
 // CHECK-LABEL: func.func @prepare() -> tensor<16x2x2x8x8xf32> attributes {rlx.prepare_for = "main"} {
 // CHECK:         %[[W1:.*]] = rlx.param "w1" : tensor<16x16x3x3xf32>
-// CHECK:         %[[K:.*]] = rlx.constant dense<{{.*}}> : tensor<9x16xf32>
-// CHECK:         rlx.matmul %{{.*}}, %[[K]] : (tensor<256x9xf32>, tensor<9x16xf32>) -> tensor<256x16xf32>
-// CHECK:         %[[U:.*]] = rlx.transpose %{{.*}} {permutation = array<i64: 4, 0, 1, 2, 3>} : (tensor<2x2x8x8x16xf32>) -> tensor<16x2x2x8x8xf32>
+// CHECK-NEXT:    %[[R:.*]] = rlx.reshape %[[W1]] : (tensor<16x16x3x3xf32>) -> tensor<2x8x2x8x3x3xf32>
+// CHECK-NEXT:    %[[K:.*]] = rlx.constant dense<{{.*}}> : tensor<16x9xf32>
+// CHECK-NEXT:    %[[T:.*]] = rlx.transpose %[[R]] {permutation = array<i64: 4, 5, 0, 2, 3, 1>} : (tensor<2x8x2x8x3x3xf32>) -> tensor<3x3x2x2x8x8xf32>
+// CHECK-NEXT:    %[[G:.*]] = rlx.reshape %[[T]] : (tensor<3x3x2x2x8x8xf32>) -> tensor<9x256xf32>
+// CHECK-NEXT:    %[[M:.*]] = rlx.matmul %[[K]], %[[G]] : (tensor<16x9xf32>, tensor<9x256xf32>) -> tensor<16x256xf32>
+// CHECK-NEXT:    %[[U:.*]] = rlx.reshape %[[M]] : (tensor<16x256xf32>) -> tensor<16x2x2x8x8xf32>
 // CHECK-NEXT:    func.return %[[U]]
 // CHECK-LABEL: func.func @main(%x: tensor<1x16x8x8xf32>, %wa: tensor<16x16x3x3xf32>, %winograd_w0: tensor<16x2x2x8x8xf32> {rlx.kind = "prepared", rlx.name = "__rlx_prep_0"})
 // CHECK-NOT:     rlx.matmul
