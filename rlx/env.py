@@ -37,3 +37,14 @@ def env_count(name: str, default: Callable[[], int], auto: bool = False) -> int:
         want = "auto or a positive integer" if auto else "a positive integer"
         raise ValueError(f"{name} must be {want}, got {raw!r}")
     return n
+
+
+WINOGRAD_ENV = "RLX_CONV_WINOGRAD"
+"""`RLX_CONV_WINOGRAD=0` keeps blocked 3x3 convs off the Winograd kernel (docs/conv.md)."""
+
+
+def winograd_enabled() -> bool:
+    """Whether blocked 3x3 convs may take the Winograd kernel (`RLX_CONV_WINOGRAD` is not
+    "0"). Read at compile time and part of the compile-cache key (`runtime.blas.cache_key`),
+    which must not import xDSL, hence here."""
+    return os.environ.get(WINOGRAD_ENV, "1") != "0"

@@ -319,12 +319,12 @@ def cache_key() -> str:
     BLAS availability, the mode (`gemm_mode`), the generated GEMM's tile ISA and its
     minimum task count (`RLX_GEMM_TASKS`), whether 3x3 convs may take Winograd
     (`RLX_CONV_WINOGRAD`)."""
+    from rlx.env import winograd_enabled
     from rlx.lowering.blas_abi import gemm_mode
     from rlx.lowering.gemm.target import isa, min_tasks
-    from rlx.lowering.rlx_to_linalg.conv_winograd import enabled
 
     return (f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
-            f",wg{int(enabled())}")  # fmt: skip
+            f",wg{int(winograd_enabled())}")  # fmt: skip
 
 
 def register() -> dict[str, int]:

@@ -16,8 +16,6 @@ transforms back (`g = L U Lᵀ`). docs/conv.md "Winograd".
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, TensorType
@@ -31,9 +29,10 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
 from rlx.dtypes import to_dense_attr
+from rlx.env import WINOGRAD_ENV, winograd_enabled
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
 
-ENV = "RLX_CONV_WINOGRAD"
+ENV = WINOGRAD_ENV
 """`RLX_CONV_WINOGRAD=0` turns the Winograd kernel (and so this transform) off."""
 
 MIN_HW = 64
@@ -58,9 +57,8 @@ TAPS_FIRST = (2, 3, 0, 1, 4, 5)
 """`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
 
 
-def enabled() -> bool:
-    """`RLX_CONV_WINOGRAD` is not "0" (read at compile time)."""
-    return os.environ.get(ENV, "1") != "0"
+enabled = winograd_enabled
+"""`RLX_CONV_WINOGRAD` is not "0" (read at compile time; `rlx.env.winograd_enabled`)."""
 
 
 def candidate(op: Operation) -> bool:
