@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import sys
-import textwrap
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,15 +31,50 @@ PassInfo = dict[str, Any]
 """{"summary": str, "options": [{"name", "type", "default", "help"}, ...]}"""
 
 
+@functools.cache
+def _module_tree(path: str) -> ast.Module | None:
+    """The parsed source file `path`, once per file (None if unreadable)."""
+    try:
+        return ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _class_node(klass: type) -> ast.ClassDef | None:
+    """The class statement of `klass` in its source file: the first class whose qualified
+    name is `klass.__qualname__` (what `inspect.getsource` finds), from one cached parse
+    per file: `inspect.getsource` parses the whole file again for every class, which made
+    indexing ~160 passes (~800 classes with their bases) cost seconds."""
+    try:
+        path = inspect.getsourcefile(klass)
+    except TypeError:  # built-in
+        return None
+    tree = _module_tree(path) if path else None
+    if tree is None:
+        return None
+    stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while stack:  # depth first, in source order
+        node, scope = stack.pop()
+        children: list[tuple[ast.AST, tuple[str, ...]]] = []
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                if ".".join((*scope, child.name)) == klass.__qualname__:
+                    return child
+                children.append((child, (*scope, child.name)))
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                children.append((child, (*scope, child.name, "<locals>")))
+            else:
+                children.append((child, scope))
+        stack.extend(reversed(children))
+    return None
+
+
 def _field_docs(cls: type) -> dict[str, str]:
     """Attribute docstrings (`x: int = 1` followed by a string literal) of `cls` and bases."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        node = _class_node(klass)
+        body = node.body if node is not None else []
         for stmt, nxt in zip(body, body[1:], strict=False):
             if (
                 isinstance(stmt, ast.AnnAssign)
