@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from test_rlx_to_linalg_harness import TOL, Compiled, lower, rand, t
+from test_rlx_to_linalg_harness import TOL, Compiled, rand, t
+from xdsl.dialects.builtin import ModuleOp
 
 from rlx.interpreter import run
 from rlx.lowering.gemm import generic, target
@@ -28,26 +29,42 @@ func.func @main(%a: {t(a, e)}, %b: {t(b, e)}) -> {t(out, e)} {{
 """
 
 
+def _kernel_labels(module: ModuleOp) -> list[str]:
+    """The `rlx.kernel` labels of a lowered module."""
+    return [
+        str(op.attributes["rlx.kernel"]) for op in module.walk() if "rlx.kernel" in op.attributes
+    ]
+
+
 def _check(
     text: str, inputs: Sequence[np.ndarray], e: str = "f32", path: str = "generated"
-) -> None:
-    module, _ = lower(text)
-    paths = {
-        op.attributes["rlx.gemm"].data  # type: ignore[attr-defined]
-        for op in module.walk()
-        if "rlx.gemm" in op.attributes
-    }
+) -> list[str]:
+    """Compiled == reference, every GEMM on `path`; returns the lowered module's kernel
+    labels (seen before the LLVM passes: the module is lowered once)."""
+    paths: set[str] = set()
+    labels: list[str] = []
+
+    def lowered(module: ModuleOp) -> None:
+        paths.update(
+            op.attributes["rlx.gemm"].data  # type: ignore[attr-defined]
+            for op in module.walk()
+            if "rlx.gemm" in op.attributes
+        )
+        labels.extend(_kernel_labels(module))
+
+    compiled = Compiled(text, inspect=lowered)
     if path == "loops":  # the loop nest carries no rlx.gemm attribute
         assert not paths, paths
     else:
         assert paths and all(p.startswith(path) for p in paths), paths
     (ref,) = run(text, list(inputs))
-    (got,) = Compiled(text)(inputs)
+    (got,) = compiled(inputs)
     rtol, atol = TOL[e]
     scale = max(1.0, float(np.abs(ref.astype(np.float32)).max()))
     np.testing.assert_allclose(
         got.astype(np.float32), ref.astype(np.float32), rtol=rtol, atol=atol * scale * 4
     )
+    return labels
 
 
 # (M, K, N), at least 32^3 multiply-adds: 1s, primes, not multiples of any tile (4x8, 6x16, 12x32), several k-slices
@@ -176,11 +193,8 @@ def test_in_place_a_edges(
     monkeypatch.setattr(generic, "DIRECT_A", direct)
     m, k, n = mkn
     text = _mm((m, k), (k, n), (m, n))
-    module, _ = lower(text)
-    labels = " ".join(str(op.attributes["rlx.kernel"]) for op in module.walk()
-                      if "rlx.kernel" in op.attributes)  # fmt: skip
+    labels = " ".join(_check(text, [rand((m, k), seed=5), rand((k, n), seed=6)]))
     assert ("rows ukernel" in labels) == direct and ("gemm pack A" in labels) != direct, labels
-    _check(text, [rand((m, k), seed=5), rand((k, n), seed=6)])
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
@@ -221,16 +235,14 @@ def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direc
         + "\n".join(body)
         + f"\n  func.return {', '.join(o[0] for o in outs)} : {', '.join(o[1] for o in outs)}\n}}\n"
     )
-    module, _ = lower(text)
-    labels = [
-        str(op.attributes["rlx.kernel"]) for op in module.walk() if "rlx.kernel" in op.attributes
-    ]
+    labels: list[str] = []
+    compiled = Compiled(text, inspect=lambda module: labels.extend(_kernel_labels(module)))
     assert sum("gemm pack A" in s for s in labels) == 2, labels  # f32 (K = 601: packed), bf16
     assert any("rows ukernel" in s for s in labels) == direct, labels
     # plain, bias+gelu, bf16 out; in place: one more plain worker (K = 601 is packed)
     assert sum("gemm worker" in s for s in labels) == (4 if direct else 3), labels
     refs = run(text, list(inputs))
-    got = Compiled(text)(inputs)
+    got = compiled(inputs)
     for r, g in zip(refs, got, strict=True):
         rtol, atol = TOL["bf16" if r.dtype.itemsize == 2 else "f32"]
         scale = max(1.0, float(np.abs(r.astype(np.float32)).max()))

@@ -5,7 +5,7 @@ reference interpreter."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from xdsl.context import Context
@@ -54,12 +54,17 @@ def llvm_passes() -> list[ModulePass]:
 
 def lower(text: str, plan: bool = True, seed: int = 42) -> tuple[ModuleOp, Context]:
     c, m = parse(text)
+    return lower_parsed(c, m, plan, seed), c
+
+
+def lower_parsed(c: Context, m: ModuleOp, plan: bool = True, seed: int = 42) -> ModuleOp:
+    """`lower` of an already parsed module, in place."""
     ConvertRlxToLinalgPass(rng_seed=seed).apply(c, m)
     m.verify()
     if plan:
         PlanMemoryPass().apply(c, m)
         m.verify()
-    return m, c
+    return m
 
 
 def aligned(a: np.ndarray | None, shape: Sequence[int] = (), dtype: object = None) -> np.ndarray:
@@ -76,14 +81,26 @@ def aligned(a: np.ndarray | None, shape: Sequence[int] = (), dtype: object = Non
 
 
 class Compiled:
-    """A JIT-compiled @main plus what is needed to call it (ABI from the arg attributes)."""
+    """A JIT-compiled @main plus what is needed to call it (ABI from the arg attributes).
 
-    def __init__(self, text: str, plan: bool = True, seed: int = 42) -> None:
-        _, orig = parse(text)
-        main = next(o for o in orig.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
+    `inspect`, if given, is called with the lowered module (after convert-rlx-to-linalg
+    and plan-memory, before the LLVM passes): a test that checks what the lowering chose
+    and also runs the code lowers once, not twice."""
+
+    def __init__(
+        self,
+        text: str,
+        plan: bool = True,
+        seed: int = 42,
+        inspect: Callable[[ModuleOp], None] | None = None,
+    ) -> None:
+        c, m = parse(text)
+        main = next(o for o in m.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
         self.out_types = [t for t in main.function_type.outputs.data]
         self.in_types = [t for t in main.function_type.inputs.data]
-        m, c = lower(text, plan, seed)
+        lower_parsed(c, m, plan, seed)
+        if inspect is not None:
+            inspect(m)
         f = next(o for o in m.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
         self.arg_attrs = [
             (d.data["rlx.kind"].data, d.data["rlx.name"].data) for d in f.arg_attrs.data
