@@ -47,7 +47,12 @@ PRELOAD = (
     "rlx.tools.pass_index",
     "rlx.tools.targets",
     "rlx.tools.op_graph",
+    "rlx.tools.graph_reports",
+    "rlx.tools.pass_index_data",
     "rlx.plugins",
+    "xdsl.syntax_printer",
+    "xdsl.targets.mlir",
+    "xdsl.utils.color_printer",
     "xdsl.transforms",
     "xdsl.frontend",
     "llvmlite.binding",
@@ -59,7 +64,12 @@ PRELOAD = (
     "lit.ShUtil",
     "multiprocessing.pool",
 )
-"""Modules the tools' runs import (beyond their entry points)."""
+"""Modules the tools' runs import (beyond their entry points): what a run of `rlx-opt`
+on each lit file adds to `sys.modules` is imported here (each run would import it again)."""
+
+BUILTIN_TYPES = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool, type(None))
+"""Types that runs test against xDSL's abstract base classes (`isinstance(x, Operation)`
+with `x` a list, ...); see `_warm_abc_caches`."""
 
 PRELOAD_PACKAGES = ("rlx.dialects", "rlx.transforms", "rlx.lowering")
 """Packages imported with all their submodules (the passes and dialects of `rlx-opt`)."""
@@ -68,8 +78,9 @@ PRELOAD_PACKAGES = ("rlx.dialects", "rlx.transforms", "rlx.lowering")
 def _preload() -> None:
     """Import what the runs would import again and again: the tools, every rlx dialect,
     pass and lowering module, xDSL's dialects and passes, plugins' universes. Nothing is
-    run or cached beyond module import (a run's results cannot depend on the preload); a
-    module that fails to import is left to the runs (which report it as usual)."""
+    run or cached beyond module import and `abc`'s subclass caches (a run's results
+    cannot depend on the preload); a module that fails to import is left to the runs
+    (which report it as usual)."""
     import importlib.metadata
     import pkgutil
 
@@ -93,6 +104,27 @@ def _preload() -> None:
         attempt(factory)
     for entry_point in importlib.metadata.entry_points(group="xdsl.universe"):
         attempt(entry_point.load)
+    attempt(_warm_abc_caches)
+
+
+def _warm_abc_caches() -> None:
+    """Fill the negative subclass caches of xDSL's IR base classes for builtin types.
+
+    `isinstance([], Operation)` is False, but the first such check walks every subclass
+    of `Operation` (~1000 op classes) before `abc` caches the answer; each forked run
+    paid that again (~20 ms of an `rlx-opt` run on a small file). The caches are `abc`'s
+    own (invalidated by `ABCMeta.register`): a check answers the same with or without
+    them, so a run's results still cannot depend on the preload."""
+    from abc import ABCMeta
+
+    from xdsl.ir import core
+
+    bases = [
+        c for c in vars(core).values() if isinstance(c, ABCMeta) and c.__module__ == core.__name__
+    ]
+    for base in bases:
+        for typ in BUILTIN_TYPES:
+            issubclass(typ, base)
 
 
 EXIT, SIGNAL = 0, 1
