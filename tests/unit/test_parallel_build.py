@@ -5,6 +5,7 @@ LLVM has its part done in this process; bad settings are clear errors."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -69,16 +70,24 @@ def _run(g: Graph, inputs: dict, params: dict) -> list[np.ndarray]:  # type: ign
     return [np.array(v) for v in c.run(**inputs)]
 
 
-def _serial(monkeypatch: pytest.MonkeyPatch, g: Graph, inputs: dict, params: dict):  # type: ignore[no-untyped-def]
-    with monkeypatch.context() as m:
+@functools.cache
+def _serial_build() -> tuple[rlx.CompiledGraph, list[np.ndarray]]:
+    """The serial compile of `conv_graph()` (one process, cache off) and its outputs: the
+    bits every parallel build must reproduce. Compiled once per test process (the graph
+    and its inputs are the same in every test), not once per test."""
+    g, inputs, params = conv_graph()
+    with pytest.MonkeyPatch.context() as m:
         m.setenv(parallel_build.JOBS_ENV, "1")
-        return _run(g, inputs, params)
+        m.setenv("RLX_CACHE", "0")
+        c = rlx.compile(g.module.clone(), OPTS)
+    c.set_params(params)
+    return c, [np.array(v) for v in c.run(**inputs)]
 
 
 def test_parallel_matches_serial_and_reference(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     g, inputs, params = conv_graph()
     want = rlx.reference.run(g.module, inputs, params)
-    serial = _serial(monkeypatch, g, inputs, params)
+    _, serial = _serial_build()
     assert not parallel
     got = _run(g, inputs, params)
     assert len(parallel) == 1 and len(parallel[0].parts) == 2
@@ -133,7 +142,7 @@ def test_partition_keeps_groups_and_graph_functions(parallel, monkeypatch) -> No
 @pytest.mark.parametrize("how", ["pass error", "dies", "llvm error"])
 def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  # type: ignore[no-untyped-def]
     g, inputs, params = conv_graph()
-    serial = _serial(monkeypatch, g, inputs, params)
+    _, serial = _serial_build()
     if how == "pass error":
 
         def child(fd, part, lower, cross):  # type: ignore[no-untyped-def]
@@ -206,7 +215,7 @@ def test_child_objects_and_cached_bundle(parallel, monkeypatch, tmp_path) -> Non
     from rlx.runtime import object_bundle
 
     g, inputs, params = conv_graph()
-    serial = _serial(monkeypatch, g, inputs, params)
+    _, serial = _serial_build()
     monkeypatch.setenv("RLX_CACHE", "1")
     monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
     CACHE.clear_memory()
@@ -246,10 +255,7 @@ def test_fork_failure_compiles_here(parallel, monkeypatch) -> None:  # type: ign
     from rlx.runtime import text_later
 
     g, inputs, params = conv_graph()
-    serial = _serial(monkeypatch, g, inputs, params)
-    with monkeypatch.context() as m:
-        m.setenv(parallel_build.JOBS_ENV, "1")
-        want = rlx.compile(g.module.clone(), OPTS)
+    want, serial = _serial_build()
 
     def no_fork() -> int:
         raise BlockingIOError(11, "Resource temporarily unavailable")
