@@ -301,38 +301,51 @@ class Race:
         )
 
 
+SETTLE_S = 0.3
+"""Seconds `race` waits before each block, for the previous runner's threads to stop spinning."""
+BLOCK_S = 0.4
+"""Seconds of back-to-back runs in one block of `race` (at least 5 runs)."""
+WARM_S = 0.1
+"""Runs starting in a block's first WARM_S seconds are not counted (at least 3 are kept)."""
+
+
 def race(
-    runners: dict[str, Callable[[], object] | None], reps: int, budget_s: float = 20.0
+    runners: dict[str, Callable[[], object] | None], reps: int, budget_s: float = 40.0
 ) -> Race:
     """Time `runners` (None: skipped) in interleaved rounds rather than one after another.
 
-    Each round runs every runner once in turn, starting one further each round, as a block of
-    back-to-back runs (at least 3 and ~30 ms, at most 20) whose median is its time in the
-    round: the first run of a block absorbs whatever the previous runner left behind (a
-    peer's spinning threads, evicted caches). Rounds: `max(5, reps / 3)`, fewer if over
-    `budget_s`, never fewer than 3."""
+    Each round runs every runner in turn, starting one further each round, as a block of
+    back-to-back runs lasting `BLOCK_S` (at least 5 runs); its time in the round is the median
+    of the runs after the block's first `WARM_S`. Before each block the process sleeps
+    `SETTLE_S`. Both guard against one runner's leftovers slowing the next on this 2-core
+    machine: thread pools busy-wait after a call (measured here without the pause,
+    onnxruntime's first three 1024^3 matmuls right after NumPy's took 31 ms instead of 15:
+    OpenBLAS's idle threads still spinning), and caches and sleeping threads warm up again.
+    Interleaving at this ~1 s grain cancels load drifting over minutes, which moved single
+    rows by up to 2x between runs of the one-after-another timing. Rounds: `max(3, reps / 4)`,
+    fewer if over `budget_s`, never fewer than 2."""
     live = {k: f for k, f in runners.items() if f is not None}
-    block: dict[str, int] = {}
-    for k, f in live.items():
+    for f in live.values():
         f()
-        t0 = time.perf_counter()
-        f()
-        block[k] = min(20, max(3, math.ceil(0.03 / max(time.perf_counter() - t0, 1e-9))))
     names = list(live)
     per_round: dict[str, list[float]] = {k: [] for k in names}
     fastest = dict.fromkeys(names, math.inf)
     start = time.perf_counter()
-    for r in range(max(5, -(-reps // 3))):
-        if r >= 3 and time.perf_counter() - start > budget_s:
+    for r in range(max(3, reps // 4)):
+        if r >= 2 and time.perf_counter() - start > budget_s:
             break
         for k in names[r % len(names) :] + names[: r % len(names)]:
-            ts = []
-            for _ in range(block[k]):
+            time.sleep(SETTLE_S)
+            ts: list[tuple[float, float]] = []
+            t_block = time.perf_counter()
+            while len(ts) < 200 and (len(ts) < 5 or time.perf_counter() - t_block < BLOCK_S):
                 t0 = time.perf_counter()
                 live[k]()
-                ts.append((time.perf_counter() - t0) * 1e3)
-            per_round[k].append(statistics.median(ts))
-            fastest[k] = min(fastest[k], *ts)
+                ts.append((t0 - t_block, (time.perf_counter() - t0) * 1e3))
+            warm = [t for at, t in ts if at >= WARM_S]
+            kept = warm if len(warm) >= 3 else [t for _, t in ts[-3:]]
+            per_round[k].append(statistics.median(kept))
+            fastest[k] = min(fastest[k], *(t for _, t in ts))
     return Race(per_round, fastest)
 
 
