@@ -25,7 +25,7 @@ dilation, element types, epilogue). The geometry and the split: `conv_nchwc_plan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -152,6 +152,19 @@ def emit_conv_nchwc(
     return True
 
 
+def call_full_or_tail(kb: KernelBuilder, uks: tuple[str, str | None],
+                      full: Callable[[], SSAValue], args: Sequence[SSAValue]) -> None:  # fmt: skip
+    """Call microkernel `uks[0]` on `args`, or, when the tile has a tail variant `uks[1]`,
+    `uks[0]` where `full()` (built only then: all blocks of the tile present) and `uks[1]`
+    elsewhere."""
+    main, tail = uks
+    if tail is None:
+        kb.add(func.CallOp(main, list(args), []))
+        return
+    _if(kb, full(), lambda: kb.add(func.CallOp(main, list(args), [])),
+        lambda: kb.add(func.CallOp(tail, list(args), [])))  # fmt: skip
+
+
 def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n: SSAValue,
                cbs: SSAValue, h: SSAValue, ih0: SSAValue, rr: SSAValue, r_lo: SSAValue,
                r_hi: SSAValue, wrow: SSAValue, left: int | SSAValue,
@@ -249,15 +262,7 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
             call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
                          d.wsblk, dst, valid, os_blk, b_addr, r_addr]  # fmt: skip
 
-            def call(sym: str) -> None:
-                kb.add(func.CallOp(sym, call_args, []))
-
-            if uks[1] is None:
-                call(uks[0])
-            else:
-                tail_sym = uks[1]
-                _if(kb, kb.cmpi("eq", nb_here, kb.idx(nblk)), lambda: call(uks[0]),
-                    lambda: call(tail_sym))  # fmt: skip
+            call_full_or_tail(kb, uks, lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)), call_args)
             if epi is None:  # the tile's epilogue in L1
                 with kb.loop(nb_here) as bj, kb.loop(valid) as p:
                     f = kb.addi(fb0, bj)

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, func, llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
@@ -56,7 +56,7 @@ from rlx.lowering.gemm.conv_blocked import (
 )
 from rlx.lowering.gemm.driver import launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
-from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab
+from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab, call_full_or_tail
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 from rlx.transforms.blocked_winograd import ENV, MIN_HW, MIN_HW_PREPARED, enabled
@@ -284,16 +284,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
                              one, kb.iadd(_addr(kb, uw), kb.imul(w_el, 4)), kb.idx(b * b),
                              kb.imul(d.cb, b * b), kb.iadd(m_addr, kb.imul(m_el, 4)),
                              kb.idx(u), zero_i, zero_i, zero_i]  # fmt: skip
-
-                def call(sym: str, args: list[SSAValue] = call_args) -> None:
-                    kb.add(func.CallOp(sym, args, []))
-
-                if uks[1] is None:
-                    call(uks[0])
-                else:
-                    tail_sym = uks[1]
-                    _if(kb, kb.cmpi("eq", nb_here, kb.idx(nblk)), lambda: call(uks[0]),
-                        lambda: call(tail_sym))  # fmt: skip
+                call_full_or_tail(kb, uks, lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)), call_args)
             with kb.loop(nb_here) as bj, kb.loop(d.tw) as j:  # output transform, epilogue
                 jb = kb.idiv(j, u)
                 q = kb.subi(j, kb.imul(jb, u))
