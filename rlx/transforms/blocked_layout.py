@@ -50,6 +50,7 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.env import winograd_enabled
 from rlx.ir_checks import graph_block
 from rlx.transforms.blocked_layout_rules import (
     ACT,
@@ -60,7 +61,6 @@ from rlx.transforms.blocked_layout_rules import (
     Plan,
     plan,
 )
-from rlx.transforms.blocked_winograd import enabled as winograd_on
 from rlx.transforms.blocked_winograd import prepare_winograd
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
@@ -304,7 +304,7 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
             main = next((f for f in fns if f.sym_name.data == "main"), None)
             if main is not None:
                 prep = PrepareFunc(op, main, "blocked-layout")
-                if self.winograd_weights and winograd_on():  # first: U replaces w it reads
+                if self.winograd_weights and winograd_enabled():  # first: U replaces w it reads
                     prepare_winograd(prep, main)
                 for chain in blocker.chains:
                     if all(o.parent is main.body.block for o in chain):

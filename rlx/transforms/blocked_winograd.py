@@ -29,11 +29,7 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
 from rlx.dtypes import to_dense_attr
-from rlx.env import WINOGRAD_ENV, winograd_enabled
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
-
-ENV = WINOGRAD_ENV
-"""`RLX_CONV_WINOGRAD=0` turns the Winograd kernel (and so this transform) off."""
 
 MIN_HW = 64
 """Smallest output map (pixels) the Winograd kernel takes with the per-call weight
@@ -55,10 +51,6 @@ coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its com
 
 TAPS_FIRST = (2, 3, 0, 1, 4, 5)
 """`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
-
-
-enabled = winograd_enabled
-"""`RLX_CONV_WINOGRAD` is not "0" (read at compile time; `rlx.env.winograd_enabled`)."""
 
 
 def candidate(op: Operation) -> bool:

@@ -41,6 +41,8 @@ from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.env import WINOGRAD_ENV as ENV
+from rlx.env import winograd_enabled as enabled
 from rlx.lowering.gemm.conv import _addr, _flat, _if
 from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,
@@ -59,7 +61,7 @@ from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab, call_full_or_tail
 from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
-from rlx.transforms.blocked_winograd import ENV, MIN_HW, MIN_HW_PREPARED, enabled
+from rlx.transforms.blocked_winograd import MIN_HW, MIN_HW_PREPARED
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
