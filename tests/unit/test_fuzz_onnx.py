@@ -8,13 +8,13 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from rlx.frontends.onnx import OnnxImportError, import_model
+from rlx.frontends.onnx.schema_checks import first_opset
 
 X = h.make_tensor_value_info("x", T.FLOAT, [2, 3])
 Y = h.make_tensor_value_info("y", T.FLOAT, [2, 3])
@@ -22,13 +22,9 @@ ANY = h.make_tensor_value_info("y", T.FLOAT, None)
 IMG = h.make_tensor_value_info("a", T.FLOAT, [1, 4, 2, 2])
 
 
-def _added_in(op: str) -> int:
-    return min(s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op)
-
-
 def model(nodes, inputs, outputs, inits=()):  # type: ignore[no-untyped-def]
     """Opset 17, or the first opset with every op of `nodes` (Attention: 23)."""
-    opset = max([17, *(_added_in(n.op_type) for n in nodes)])
+    opset = max([17, *(first_opset(n.op_type) for n in nodes)])
     m = h.make_model(h.make_graph(nodes, "g", inputs, outputs, list(inits)),
                      opset_imports=[h.make_opsetid("", opset)])  # fmt: skip
     m.ir_version = 8

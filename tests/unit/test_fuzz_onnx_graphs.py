@@ -206,3 +206,44 @@ def test_a_file_that_is_no_onnx_model_is_an_import_error(tmp_path) -> None:  # n
     path.write_bytes(bytes(range(7, 107)))
     with pytest.raises(OnnxImportError, match="garbage.onnx' is not an ONNX model"):
         import_model(path)
+
+
+def test_loop_carrying_values_of_two_types_matches_onnx_reference() -> None:
+    """Loop's carried values `V` are heterogeneous: one float and one int64 carry must import
+    (the one-type-per-parameter check binds homogeneous parameters only)."""
+    vi = h.make_tensor_value_info
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+         h.make_node("Add", ["a_in", "a_in"], ["a_out"]),
+         h.make_node("Add", ["b_in", "b_in"], ["b_out"])],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("a_in", T.FLOAT, [2]),
+         vi("b_in", T.INT64, [2])],
+        [vi("cond_out", T.BOOL, []), vi("a_out", T.FLOAT, [2]), vi("b_out", T.INT64, [2])],
+    )  # fmt: skip
+    g = h.make_graph(
+        [h.make_node("Loop", ["M", "c", "a", "b"], ["ao", "bo"], body=body)], "g",
+        [vi("a", T.FLOAT, [2]), vi("b", T.INT64, [2])],
+        [vi("ao", T.FLOAT, [2]), vi("bo", T.INT64, [2])],
+        [nh.from_array(np.array(3, np.int64), "M"), nh.from_array(np.array(True), "c")],
+    )  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    module, params = import_model(m)
+    a, b = np.array([1.5, -2.0], np.float32), np.array([3, -4], np.int64)
+    got = rlx.compile(module, rlx.CompileOptions(param_bindings=params)).run(a, b)
+    want = ReferenceEvaluator(m).run(None, {"a": a, "b": b})
+    for x, y in zip(got, want, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_nodes_of_the_ai_onnx_domain_spelling_import() -> None:
+    """`domain="ai.onnx"` names the default domain: its nodes are checked against the same
+    schemas (it was refused as "Relu does not exist in opset 17")."""
+    node = h.make_node("Relu", ["x"], ["y"], domain="ai.onnx")
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3])])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    module, _ = import_model(m)
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.testing.assert_array_equal(rlx.compile(module).run(x)[0], np.maximum(x, 0))

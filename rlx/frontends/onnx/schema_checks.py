@@ -46,9 +46,18 @@ def _check_bool_attrs(node: Any, proto: onnx.NodeProto) -> None:
 
 def _schema(proto: onnx.NodeProto, opset: int) -> Any:
     try:
-        return onnx.defs.get_schema(proto.op_type, opset, proto.domain)
+        domain = "" if proto.domain == "ai.onnx" else proto.domain  # the importer takes both
+        return onnx.defs.get_schema(proto.op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
+
+
+def first_opset(op_type: str) -> int:
+    """The default-domain opset that added `op_type` (which must exist there)."""
+    return min(
+        s.since_version for s in onnx.defs.get_all_schemas_with_history()
+        if s.name == op_type and s.domain == ""
+    )  # fmt: skip
 
 
 def onnx_type(ctx: Any, name: str) -> str | None:
@@ -80,13 +89,9 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
     schema = _schema(proto, ctx.opset)
     if schema is None:
         if proto.domain in ("", "ai.onnx") and onnx.defs.has(proto.op_type):
-            first = min(
-                s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                if s.name == proto.op_type and s.domain == ""
-            )  # fmt: skip
             raise node.error(
                 f"{proto.op_type} does not exist in opset {ctx.opset} (it was added in "
-                f"opset {first}): the model's opset_import is too old for it"
+                f"opset {first_opset(proto.op_type)}): the model's opset_import is too old for it"
             )
         return
     n = len(proto.input)
@@ -117,7 +122,9 @@ def check_node(ctx: Any, node: Any, proto: onnx.NodeProto) -> None:
             raise node.error(
                 f"input #{i} ('{name}') is {have[7:-1]}; {proto.op_type} takes {takes} there"
             )
-        if have is not None and formal.type_str in allowed:  # one type per parameter
+        # One type per parameter, where the parameter is homogeneous (a variadic one such as
+        # Loop's and Scan's carried values `V` may hold a different type per input).
+        if have is not None and formal.type_str in allowed and formal.is_homogeneous:
             j, other, was = bound.setdefault(formal.type_str, (i, name, have))
             if was != have:
                 raise node.error(
@@ -145,10 +152,12 @@ def check_graph(model: onnx.ModelProto, opset: int, has_default_domain: bool) ->
     seen: set[str] = set()
     for what, names in (("graph input", [vi.name for vi in graph.input]),
                         ("initializer", [t.name for t in graph.initializer])):  # fmt: skip
-        dup = next((x for i, x in enumerate(names) if x in names[:i]), None)
-        if dup is not None:
-            raise OnnxImportError(f"{what} '{dup}' is listed twice")
-        seen |= set(names)
+        listed: set[str] = set()
+        for x in names:
+            if x in listed:
+                raise OnnxImportError(f"{what} '{x}' is listed twice")
+            listed.add(x)
+        seen |= listed
     for proto in graph.node:
         for out in proto.output:
             if out and out in seen:
