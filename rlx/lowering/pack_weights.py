@@ -128,17 +128,8 @@ def hoist_weight_concats(prep: PrepareFunc) -> int:
     value each); returns how many. These are the concatenated q/k/v biases (and, when the
     matmul is not packed: tiny, RLX_BLAS=1, the weights) that `shared_input_matmul` makes
     after `hoist-param-invariant` ran: without this they would be copied at every run."""
-    moved = 0
-    for op in list(prep.main.body.block.ops):
-        if op.name != "rlx.concat" or not op.results[0].uses or not prep.movable(op.results[0]):
-            continue
-        src = prep.source(op.results[0])
-        assert src is not None
-        arg = prep.add_output(src, f"prep{prep.n_prepared()}")
-        op.results[0].replace_all_uses_with(arg)
-        erase_dead(op.results[0])
-        moved += 1
-    return moved
+    concats = [op.results[0] for op in prep.main.body.block.ops if op.name == "rlx.concat"]
+    return sum(prep.move(c, f"prep{prep.n_prepared()}") for c in concats if c.uses)
 
 
 @dataclass(frozen=True)

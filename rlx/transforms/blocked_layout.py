@@ -64,7 +64,7 @@ from rlx.transforms.blocked_layout_rules import (
 from rlx.transforms.blocked_winograd import prepare_winograd
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.declarations import BlockedLayoutOptions
-from rlx.transforms.prepare_func import PrepareFunc, erase_dead
+from rlx.transforms.prepare_func import PrepareFunc
 
 WEIGHT_PERMUTATION = (0, 2, 4, 5, 3, 1)
 """`[F/B, B, Cg/Bi, Bi, KH, KW]` -> `[F/B, Cg/Bi, KH, KW, Bi, B]` ("OIhw{B}i{B}o")."""
@@ -260,10 +260,7 @@ def _move_to_prepare(prep: PrepareFunc, w: SSAValue) -> None:
     """Compute the weight reorder `w` in `@prepare` and read it in `@main` as a prepared
     argument (`hoist-param-invariant` ran before fusion and never saw it); left in `@main`
     when its weight is computed there."""
-    src = prep.source(w)
-    if src is not None:
-        w.replace_all_uses_with(prep.add_output(src, f"blocked_w{prep.n_outputs()}"))
-        erase_dead(w)
+    prep.move(w, f"blocked_w{prep.n_outputs()}")
 
 
 @dataclass

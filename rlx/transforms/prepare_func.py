@@ -180,3 +180,14 @@ class PrepareFunc:
             [a.type for a in block.args], list(main.function_type.outputs.data)
         )
         return arg
+
+    def move(self, w: SSAValue, name_hint: str) -> bool:
+        """Compute `main`'s value `w` in `@prepare` instead (`source`), read it in `main` as
+        a prepared argument (`add_output`) and erase what no longer has uses; False (and
+        nothing changed) when `@prepare` cannot compute it."""
+        src = self.source(w)
+        if src is None:
+            return False
+        w.replace_all_uses_with(self.add_output(src, name_hint))
+        erase_dead(w)
+        return True
