@@ -29,6 +29,7 @@ from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
 from rlx.dtypes import to_dense_attr
+from rlx.interpreter.ops.layout import WINOGRAD_G
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
 
 MIN_HW = 64
@@ -44,8 +45,7 @@ then (1 thread, bias + relu, Winograd / direct: 512 -> 512 0.84, 256 -> 256 0.96
 VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swish")
 """Epilogue activations the Winograd kernel applies (not gelu-erf)."""
 
-_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-K_T = np.einsum("ai,bj->abij", _G, _G).reshape(16, 9).astype(np.float32)
+K_T = np.einsum("ai,bj->abij", WINOGRAD_G, WINOGRAD_G).reshape(16, 9).astype(np.float32)
 """(G ⊗ G) as a 16x9 matrix: `K_T @ g [(kh, kw), ...] = U [(a, b), ...]`, U = G g Gᵀ (the
 coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its compile small)."""
 
