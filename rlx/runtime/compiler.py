@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ from rlx.runtime.entry_abi import (
 from rlx.runtime.equivalence import EquivalenceChecker, check_jit
 from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
+from rlx.runtime.llvm_host import Codegen
 from rlx.runtime.loading import (
     _diag_text,
     _key_text,
@@ -75,6 +77,9 @@ from rlx.transforms.bind_dims import unbound_dims
 
 BACKEND = "llvm-cpu"
 """Part of the cache key: names the code generator."""
+CODEGEN = Codegen()
+"""How `rlx.compile` has LLVM optimise and generate code (`JitModule`'s defaults: O3, no
+unrolling, the host CPU); the serial build and a parallel build's children use it alike."""
 
 
 class UnboundDimsError(CompileError):
@@ -281,7 +286,7 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     split = (
         parallel_build.split_module(module, parallel_build.jobs()) if jit and not capture else None
     )
-    built = None if split is None else parallel_build.lower_split(split, lower)
+    built = None if split is None else parallel_build.lower_split(split, lower, CODEGEN)
     if built is None:
         lower(module)
     else:
@@ -296,10 +301,7 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     t0 = time.perf_counter()
     parallel.register()  # outside the try: a bad RLX_NUM_THREADS is a ValueError naming it
     try:
-        if built is None:
-            engine = JitModule(to_llvm_ir(module))
-        else:
-            engine = JitModule(built.llvm_ir, provided=built.provided, more=built.more)
+        engine = JitModule(to_llvm_ir(module), **asdict(CODEGEN)) if built is None else built.jit()
         llvm_ir = engine.llvm_ir
         address = engine.address(entry)
         prep_address = 0 if prep is None else engine.address(prep.entry)

@@ -9,8 +9,10 @@ linked by `rlx.runtime.elf_loader` never loads LLVM).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from rlx.runtime import object_bundle, parallel
@@ -141,6 +143,30 @@ def _host() -> tuple[str, str]:
     target machine of its own: MCJIT takes ownership of it."""
     llvm_binding = _llvm()
     return llvm_binding.get_host_cpu_name(), llvm_binding.get_host_cpu_features().flatten()
+
+
+@dataclass(frozen=True)
+class Codegen:
+    """How LLVM optimises a module and generates its code (`JitModule`'s settings).
+
+    Why one value: a parallel build (`rlx.runtime.parallel_build`) optimises and generates
+    the code of some parts in forked children before the `JitModule` that loads them
+    exists; the children and that `JitModule` must use the same setting (one program).
+    `cpu` / `features` None: the host's."""
+
+    opt_level: int = 3
+    cpu: str | None = None
+    features: str | None = None
+    unroll: bool = False
+
+    def for_host(self) -> Codegen:
+        """This setting with the host's CPU name and features where it names none."""
+        cpu, features = _host()
+        return dataclasses.replace(
+            self,
+            cpu=cpu if self.cpu is None else self.cpu,
+            features=features if self.features is None else self.features,
+        )
 
 
 class ObjectEngine:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -15,8 +16,9 @@ from xdsl.dialects.builtin import SymbolRefAttr
 
 import rlx
 from rlx.builder import Graph
-from rlx.runtime import parallel_build
+from rlx.runtime import compiler, parallel_build
 from rlx.runtime.cache import CACHE
+from rlx.runtime.llvm_host import Codegen
 
 OPTS = rlx.CompileOptions(cache_param_invariant=True)
 
@@ -102,7 +104,7 @@ def test_partition_keeps_groups_and_graph_functions(parallel, monkeypatch) -> No
     from another part than their own are exactly `cross`."""
     captured: list[parallel_build.Split] = []
 
-    def keep(split, lower):  # type: ignore[no-untyped-def]
+    def keep(split, lower, codegen):  # type: ignore[no-untyped-def]
         captured.append(split)
         raise RuntimeError("stop")
 
@@ -145,7 +147,7 @@ def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  #
     _, serial = _serial_build()
     if how == "pass error":
 
-        def child(fd, part, lower, cross):  # type: ignore[no-untyped-def]
+        def child(fd, part, lower, cross, codegen):  # type: ignore[no-untyped-def]
             parallel_build._send(fd, False, error="RuntimeError: injected")
 
         monkeypatch.setattr(parallel_build, "_child", child)
@@ -153,7 +155,7 @@ def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  #
         monkeypatch.setattr(parallel_build, "_child", lambda *a: os._exit(3))
     else:
 
-        def broken(text: str) -> bytes:
+        def broken(text: str, codegen: Codegen) -> bytes:
             raise RuntimeError("injected LLVM failure")
 
         monkeypatch.setattr(parallel_build, "_optimise_text", broken)
@@ -169,6 +171,54 @@ def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  #
     assert len(parallel) == 1
     assert None in replies  # the failure reached the child: its part was done here
     for s, a in zip(serial, got, strict=True):
+        np.testing.assert_array_equal(a, s)
+
+
+AVX2 = Codegen(
+    opt_level=1,
+    cpu="haswell",
+    features="+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+popcnt,+sse4.2",
+    unroll=True,
+)
+"""A setting unlike `rlx.compile`'s default in every field (level, CPU, features, unrolling)."""
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86-64 CPU setting"
+)
+def test_children_use_the_parents_codegen(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A non-default code generation setting reaches the children (each checks the one it
+    was given: a child given another fails, and its part would be done here) and the
+    parallel build computes the bits of the serial build with that setting."""
+    monkeypatch.setenv("RLX_GEMM_ISA", "avx2")  # the lowering's tiles fit the AVX2 CPU
+    monkeypatch.setattr(compiler, "CODEGEN", AVX2)
+    g, inputs, params = conv_graph()
+    with monkeypatch.context() as m:
+        m.setenv(parallel_build.JOBS_ENV, "1")
+        serial = _run(g, inputs, params)
+    assert not parallel
+    optimise = parallel_build._optimise_text
+
+    def checked(text: str, codegen: Codegen) -> tuple[bytes, bytes]:
+        if codegen != AVX2:
+            raise RuntimeError(f"the child was given {codegen}")
+        return optimise(text, codegen)
+
+    monkeypatch.setattr(parallel_build, "_optimise_text", checked)
+    replies: list[bytes | None] = []
+    receive = parallel_build.Child.receive
+
+    def spy(self):  # type: ignore[no-untyped-def]
+        replies.append(receive(self))
+        return replies[-1]
+
+    monkeypatch.setattr(parallel_build.Child, "receive", spy)
+    got = _run(g, inputs, params)
+    assert len(parallel) == 1
+    assert len(replies) == 3 and None not in replies  # text, bitcode, object: all the child's
+    want = rlx.reference.run(g.module, inputs, params)
+    for w, s, a in zip(want, serial, got, strict=True):
+        np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-4)
         np.testing.assert_array_equal(a, s)
 
 
