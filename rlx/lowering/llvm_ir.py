@@ -3,244 +3,42 @@
 A direct text emitter: xDSL's ``convert_module`` (llvmlite.ir builder) drops fast-math flags
 on intrinsic calls, has no ``noalias``/``align``/``dereferenceable`` argument attributes, no
 dense global initialisers and is several times slower. Emitting text also keeps the output
-stable and greppable. The JIT (`rlx.runtime.jit`) compiles its output.
+stable and greppable. The JIT (`rlx.runtime.jit`) compiles its output. The spelling of
+types, literals, flags and attributes and the op -> instruction tables are in
+`rlx.lowering.llvm_ir_spelling`; this module is the structure (module, functions, blocks,
+phis, instructions).
 """
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    Float80Type,
-    Float128Type,
-    FloatAttr,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
-    UnitAttr,
-    VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from rlx.dtypes import ml_dtype
-from rlx.interpreter.ops._core import convert
 from rlx.lowering.llvm_common import intrinsic_suffix
+from rlx.lowering.llvm_ir_spelling import (
+    CASTS,
+    FLOAT_BINOPS,
+    INT_EXACT_BINOPS,
+    INT_OVERFLOW_BINOPS,
+    INT_PLAIN_BINOPS,
+    INTRINSIC_OPS,
+    LITERAL_OPS,
+    arg_attrs_text,
+    fastmath_flags,
+    global_text,
+    scalar_literal,
+    type_text,
+)
 
 __all__ = ["to_llvm_ir"]
-
-
-# ----------------------------------------------------------------------------------------
-# Types and literals
-
-
-_TYPE_CACHE: dict[Attribute, str] = {}
-
-
-_SCALAR_TYPES: dict[type[Attribute], str] = {
-    IndexType: "i64",
-    Float32Type: "float",
-    Float64Type: "double",
-    Float16Type: "half",
-    BFloat16Type: "bfloat",
-    Float80Type: "x86_fp80",
-    Float128Type: "fp128",
-    llvm.LLVMVoidType: "void",
-}
-"""LLVM IR spelling of the types without parameters."""
-
-
-def _type(t: Attribute) -> str:
-    """LLVM IR spelling of a type."""
-    s = _TYPE_CACHE.get(t)
-    if s is not None:
-        return s
-    if isinstance(t, IntegerType):
-        s = f"i{t.width.data}"
-    elif type(t) in _SCALAR_TYPES:
-        s = _SCALAR_TYPES[type(t)]
-    elif isinstance(t, llvm.LLVMPointerType):
-        space = t.addr_space
-        n = getattr(space, "data", 0)
-        s = "ptr" if not n else f"ptr addrspace({n})"
-    elif isinstance(t, llvm.LLVMArrayType):
-        s = f"[{t.size.data} x {_type(t.type)}]"
-    elif isinstance(t, llvm.LLVMStructType):
-        s = "{ " + ", ".join(_type(e) for e in t.types.data) + " }"
-    elif isinstance(t, VectorType):
-        n = 1
-        for d in t.get_shape():
-            n *= d
-        s = f"<{n} x {_type(t.element_type)}>"
-    else:
-        raise ValueError(f"to_llvm_ir: unsupported type {t}")
-    _TYPE_CACHE[t] = s
-    return s
-
-
-def _float_literal(value: float, t: Attribute) -> str:
-    """Exact hexadecimal LLVM float literal of ``value`` rounded to type ``t``."""
-    if isinstance(t, Float64Type):
-        return f"0x{np.float64(value).view(np.uint64):016X}"
-    if isinstance(t, Float32Type):
-        with np.errstate(over="ignore"):
-            widened = np.float64(np.float32(value))
-        return f"0x{widened.view(np.uint64):016X}"
-    if isinstance(t, Float16Type):
-        with np.errstate(over="ignore"):
-            return f"0xH{np.float16(value).view(np.uint16):04X}"
-    if isinstance(t, BFloat16Type):
-        if value != value:  # NaN
-            return "0xR7FC0"
-        # f64 -> bf16 rounded once, to nearest even (as the interpreter converts)
-        bf16 = ml_dtype("bfloat16")
-        return f"0xR{int(convert(np.array(value), bf16).view(np.uint16)):04X}"
-    raise ValueError(f"to_llvm_ir: unsupported float type {t}")
-
-
-def _scalar_literal(attr: Attribute, t: Attribute) -> str:
-    if isinstance(attr, IntegerAttr):
-        v = attr.value.data
-        if isinstance(t, IntegerType) and t.width.data == 1:
-            return "true" if v & 1 else "false"
-        return str(v)
-    if isinstance(attr, FloatAttr):
-        return _float_literal(attr.value.data, t)
-    raise ValueError(f"to_llvm_ir: unsupported constant {attr}")
-
-
-_BYTE_ESCAPES = np.array([f"\\{i:02X}".encode() for i in range(256)], dtype="S3")
-
-
-def _dense_bytes(attr: DenseIntOrFPElementsAttr) -> bytes:
-    """Raw little-endian bytes of a dense attribute (splats expanded)."""
-    data = attr.data.data
-    numel = 1
-    for d in attr.get_shape():
-        numel *= d
-    if numel > 1 and len(attr) == 1:
-        data = data * numel
-    return data
-
-
-def _c_string(data: bytes) -> str:
-    return _BYTE_ESCAPES[np.frombuffer(data, np.uint8)].tobytes().decode("ascii")
-
-
-_FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn")
-
-
-def _fmf(op: Operation) -> str:
-    """`` fast`` / `` nnan ninf`` / empty: the fast-math flags of an op, with a leading space."""
-    attr = op.properties.get("fastmathFlags")
-    if attr is None:
-        return ""
-    flags = {f.value for f in attr.data}  # pyright: ignore[reportAttributeAccessIssue]
-    if not flags:
-        return ""
-    if len(flags) == len(_FASTMATH_ORDER):
-        return " fast"
-    return " " + " ".join(f for f in _FASTMATH_ORDER if f in flags)
-
-
-def _arg_attrs(attrs: DictionaryAttr | None) -> str:
-    if attrs is None:
-        return ""
-    out: list[str] = []
-    for key, value in attrs.data.items():
-        match key:
-            case (
-                "llvm.noalias"
-                | "llvm.nonnull"
-                | "llvm.noundef"
-                | "llvm.readonly"
-                | ("llvm.writeonly")
-                | "llvm.readnone"
-                | "llvm.nofree"
-            ):
-                out.append(key[5:])
-            case "llvm.nocapture":
-                out.append("captures(none)")
-            case "llvm.align" if isinstance(value, IntegerAttr):
-                out.append(f"align {value.value.data}")
-            case "llvm.dereferenceable" if isinstance(value, IntegerAttr):
-                out.append(f"dereferenceable({value.value.data})")
-            case "llvm.dereferenceable_or_null" if isinstance(value, IntegerAttr):
-                out.append(f"dereferenceable_or_null({value.value.data})")
-            case _:
-                pass
-    return (" " + " ".join(out)) if out else ""
-
-
-# ----------------------------------------------------------------------------------------
-# Operation tables
-
-_INT_OVERFLOW_BINOPS: dict[type[Operation], str] = {
-    llvm.AddOp: "add",
-    llvm.SubOp: "sub",
-    llvm.MulOp: "mul",
-    llvm.ShlOp: "shl",
-}
-_INT_EXACT_BINOPS: dict[type[Operation], str] = {
-    llvm.UDivOp: "udiv",
-    llvm.SDivOp: "sdiv",
-    llvm.LShrOp: "lshr",
-    llvm.AShrOp: "ashr",
-}
-_INT_PLAIN_BINOPS: dict[type[Operation], str] = {
-    llvm.URemOp: "urem",
-    llvm.SRemOp: "srem",
-    llvm.AndOp: "and",
-    llvm.XOrOp: "xor",
-    llvm.OrOp: "or",
-}
-_FLOAT_BINOPS: dict[type[Operation], str] = {
-    llvm.FAddOp: "fadd",
-    llvm.FSubOp: "fsub",
-    llvm.FMulOp: "fmul",
-    llvm.FDivOp: "fdiv",
-    llvm.FRemOp: "frem",
-}
-_CASTS: dict[type[Operation], str] = {
-    llvm.TruncOp: "trunc",
-    llvm.ZExtOp: "zext",
-    llvm.SExtOp: "sext",
-    llvm.FPExtOp: "fpext",
-    llvm.FPTruncOp: "fptrunc",
-    llvm.SIToFPOp: "sitofp",
-    llvm.BitcastOp: "bitcast",
-    llvm.PtrToIntOp: "ptrtoint",
-    llvm.IntToPtrOp: "inttoptr",
-}
-_INTRINSIC_OPS: dict[type[Operation], str] = {
-    llvm.FAbsOp: "llvm.fabs",
-    llvm.FCeilOp: "llvm.ceil",
-    llvm.FFloorOp: "llvm.floor",
-    llvm.FSqrtOp: "llvm.sqrt",
-    llvm.FExpOp: "llvm.exp",
-    llvm.FExp2Op: "llvm.exp2",
-    llvm.FLogOp: "llvm.log",
-    llvm.FLog2Op: "llvm.log2",
-    llvm.FSinOp: "llvm.sin",
-    llvm.FCosOp: "llvm.cos",
-    llvm.FPowOp: "llvm.pow",
-    llvm.FCopySignOp: "llvm.copysign",
-    llvm.FMAOp: "llvm.fma",
-    llvm.VectorFMaxOp: "llvm.maxnum",
-    llvm.VectorFMinOp: "llvm.minnum",
-}
-_LITERAL_OPS = (llvm.ConstantOp, llvm.AddressOfOp, llvm.ZeroOp, llvm.UndefOp)
-
-
-_suffix = intrinsic_suffix
 
 
 # ----------------------------------------------------------------------------------------
@@ -270,7 +68,7 @@ class _ModuleEmitter:
             if isinstance(op, llvm.FuncOp):
                 parts.append(_FunctionEmitter(self, op).emit())
             elif isinstance(op, llvm.GlobalOp):
-                parts.append(self._global(op))
+                parts.append(global_text(op))
             else:
                 raise ValueError(
                     f"to_llvm_ir: unsupported top-level operation '{op.name}' "
@@ -280,32 +78,6 @@ class _ModuleEmitter:
         if self.needs_nontemporal:
             parts.append("!0 = !{i32 1}")
         return "\n\n".join(parts) + "\n"
-
-    @staticmethod
-    def _global(op: llvm.GlobalOp) -> str:
-        linkage = op.linkage.linkage.data
-        name = op.sym_name.data
-        kind = "constant" if op.constant is not None else "global"
-        align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
-        gtype = _type(op.global_type)
-        value = op.value
-        if op.body.blocks:
-            raise ValueError(f"to_llvm_ir: global @{name} with an initializer region")
-        if value is None and linkage == "external":
-            return f"@{name} = external {kind} {gtype}{align}"
-        prefix = "" if linkage == "external" else f"{linkage} "
-        if isinstance(value, DenseIntOrFPElementsAttr):
-            data = _dense_bytes(value)
-            init = (
-                f'[{len(data)} x i8] c"{_c_string(data)}"' if data else f"{gtype} zeroinitializer"
-            )
-        elif isinstance(value, IntegerAttr | FloatAttr):
-            init = f"{gtype} {_scalar_literal(value, op.global_type)}"
-        elif value is None or isinstance(value, UnitAttr):
-            init = f"{gtype} zeroinitializer"
-        else:
-            raise ValueError(f"to_llvm_ir: unsupported initializer of @{name}: {value}")
-        return f"@{name} = {prefix}{kind} {init}{align}"
 
 
 class _FunctionEmitter:
@@ -335,7 +107,7 @@ class _FunctionEmitter:
         if isinstance(owner, llvm.ConstantOp):
             if isinstance(owner.value, DenseIntOrFPElementsAttr):
                 raise ValueError("to_llvm_ir: vector constants are not supported")
-            name = _scalar_literal(owner.value, value.type)
+            name = scalar_literal(owner.value, value.type)
         elif isinstance(owner, llvm.AddressOfOp):
             name = f"@{owner.global_name.root_reference.data}"
         elif isinstance(owner, llvm.ZeroOp):
@@ -351,16 +123,16 @@ class _FunctionEmitter:
         return name
 
     def typed(self, value: SSAValue) -> str:
-        return f"{_type(value.type)} {self.ref(value)}"
+        return f"{type_text(value.type)} {self.ref(value)}"
 
     # -- function -----------------------------------------------------------------------
 
     def emit(self) -> str:
         func = self.func
         ftype = func.function_type
-        ret = _type(ftype.output)
+        ret = type_text(ftype.output)
         name = func.sym_name.data
-        arg_types = [_type(t) for t in ftype.inputs.data]
+        arg_types = [type_text(t) for t in ftype.inputs.data]
         variadic = ", ..." if ftype.is_variadic else ""
         if not func.body.blocks:
             return f"declare {ret} @{name}({', '.join(arg_types)}{variadic})"
@@ -374,7 +146,7 @@ class _FunctionEmitter:
         params: list[str] = []
         for i, (arg, t) in enumerate(zip(entry.args, arg_types, strict=True)):
             attrs = arg_attrs[i] if i < len(arg_attrs) else None
-            attr_str = _arg_attrs(attrs) if isinstance(attrs, DictionaryAttr) else ""
+            attr_str = arg_attrs_text(attrs) if isinstance(attrs, DictionaryAttr) else ""
             params.append(f"{t}{attr_str} {self.fresh(arg)}")
         for i, block in enumerate(func.body.blocks):
             self.labels[block] = f"bb{i}"
@@ -386,7 +158,7 @@ class _FunctionEmitter:
                 for arg in block.args:
                     self.fresh(arg)
             for op in block.ops:
-                if not isinstance(op, _LITERAL_OPS):
+                if not isinstance(op, LITERAL_OPS):
                     for res in op.results:
                         self.fresh(res)
         lines = self.lines
@@ -406,7 +178,7 @@ class _FunctionEmitter:
                 preds = incoming.get(block, [])
                 for i, arg in enumerate(block.args):
                     srcs = ", ".join(f"[ {self.ref(vals[i])}, %{lbl} ]" for lbl, vals in preds)
-                    lines.append(f"  {self.names[arg]} = phi {_type(arg.type)} {srcs}")
+                    lines.append(f"  {self.names[arg]} = phi {type_text(arg.type)} {srcs}")
             for op in block.ops:
                 self.op(op)
         lines.append("}")
@@ -440,9 +212,9 @@ class _FunctionEmitter:
     def op(self, op: Operation) -> None:
         kind = type(op)
         lines = self.lines
-        if isinstance(op, _LITERAL_OPS):
+        if isinstance(op, LITERAL_OPS):
             return
-        if (opc := _INT_OVERFLOW_BINOPS.get(kind)) is not None:
+        if (opc := INT_OVERFLOW_BINOPS.get(kind)) is not None:
             flags = ""
             ovf = op.properties.get("overflowFlags")
             if isinstance(ovf, IntegerAttr):
@@ -452,24 +224,24 @@ class _FunctionEmitter:
             lines.append(
                 f"  {self.names[op.results[0]]} = {opc}{flags} {self.typed(lhs)}, {self.ref(rhs)}"
             )
-        elif (opc := _FLOAT_BINOPS.get(kind)) is not None:
+        elif (opc := FLOAT_BINOPS.get(kind)) is not None:
             lhs, rhs = op.operands
             lines.append(
-                f"  {self.names[op.results[0]]} = {opc}{_fmf(op)} {self.typed(lhs)}, {self.ref(rhs)}"
+                f"  {self.names[op.results[0]]} = {opc}{fastmath_flags(op)} {self.typed(lhs)}, {self.ref(rhs)}"
             )
-        elif (opc := _INT_EXACT_BINOPS.get(kind)) is not None:
+        elif (opc := INT_EXACT_BINOPS.get(kind)) is not None:
             exact = " exact" if op.properties.get("isExact") is not None else ""
             lhs, rhs = op.operands
             lines.append(
                 f"  {self.names[op.results[0]]} = {opc}{exact} {self.typed(lhs)}, {self.ref(rhs)}"
             )
-        elif (opc := _INT_PLAIN_BINOPS.get(kind)) is not None:
+        elif (opc := INT_PLAIN_BINOPS.get(kind)) is not None:
             disjoint = " disjoint" if op.properties.get("isDisjoint") is not None else ""
             lhs, rhs = op.operands
             lines.append(
                 f"  {self.names[op.results[0]]} = {opc}{disjoint} {self.typed(lhs)}, {self.ref(rhs)}"
             )
-        elif (opc := _CASTS.get(kind)) is not None:
+        elif (opc := CASTS.get(kind)) is not None:
             flags = ""
             if op.properties.get("nonNeg") is not None:
                 flags = " nneg"
@@ -480,7 +252,7 @@ class _FunctionEmitter:
             (arg,) = op.operands
             res = op.results[0]
             lines.append(
-                f"  {self.names[res]} = {opc}{flags} {self.typed(arg)} to {_type(res.type)}"
+                f"  {self.names[res]} = {opc}{flags} {self.typed(arg)} to {type_text(res.type)}"
             )
         elif isinstance(op, llvm.ICmpOp):
             pred = llvm.ICmpPredicateFlag.from_int(op.predicate.value.data).value
@@ -490,23 +262,23 @@ class _FunctionEmitter:
         elif isinstance(op, llvm.FCmpOp):
             pred = llvm.FCmpPredicateFlag.from_int(op.predicate.value.data).value.lstrip("_")
             lines.append(
-                f"  {self.names[op.res]} = fcmp{_fmf(op)} {pred} {self.typed(op.lhs)}, "
+                f"  {self.names[op.res]} = fcmp{fastmath_flags(op)} {pred} {self.typed(op.lhs)}, "
                 f"{self.ref(op.rhs)}"
             )
         elif isinstance(op, llvm.SelectOp):
             lines.append(
-                f"  {self.names[op.res]} = select{_fmf(op)} {self.typed(op.cond)}, "
+                f"  {self.names[op.res]} = select{fastmath_flags(op)} {self.typed(op.cond)}, "
                 f"{self.typed(op.lhs)}, {self.typed(op.rhs)}"
             )
         elif isinstance(op, llvm.FNegOp):
-            lines.append(f"  {self.names[op.res]} = fneg{_fmf(op)} {self.typed(op.arg)}")
+            lines.append(f"  {self.names[op.res]} = fneg{fastmath_flags(op)} {self.typed(op.arg)}")
         elif isinstance(op, llvm.GEPOp):
             self._gep(op)
         elif isinstance(op, llvm.LoadOp):
             align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
             lines.append(
                 f"  {self.names[op.dereferenced_value]} = load "
-                f"{_type(op.dereferenced_value.type)}, {self.typed(op.ptr)}{align}"
+                f"{type_text(op.dereferenced_value.type)}, {self.typed(op.ptr)}{align}"
             )
         elif isinstance(op, llvm.StoreOp):
             align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
@@ -520,9 +292,11 @@ class _FunctionEmitter:
             )
         elif isinstance(op, llvm.CallIntrinsicOp):
             self._call(op, op.intrin.data, list(op.args), op.ress, intrinsic=True)
-        elif (name := _INTRINSIC_OPS.get(kind)) is not None:
+        elif (name := INTRINSIC_OPS.get(kind)) is not None:
             res = op.results[0]
-            self._call(op, f"{name}.{_suffix(res.type)}", list(op.operands), res, intrinsic=True)
+            self._call(
+                op, f"{name}.{intrinsic_suffix(res.type)}", list(op.operands), res, intrinsic=True
+            )
         elif isinstance(op, llvm.CallOp):
             if op.callee is None:
                 raise ValueError("to_llvm_ir: indirect calls are not supported")
@@ -530,7 +304,7 @@ class _FunctionEmitter:
         elif isinstance(op, llvm.AllocaOp):
             align = f", align {op.alignment.value.data}" if op.alignment is not None else ""
             lines.append(
-                f"  {self.names[op.res]} = alloca {_type(op.elem_type)}, "
+                f"  {self.names[op.res]} = alloca {type_text(op.elem_type)}, "
                 f"{self.typed(op.size)}{align}"
             )
         elif isinstance(op, llvm.BrOp):
@@ -587,7 +361,7 @@ class _FunctionEmitter:
                     current = current.types.data[raw]
         inbounds = " inbounds" if op.inbounds is not None else ""
         self.lines.append(
-            f"  {self.names[op.result]} = getelementptr{inbounds} {_type(op.elem_type)}, "
+            f"  {self.names[op.result]} = getelementptr{inbounds} {type_text(op.elem_type)}, "
             f"{self.typed(op.ptr)}, {', '.join(parts)}"
         )
 
@@ -599,12 +373,12 @@ class _FunctionEmitter:
         result: SSAValue | None,
         intrinsic: bool = False,
     ) -> None:
-        ret = _type(result.type) if result is not None else "void"
+        ret = type_text(result.type) if result is not None else "void"
         if intrinsic:
-            self.parent.declare_intrinsic(callee, ret, [_type(a.type) for a in args])
+            self.parent.declare_intrinsic(callee, ret, [type_text(a.type) for a in args])
         arg_str = ", ".join(self.typed(a) for a in args)
         prefix = f"{self.names[result]} = " if result is not None else ""
-        self.lines.append(f"  {prefix}call{_fmf(op)} {ret} @{callee}({arg_str})")
+        self.lines.append(f"  {prefix}call{fastmath_flags(op)} {ret} @{callee}({arg_str})")
 
 
 def to_llvm_ir(module: ModuleOp) -> str:

@@ -172,8 +172,8 @@ def test_bf16_literals_round_once_from_f64() -> None:
     to even, 0x3F80."""
     from xdsl.dialects.builtin import BFloat16Type
 
-    from rlx.lowering.llvm_ir import _float_literal
+    from rlx.lowering.llvm_ir_spelling import float_literal
 
-    assert _float_literal(1.0 + 2**-8 + 2**-30, BFloat16Type()) == "0xR3F81"
-    assert _float_literal(1.0 + 2**-8, BFloat16Type()) == "0xR3F80"  # an exact tie: even
-    assert _float_literal(float("nan"), BFloat16Type()) == "0xR7FC0"
+    assert float_literal(1.0 + 2**-8 + 2**-30, BFloat16Type()) == "0xR3F81"
+    assert float_literal(1.0 + 2**-8, BFloat16Type()) == "0xR3F80"  # an exact tie: even
+    assert float_literal(float("nan"), BFloat16Type()) == "0xR7FC0"
