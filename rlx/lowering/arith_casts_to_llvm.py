@@ -108,7 +108,7 @@ class FloatCastOpLowering(RewritePattern):
 
 def _f64_to_f32_odd(x: SSAValue) -> list[Operation]:
     """llvm ops rounding f64 `x` to f32 to odd (the last op's result): the same steps as
-    `kernel_builder.f64_to_f32_odd` (the arith form the kernels and the fp8 encoder emit;
+    `scalar_builder.f64_to_f32_odd` (the arith form the kernels and the fp8 encoder emit;
     this pass converts in one walk, so it cannot emit arith ops for itself)."""
 
     def fcmp(a: SSAValue, b: SSAValue, pred: int) -> Operation:

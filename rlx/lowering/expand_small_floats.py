@@ -102,7 +102,7 @@ def encode(kb: KernelBuilder, tables: _Tables, v: SSAValue, to: Attribute) -> SS
     (`small_floats.encode_model`, step for step)."""
     s = _spec(to)
     if isinstance(v.type, Float64Type):
-        v = kb._f64_to_f32_odd(v)  # noqa: SLF001 - one rounding overall
+        v = kb.to_f32_odd(v)  # one rounding overall
     elif not isinstance(v.type, Float32Type):
         v = decode(kb, tables, v) if is_small_float(v.type) else kb.v(arith.ExtFOp(v, f32))
     mids = tables.get(kb, f"__rlx_{s.name}_mids", s.mids)
