@@ -1,19 +1,8 @@
 """`convert-rlx-to-linalg`: bufferize a tensor-level rlx function into destination-passing
 style on memrefs, with every rlx op lowered to a call of a deduplicated private kernel.
 
-ABI of each converted function (the runtime codes against it):
-  (inputs..., params..., outputs...) -> ()
-  * inputs: the original tensor arguments as memrefs, same order
-    (`rlx.kind = "input"`, `rlx.name` = the argument's `rlx.name` or `arg<i>`);
-  * params: one memref per distinct `rlx.param` name, in order of first appearance
-    (`rlx.kind = "param"`, `rlx.name` = the param name);
-  * outputs: one memref per original result, written by the function
-    (`rlx.kind = "output"`, `rlx.name` = the result's `rlx.name` result attribute when every
-    result has a distinct plain one, as ONNX imports do, else `"out<i>"`);
-  * status (only when an op checks its data at run time, `traps.needs_status`): the
-    status record `memref<5xi64>` (`rlx.kind = "status"`); the function attribute
-    `rlx.error_sites` names each checked op (its location and name), by site number.
-Integer buffers are signless (ui8 data is stored as i8). Intermediates are `memref.alloc`s
+The converted function's signature (inputs, params, outputs, status: the ABI the runtime
+codes against) is `rlx_to_linalg.signature`'s. Intermediates are `memref.alloc`s
 (freed at the end; `plan-memory` turns them into views of one arena); a returned value is
 computed straight into its output buffer when possible, otherwise copied.
 
@@ -25,7 +14,6 @@ one kernel.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,8 +24,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
     DenseIntOrFPElementsAttr,
-    DictionaryAttr,
-    FunctionType,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -46,26 +32,25 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from rlx.dialects.rlx.base import DYN
 from rlx.dialects.rlx.control import IfOp, ScanOp, YieldOp
 from rlx.dialects.rlx.leaves import ConstantOp, ParamOp
 from rlx.dialects.rlx.shape import ReshapeOp
 from rlx.dialects.rlx_rt import ParallelCallOp
-from rlx.lowering.rlx_to_linalg import parallel, streaming, traps
+from rlx.lowering.rlx_to_linalg import parallel, signature, streaming, traps
 from rlx.lowering.rlx_to_linalg.cond import lower_if
-from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
-from rlx.lowering.rlx_to_linalg.kernel_builder import memref_of as _memref_of
+from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
 from rlx.lowering.rlx_to_linalg.kernels import Kernels, copy_kernel, op_key
 from rlx.lowering.rlx_to_linalg.registry import LOWERINGS
 from rlx.lowering.rlx_to_linalg.scan import lower_scan
 from rlx.lowering.rlx_to_linalg.shape_ops import reshape_view
-
-PASS = "convert-rlx-to-linalg"
+from rlx.lowering.rlx_to_linalg.signature import PASS
+from rlx.lowering.rlx_to_linalg.types import memref_of as _memref_of
+from rlx.lowering.rlx_to_linalg.types import shape
 
 STRUCTURAL: frozenset[type[Operation]] = frozenset(
     {ParamOp, ConstantOp, ReshapeOp, ScanOp, IfOp, YieldOp}
@@ -104,38 +89,6 @@ def _dealloc_op(v: SSAValue) -> memref.DeallocOp:
 # ----------------------------------------------------------------------------- functions
 
 
-def _describe(v: SSAValue) -> str:
-    if v.name_hint:
-        return f"%{v.name_hint}"
-    if isinstance(v, OpResult):
-        return f"result #{v.index} of {v.op.name}"
-    assert isinstance(v, BlockArgument)
-    return f"argument #{v.index}"
-
-
-def check_static(f: func.FuncOp) -> None:
-    """Every tensor in the function must have a static shape."""
-    values: list[SSAValue] = [a for b in f.body.blocks for a in b.args]
-    for o in f.body.walk():
-        values.extend(o.results)
-        for r in o.regions:
-            for b in r.blocks:
-                values.extend(b.args)
-    for v in values:
-        if isinstance(v.type, TensorType) and DYN in v.type.get_shape():
-            raise PassFailedException(
-                f"{PASS}: {_describe(v)} in @{f.sym_name.data} has dynamic shape {v.type}; run `bind-dims` "
-                "(dim_binding) to give every dimension a static size first"
-            )
-
-
-def _arg_dict(old: DictionaryAttr | None, kind: str, name: str) -> DictionaryAttr:
-    entries: dict[str, Attribute] = {"rlx.kind": StringAttr(kind), "rlx.name": StringAttr(name)}
-    if old is not None:
-        entries.update((k, v) for k, v in old.data.items() if k not in entries)
-    return DictionaryAttr(entries)
-
-
 class FuncLowering:
     """Converts one function: signature, buffers, kernel calls."""
 
@@ -165,18 +118,18 @@ class FuncLowering:
 
     def run(self) -> None:
         f = self.f
-        check_static(f)
+        signature.check_static(f)
         if len(f.body.blocks) != 1:
             raise PassFailedException(f"{PASS}: @{f.sym_name.data} must have a single block")
         old = f.body.block
         ret = old.last_op
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"{PASS}: @{f.sym_name.data} must end with func.return")
-        params = self._collect_params(old)
+        params = signature.collect_params(old)
         for v in (*old.args, *ret.operands):
             if not isinstance(v.type, TensorType):
                 raise PassFailedException(
-                    f"{PASS}: {_describe(v)} of @{f.sym_name.data} must be a tensor, got {v.type}"
+                    f"{PASS}: {signature.describe(v)} of @{f.sym_name.data} must be a tensor, got {v.type}"
                 )
         in_types = [memref_of(a.type) for a in old.args]
         out_types = [memref_of(v.type) for v in ret.operands]
@@ -199,7 +152,7 @@ class FuncLowering:
                 and self.owns_buffer(v.op)
             ):
                 self.dest[v] = o
-        _name_args(old, new, list(params), len(out_types), bool(self.sites))
+        signature.name_args(old, new, list(params), len(out_types), bool(self.sites))
         self.mb = KernelBuilder(new)
         self.lower_ops([o for o in old.ops if o is not ret], vmap)
         for v, o in zip(ret.operands, outs, strict=True):
@@ -208,51 +161,7 @@ class FuncLowering:
         for a in self.allocs:
             self.mb.add(_dealloc_op(a))
         self.mb.add(func.ReturnOp())
-        self._install(new, params, len(ret.operands))
-
-    def _collect_params(self, block: Block) -> dict[str, Attribute]:
-        params: dict[str, Attribute] = {}
-        for o in block.walk():
-            if not isinstance(o, ParamOp):
-                continue
-            name = StringAttr(o.param_name)
-            t = o.results[0].type
-            if name.data in params and params[name.data] != t:
-                raise PassFailedException(
-                    f"{PASS}: param '{name.data}' is used with two types: {params[name.data]} and {t}"
-                )
-            params[name.data] = t
-        return params
-
-    def _install(self, new: Block, params: dict[str, Attribute], n_out: int) -> None:
-        f = self.f
-        old = f.body.block
-        n_in = len(old.args)
-        old_attrs = list(f.arg_attrs.data) if f.arg_attrs is not None else [None] * n_in
-        attrs = []
-        for i, d in enumerate(old_attrs):
-            name = d.data.get("rlx.name") if d is not None else None
-            # values hoisted into @prepare (`hoist-param-invariant`) stay "prepared"
-            kind = (
-                "prepared"
-                if d is not None and d.data.get("rlx.kind") == StringAttr("prepared")
-                else "input"
-            )
-            attrs.append(
-                _arg_dict(d, kind, name.data if isinstance(name, StringAttr) else f"arg{i}")
-            )
-        attrs += [_arg_dict(None, "param", p) for p in params]
-        attrs += [_arg_dict(None, "output", o) for o in output_names(f, n_out)]
-        if self.sites:
-            attrs.append(_arg_dict(None, "status", "status"))
-            f.attributes[traps.SITES_ATTR] = ArrayAttr([StringAttr(s) for s in self.sites.values()])
-        f.body.detach_block(old)
-        for o in reversed(list(old.walk())):
-            o.drop_all_references()
-        f.body.add_block(new)
-        f.function_type = FunctionType.from_lists([a.type for a in new.args], [])
-        f.arg_attrs = ArrayAttr(attrs)
-        f.res_attrs = None
+        signature.install(f, new, params, len(ret.operands), list(self.sites.values()))
 
     # -- emission --------------------------------------------------------------------
 
@@ -380,44 +289,6 @@ class FuncLowering:
             self.kernels.kernel(("splat", str(t), repr(v)), [t], build, "rlx.constant"), [out]
         )
         vmap[r] = out
-
-
-def _hint(name: str) -> str | None:
-    h = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return h if h and not h[0].isdigit() else None
-
-
-_OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-
-
-def output_names(f: func.FuncOp, n_out: int) -> list[str]:
-    """The names of a function's results: their `rlx.name` result attributes (the ONNX
-    importer keeps the model's output names there) when every one is a distinct, plain
-    name, else `out<i>`."""
-    default = [f"out{i}" for i in range(n_out)]
-    if f.res_attrs is None or len(f.res_attrs.data) != n_out:
-        return default
-    names = []
-    for d in f.res_attrs.data:
-        a = d.data.get("rlx.name") if isinstance(d, DictionaryAttr) else None
-        if not isinstance(a, StringAttr) or not _OUTPUT_NAME.fullmatch(a.data):
-            return default
-        names.append(a.data)
-    return names if len(set(names)) == n_out else default
-
-
-def _name_args(
-    old: Block, new: Block, params: Sequence[str], n_out: int, status: bool = False
-) -> None:
-    """Readable SSA names: the original argument names, the param names, out<i>, status."""
-    names = (
-        [a.name_hint for a in old.args]
-        + [_hint(p) for p in params]
-        + [f"out{i}" for i in range(n_out)]
-        + (["status"] if status else [])
-    )
-    for a, n in zip(new.args, names, strict=True):
-        a.name_hint = n
 
 
 def _is_splat(op: Operation) -> bool:
