@@ -65,12 +65,12 @@ from rlx.runtime.ir_key import structural_text
 from rlx.runtime.jit import JitModule, UnresolvedSymbolError, to_llvm_ir
 from rlx.runtime.llvm_host import Codegen
 from rlx.runtime.loading import (
-    _diag_text,
-    _key_text,
-    _source_module,
+    diag_text,
     find_failure,
+    key_text,
     load_module,
     make_context,
+    source_module,
 )
 from rlx.runtime.options import CompileOptions
 from rlx.transforms.bind_dims import unbound_dims
@@ -134,13 +134,13 @@ def _run_pass(
     try:
         p.apply(ctx, module)
     except DiagnosticException as e:
-        raise CompileError(_diag_text(e, None, sources, f"pass '{name}' failed: ")) from None
+        raise CompileError(diag_text(e, None, sources, f"pass '{name}' failed: ")) from None
     except Exception as e:
         raise RuntimeError(f"internal error in pass '{name}': {type(e).__name__}: {e}") from e
     dt = (time.perf_counter() - t0) * 1e3
     if verify and (bad := find_failure(module)) is not None:
         raise RuntimeError(
-            f"pass '{name}' produced invalid IR: " + _diag_text(bad[1], bad[0], sources)
+            f"pass '{name}' produced invalid IR: " + diag_text(bad[1], bad[0], sources)
         )
     if log.on:
         log(f"pass {name}: {before} -> {_count(module)} ops, {dt:.1f} ms")
@@ -182,7 +182,7 @@ def _invalid_ir(module: ModuleOp, sources: SourceManager, name: str) -> str | No
     bad = find_failure(module)
     if bad is None:
         return None
-    return f"pass '{name}' produced invalid IR: " + _diag_text(bad[1], bad[0], sources)
+    return f"pass '{name}' produced invalid IR: " + diag_text(bad[1], bad[0], sources)
 
 
 def _graph_passes(module: ModuleOp, plan: option_pipeline.Plan, ctx: Context, log: _Log,
@@ -207,7 +207,7 @@ def _graph_passes(module: ModuleOp, plan: option_pipeline.Plan, ctx: Context, lo
             try:
                 checker.after_pass(p.instance, module)
             except DiagnosticException as e:
-                raise CompileError(_diag_text(e, None, sources)) from None
+                raise CompileError(diag_text(e, None, sources)) from None
 
 
 def _verify_each(log: _Log) -> bool:
@@ -324,9 +324,9 @@ def _lookup(
     # The key hashes the source as given (text) or its structure (ModuleOp / Graph): a hit
     # neither parses, prints, clones nor verifies (an identical source was verified when
     # it was cached).
-    source = _source_module(source)
-    key_text = _key_text(source)
-    key = None if key_text is None else make_key(key_text, opts, entry, BACKEND)
+    source = source_module(source)
+    keyed = key_text(source)
+    key = None if keyed is None else make_key(keyed, opts, entry, BACKEND)
     hit = None if key is None else CACHE.get(key, load_artifact)
     original = None
     if hit is None or opts.check_equivalence():

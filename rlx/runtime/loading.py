@@ -1,7 +1,13 @@
 """Loading a compile's source: MLIR text, a .mlir path, a ModuleOp or an rlx.Graph -> a
 verified private ModuleOp (`load_module`), the text the cache key hashes without parsing
-(`_key_text`), and the located diagnostics of malformed input (`find_failure`,
-`_diag_text`). Split from `rlx.runtime.compiler`, which re-exports the public names.
+(`key_text`), and the located diagnostics of malformed input (`find_failure`,
+`diag_text`). Split from `rlx.runtime.compiler`, which imports `load_module`,
+`make_context` and `find_failure` from here (and callers from it).
+
+An rlx.Graph becomes its module one way, `source_module` (finished without xDSL's
+verifier, which `load_module`'s `find_failure` runs anyway, with located diagnostics):
+`rlx.compile` calls it first (the cache key hashes the module's structure; a hit verifies
+nothing), `load_module` for the callers that pass a Graph to it directly (bake, aot).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
     return find(op)
 
 
-def _diag_text(
+def diag_text(
     exc: BaseException, op: Operation | None, sources: SourceManager, prefix: str = ""
 ) -> str:
     diag = diagnostic_from_exception(exc, op)
@@ -58,21 +64,19 @@ def _diag_text(
     return render(diag, sources).rstrip("\n")
 
 
-def _source_module(source: Any) -> Any:
-    """The ModuleOp of an rlx.Graph (finished without verifying: a hit needs no
-    verification, a miss verifies a copy), else `source` unchanged."""
+def source_module(source: Any) -> Any:
+    """The ModuleOp of an rlx.Graph (duck-typed: `finish`, or a `module` attribute),
+    finished without verifying (see the module docstring); any other `source` unchanged.
+    The graph's own errors propagate (ValueError: a graph without outputs)."""
     if isinstance(source, ModuleOp | str | Path):
         return source
-    finish = getattr(source, "finish", None)  # rlx.Graph (duck-typed)
+    finish = getattr(source, "finish", None)
     if callable(finish):
-        try:
-            return finish(verify=False)
-        except Exception:  # e.g. no outputs: load_module reports it
-            return source
+        return finish(verify=False)
     return getattr(source, "module", source)
 
 
-def _key_text(source: Any) -> str | None:
+def key_text(source: Any) -> str | None:
     """What the compile cache's key hashes for `source`, without parsing or printing:
     MLIR text (or a .mlir file's text) as given, a ModuleOp's exact structural text
     (`ir_key.structural_text`); None when it cannot be read (`load_module` reports why)."""
@@ -91,8 +95,7 @@ def _key_text(source: Any) -> str | None:
 def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
     """A verified private ModuleOp from text, a .mlir path, a ModuleOp or an rlx.Graph."""
     sources = SourceManager()
-    if not isinstance(source, ModuleOp | str | Path) and hasattr(source, "module"):
-        source = source.module  # rlx.Graph (duck-typed)
+    source = source_module(source)
     if isinstance(source, ModuleOp):
         module = source.clone()
     elif isinstance(source, str | Path):
@@ -124,5 +127,5 @@ def load_module(source: Any, ctx: Context) -> tuple[ModuleOp, SourceManager]:
         )
     bad = find_failure(module)
     if bad is not None:
-        raise CompileError(_diag_text(bad[1], bad[0], sources))
+        raise CompileError(diag_text(bad[1], bad[0], sources))
     return module, sources
