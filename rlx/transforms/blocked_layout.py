@@ -44,12 +44,12 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx import host_cpu
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.elementwise import MulOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.layout import CancelConversionPair, FromNchwcOp, ToNchwcOp, blocked_shape
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.env import winograd_enabled
 from rlx.ir_checks import graph_block
 from rlx.transforms.blocked_layout_rules import (

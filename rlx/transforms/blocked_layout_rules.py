@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Tensor
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.base import DYN, normalize_axis, shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp, ReduceOp, conv2d_type
+from rlx.dialects.rlx.compute import ReduceOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import CastOp
 from rlx.dialects.rlx.fields import encode_ints
@@ -34,6 +34,7 @@ from rlx.dialects.rlx.layout import blocked
 from rlx.dialects.rlx.precision_classes import ELEMENTWISE
 from rlx.dialects.rlx.shape import BroadcastToOp, ConcatOp, GatherOp, ReshapeOp, SliceOp
 from rlx.dialects.rlx.traits import precision_class
+from rlx.dialects.rlx.window import Conv2dOp, Pool2dOp, conv2d_type
 
 ACT, NARROW, SPREAD, WEIGHT, KEEP = "act", "narrow", "spread", "weight", "keep"
 

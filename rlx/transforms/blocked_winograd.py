@@ -23,11 +23,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp
+from rlx.dialects.rlx.compute import MatmulOp
 from rlx.dialects.rlx.fields import encode_bool
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
 from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.dtypes import to_dense_attr
 from rlx.interpreter.ops.layout import WINOGRAD_G
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead

@@ -49,9 +49,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from rlx.dialects.rlx.base import DYN, RlxOp, is_float, shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.elementwise import AddOp, DivOp, MulOp, NegOp, SubOp
 from rlx.dialects.rlx.shape import BroadcastToOp, ReshapeOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.ir_checks import graph_block
 from rlx.transforms.constant_folding import FoldConstantOp
 from rlx.transforms.dce import RemoveDeadOp

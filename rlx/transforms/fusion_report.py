@@ -27,11 +27,12 @@ from xdsl.utils.exceptions import PassFailedException
 
 from rlx.diagnostics import OpError, loc_from_attr
 from rlx.dialects.rlx.base import shape_of
-from rlx.dialects.rlx.compute import Conv2dOp, MatmulOp, ReduceOp
+from rlx.dialects.rlx.compute import MatmulOp, ReduceOp
 from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, MulOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedMatmulBiasActOp
 from rlx.dialects.rlx.shape import ConcatOp, SliceOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.transforms.fusion.common import float_tensor
 from rlx.transforms.fusion.conv_bias_act import (
     CONV_EPILOGUES,

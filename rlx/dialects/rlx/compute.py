@@ -1,5 +1,5 @@
 """Compute ops: matmul, reductions, normalization, attention and rope. The window ops
-(conv2d, pool2d) are in `window`, re-exported here (their old home)."""
+(conv2d, pool2d) are in `window`."""
 
 from __future__ import annotations
 
@@ -34,17 +34,6 @@ from rlx.dialects.rlx.fields import (
     ints_def,
 )
 from rlx.dialects.rlx.traits import Compute, DataMovement, Reduction
-from rlx.dialects.rlx.window import (  # noqa: F401  (re-exported: their old import path)
-    CONV_ACTIVATIONS,
-    CONV_REDUCTIONS,
-    POOL_KINDS,
-    Conv2dOp,
-    Pool2dOp,
-    check_conv_epilogue,
-    conv2d_type,
-    conv_reduced,
-    window_size,
-)
 
 Types = Sequence[TensorType]
 Attrs = AttrValues

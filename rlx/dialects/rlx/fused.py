@@ -27,17 +27,10 @@ from rlx.dialects.rlx.base import (
     tensor,
     types_compatible,
 )
-from rlx.dialects.rlx.compute import (
-    Conv2dOp,
-    LayerNormOp,
-    RmsNormOp,
-    conv2d_type,
-    conv_reduced,
-    epsilon_def,
-    matmul_shape,
-)
+from rlx.dialects.rlx.compute import LayerNormOp, RmsNormOp, epsilon_def, matmul_shape
 from rlx.dialects.rlx.fields import AttrValues, bool_def, enum_def
 from rlx.dialects.rlx.traits import Compute, Reduction
+from rlx.dialects.rlx.window import Conv2dOp, conv2d_type, conv_reduced
 
 Types = Sequence[TensorType]
 Attrs = AttrValues

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlx.dialects.rlx.compute import AttentionOp, Conv2dOp, Pool2dOp, RopeOp
+from rlx.dialects.rlx.compute import AttentionOp, RopeOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp, Pool2dOp
 from rlx.interpreter.ops._core import OpContext, fcompute, is_float, register, wide
 from rlx.interpreter.ops.elementwise import FLOAT_UNARY
 from rlx.interpreter.ops.layout import (

@@ -20,8 +20,8 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import shape_of
-from rlx.dialects.rlx.compute import Conv2dOp, conv2d_type
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp, conv2d_type
 from rlx.lowering.blas_abi import available, gemm_mode
 from rlx.lowering.gemm.conv import emit_conv_gemm
 from rlx.lowering.gemm.driver import EpilogueFn

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, shape
 
 

@@ -36,8 +36,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.lowering.gemm.conv import _addr, _flat, _if, widened_flat
 from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,

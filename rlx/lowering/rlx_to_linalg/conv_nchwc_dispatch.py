@@ -19,8 +19,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
 from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import conv_operands

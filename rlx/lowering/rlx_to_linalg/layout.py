@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from rlx.dialects.rlx.compute import Conv2dOp, Pool2dOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.layout import FromNchwcOp, ToNchwcOp, unblocked_shape
+from rlx.dialects.rlx.window import Conv2dOp, Pool2dOp
 from rlx.lowering.rlx_to_linalg.conv import emit_conv2d
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem, shape
 from rlx.lowering.rlx_to_linalg.pool import emit_pool2d

@@ -32,7 +32,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from rlx.dialects.rlx.base import is_unsigned
-from rlx.dialects.rlx.compute import Pool2dOp
+from rlx.dialects.rlx.window import Pool2dOp
 from rlx.lowering.rlx_to_linalg.conv_common import tap_range
 from rlx.lowering.rlx_to_linalg.kernel_builder import (
     Emitter,

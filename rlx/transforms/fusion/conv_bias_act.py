@@ -25,10 +25,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.compute import CONV_ACTIVATIONS, Conv2dOp
 from rlx.dialects.rlx.elementwise import AddOp, MaxOp, MinOp, MulOp, ReluOp, SigmoidOp, UnaryOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.shape import ReshapeOp
+from rlx.dialects.rlx.window import CONV_ACTIVATIONS, Conv2dOp
 from rlx.transforms.fusion.common import float_tensor, only_user, scalar_constant
 
 CONV_EPILOGUES: dict[str, str] = {

@@ -20,9 +20,9 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from rlx.dialects.rlx.base import DYN, shape_of
-from rlx.dialects.rlx.compute import Conv2dOp
 from rlx.dialects.rlx.elementwise import MulOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.transforms.fusion.common import float_tensor, sole_user
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp

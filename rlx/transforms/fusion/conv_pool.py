@@ -18,9 +18,10 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from rlx.dialects.rlx.base import normalize_axis, shape_of, tensor
-from rlx.dialects.rlx.compute import Conv2dOp, ReduceOp
+from rlx.dialects.rlx.compute import ReduceOp
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.shape import ReshapeOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.transforms.fusion.common import elem_type, float_tensor, sole_user
 
 AnyConv = Conv2dOp | FusedConv2dResidualOp
