@@ -43,7 +43,7 @@ from pathlib import Path
 
 import rlx
 from rlx.builder import Graph, Value
-from rlx.runtime import option_pipeline
+from rlx.runtime import option_pipeline, pipeline_passes
 from rlx.runtime.cache import CACHE, emit_object
 from rlx.runtime.compiler import find_failure, load_module, make_context
 from rlx.runtime.jit import JitModule, to_llvm_ir
@@ -198,7 +198,7 @@ def stage_times(
     for p in plan.phase("lower"):
         _timed(out, p.name, lambda p=p: p.instance.apply(ctx, module))
     kernels = sum(1 for o in module.ops if "rlx.kernel" in o.attributes)
-    for p in option_pipeline.llvm_pipeline():
+    for p in pipeline_passes.llvm_pipeline():
         _timed(out, p.name, lambda p=p: p.apply(ctx, module))
     if llvm:
         ir = _timed(out, "to_llvm_ir", lambda: to_llvm_ir(module))
@@ -301,7 +301,7 @@ def rlx_opt_time_passes(g: Graph, opts: CompileOptions) -> str:
         src.write_text(str(g.module))
         plan = option_pipeline.build_plan(opts, Path(tmp))
         specs = [p.spec for p in plan.passes] + [
-            str(p.spec()) for p in option_pipeline.llvm_pipeline()
+            str(p.spec()) for p in pipeline_passes.llvm_pipeline()
         ]
         exe = Path(sys.executable).with_name("rlx-opt")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rlx.tools.rlx_opt"]

@@ -145,7 +145,7 @@ class CompiledGraph:
 
         # Imported here for start-up laziness: the pipeline table imports the passes (and
         # xDSL), which a graph linked from stored code (rlx.runtime.aot) never needs.
-        from rlx.runtime.option_pipeline import FieldStatus
+        from rlx.runtime.pipeline_passes import FieldStatus
 
         return "\n".join(FieldStatus(**r).line() for r in self._art.report)
 

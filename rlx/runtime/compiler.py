@@ -46,6 +46,7 @@ from rlx.runtime import (
     option_pipeline,
     parallel,
     parallel_build,
+    pipeline_passes,
     text_later,
 )
 from rlx.runtime.abi import Artifact, check_prepared
@@ -277,7 +278,7 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     check_memory(sig, prep)
 
     def lower(m: ModuleOp, quiet: bool = False) -> None:
-        for p in option_pipeline.llvm_pipeline():
+        for p in pipeline_passes.llvm_pipeline():
             _run_pass(p.name, p, m, ctx, _Log(False) if quiet else log, sources, verify=False)
             if capture and p.name == "convert-linalg-to-loops":
                 stages["loops"] = str(m)
@@ -341,7 +342,7 @@ def _lookup(
         log(f"cache: hit ({where}) {key[:16]}")
         for r in art.report:
             if r["status"] not in ("default", "applied"):
-                log(option_pipeline.FieldStatus(**r).line())
+                log(pipeline_passes.FieldStatus(**r).line())
         if "input" not in art.stages:  # an entry written without it
             art.stages["input"] = str(load_module(source, ctx)[0])
         return art, True, original

@@ -33,12 +33,11 @@ from xdsl.passes import ModulePass
 
 from rlx.runtime.extra_passes import build_extra_passes
 from rlx.runtime.options import CompileOptions, FusionOptions, KernelDispatchConfig, env_flag
-from rlx.runtime.pipeline_passes import (  # noqa: F401  (pass_registry, ...: re-exported)
+from rlx.runtime.pipeline_passes import (
     FieldStatus,
     PassFactory,
     PlannedPass,
     format_value,
-    llvm_pipeline,
     pass_fields,
     pass_registry,
     registry_with_plugins,

@@ -182,7 +182,7 @@ def pass_summaries(registry: Mapping[str, Callable[[], type]], imported: bool) -
 
 def build_index() -> dict[str, PassInfo]:
     """Describe every upstream xDSL and rlx pass (imports all of them)."""
-    from rlx.runtime.option_pipeline import pass_registry
+    from rlx.runtime.pipeline_passes import pass_registry
 
     return {name: describe(factory()) for name, factory in sorted(pass_registry().items())}
 
