@@ -149,14 +149,17 @@ def _run_pass(
 
 def _build(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
            sources: SourceManager, capture: bool, jit: bool = True,
-           recheck: Callable[[], None] | None = None) -> Artifact:  # fmt: skip
+           recheck: Callable[[], None] | None = None, jobs: int = 1) -> Artifact:  # fmt: skip
     """Run the whole pipeline on `module` (mutated). `capture` keeps the text of every stage
     below "rlx" (always kept, printed by a child when `jit`: `text_later`; missing when
     that child failed, and then regenerated on demand). That child also verifies the
-    graph passes' output; `recheck()` verifies it another way when the child died first."""
+    graph passes' output; `recheck()` verifies it another way when the child died first.
+    `jobs`: processes for a JIT compile (`parallel_build.jobs()`, read once by `compile`;
+    1: serial), for `text_later` and `parallel_build` alike."""
     rlx_text: list[Callable[[], str | None]] = []
     try:
-        art = _pipeline(module, input_text, opts, entry, log, sources, capture, jit, rlx_text)
+        art = _pipeline(module, input_text, opts, entry, log, sources, capture, jit, rlx_text,
+                        jobs)  # fmt: skip
     finally:  # the verification's error takes precedence over what it may have caused
         text = _rlx_text(rlx_text[0], recheck) if rlx_text else None  # reaps the child
     if text is not None:
@@ -228,7 +231,7 @@ def _recheck(source: Any, opts: CompileOptions) -> None:
 
 def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: str, log: _Log,
               sources: SourceManager, capture: bool, jit: bool,
-              rlx_text: list[Callable[[], str | None]]) -> Artifact:  # fmt: skip
+              rlx_text: list[Callable[[], str | None]], jobs: int) -> Artifact:  # fmt: skip
     """`_build`'s body; appends the getter of the "rlx" stage's text to `rlx_text`."""
     counters.bump("pipeline")
     ctx = make_context()
@@ -250,7 +253,9 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
     check = None if here else functools.partial(_invalid_ir, module, sources, graph[-1].name)
     try:
         rlx_text.append(
-            text_later.later(module, check) if jit and not capture else lambda t=str(module): t
+            text_later.later(module, check, jobs=jobs)
+            if jit and not capture
+            else lambda t=str(module): t
         )
     except text_later.CheckFailed as e:  # checked here (a small module)
         raise RuntimeError(str(e)) from None
@@ -284,9 +289,7 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
                 stages["loops"] = str(m)
 
     # Kernels lowered and LLVM-optimised in forked children as well (parallel_build)
-    split = (
-        parallel_build.split_module(module, parallel_build.jobs()) if jit and not capture else None
-    )
+    split = parallel_build.split_module(module, jobs) if jit and not capture else None
     built = None if split is None else parallel_build.lower_split(split, lower, CODEGEN)
     if built is None:
         lower(module)
@@ -317,10 +320,11 @@ def _pipeline(module: ModuleOp, input_text: str, opts: CompileOptions, entry: st
 
 
 def _lookup(
-    source: Any, opts: CompileOptions, entry: str, log: _Log
+    source: Any, opts: CompileOptions, entry: str, log: _Log, jobs: int
 ) -> tuple[Artifact, bool, ModuleOp | None]:
-    """The artifact of `source` from the cache, or built and cached (a miss); whether it
-    was a hit; the verified source module when the options check equivalence, else None."""
+    """The artifact of `source` from the cache, or built and cached (a miss) with `jobs`
+    processes; whether it was a hit; the verified source module when the options check
+    equivalence, else None."""
     ctx = make_context()
     # The key hashes the source as given (text) or its structure (ModuleOp / Graph): a hit
     # neither parses, prints, clones nor verifies (an identical source was verified when
@@ -347,10 +351,10 @@ def _lookup(
             art.stages["input"] = str(load_module(source, ctx)[0])
         return art, True, original
     log(f"cache: miss {key[:16]}")
-    input_later = text_later.later(module)  # printed beside the compile
+    input_later = text_later.later(module, jobs=jobs)  # printed beside the compile
     try:
         art = _build(module, "", opts, entry, log, sources, capture=False,
-                     recheck=lambda: _recheck(source, opts))  # fmt: skip
+                     recheck=lambda: _recheck(source, opts), jobs=jobs)  # fmt: skip
     finally:
         text = input_later()  # reaps the child in any case
     # the source itself is unchanged (load_module copied it): print it if the child failed
@@ -378,7 +382,7 @@ def compile(
         raise TypeError(f"rlx.compile: options must be a CompileOptions, got {type(opts).__name__}")
     log = _Log(opts.verbose)
     llvm_worker.mode()  # a bad RLX_LLVM_WORKER fails here, not inside code generation
-    parallel_build.jobs()  # and a bad RLX_COMPILE_JOBS
+    jobs = parallel_build.jobs()  # read once (a bad RLX_COMPILE_JOBS fails here)
     t0 = time.perf_counter()
     # No cyclic GC while compiling: the IR is ~10^5 long-lived objects that every
     # collection walks (~10 % of a CNN's compile; the source module and the IR made
@@ -389,7 +393,7 @@ def compile(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        art, hit, original = _lookup(source, opts, entry, log)
+        art, hit, original = _lookup(source, opts, entry, log, jobs)
     finally:
         if gc_was_on:
             gc.enable()

@@ -8,8 +8,9 @@ forked at that moment has a copy-on-write snapshot of the module, prints it to a
 temporary file and exits, while this process keeps compiling (and mutating the module).
 `result()` reads the text at the end; None when the child failed (the caller falls back:
 print another copy, or leave the stage to be regenerated). Linux only (`can_fork`), only
-with `RLX_COMPILE_JOBS` above 1, and only for modules of `MIN_OPS` ops or more (a fork
-costs ~5-20 ms); otherwise the text is printed here and now.
+when the compile has `jobs` above 1 (`parallel_build.jobs()`, read once per compile by
+`rlx.compile`), and only for modules of `MIN_OPS` ops or more (a fork costs ~5-20 ms);
+otherwise the text is printed here and now.
 
 A `check` (the verification after the graph passes, ~0.15 s on densenet121) runs in the
 same child, on the same snapshot, before it prints; its verdict goes through a pipe, so
@@ -67,14 +68,14 @@ def _write(fd: int, data: bytes) -> None:
 
 class TextLater:
     """The text of `module` as it is now, printed in a child (or here: see the module doc),
-    and `check`'s verdict on it."""
+    and `check`'s verdict on it; `jobs`: the compile's processes (1: print here)."""
 
-    def __init__(self, module: ModuleOp, check: Check | None = None) -> None:
+    def __init__(self, module: ModuleOp, check: Check | None = None, *, jobs: int) -> None:
         self._text: str | None = None
         self._problem: str | None = None
         self._pid = 0
         self._verdict = -1
-        if parallel_build.jobs() < 2 or _size(module, MIN_OPS) < MIN_OPS:
+        if jobs < 2 or _size(module, MIN_OPS) < MIN_OPS:
             self._here(module, check)
             return
         try:
@@ -155,7 +156,7 @@ def _read_all(fd: int) -> bytes:
     return bytes(out)
 
 
-def later(module: ModuleOp, check: Check | None = None) -> Callable[[], str | None]:
-    """`TextLater(module, check).result` (the getter of the text; call it once, also when
-    the compile fails, so that the child is reaped)."""
-    return TextLater(module, check).result
+def later(module: ModuleOp, check: Check | None = None, *, jobs: int) -> Callable[[], str | None]:
+    """`TextLater(module, check, jobs=jobs).result` (the getter of the text; call it once,
+    also when the compile fails, so that the child is reaped)."""
+    return TextLater(module, check, jobs=jobs).result

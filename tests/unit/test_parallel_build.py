@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import SymbolRefAttr
 
 import rlx
 from rlx.builder import Graph
-from rlx.runtime import compiler, parallel_build
+from rlx.runtime import compiler, parallel_build, text_later
 from rlx.runtime.cache import CACHE
 from rlx.runtime.llvm_host import Codegen
 
@@ -219,6 +219,34 @@ def test_children_use_the_parents_codegen(parallel, monkeypatch) -> None:  # typ
     want = rlx.reference.run(g.module, inputs, params)
     for w, s, a in zip(want, serial, got, strict=True):
         np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(a, s)
+
+
+def test_jobs_read_once_per_compile(parallel, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`RLX_COMPILE_JOBS` is read once per compile and the count handed to every part
+    that forks (the input's and the graph passes' texts, the split), not read by each."""
+    calls: list[int] = []
+    jobs = parallel_build.jobs
+
+    def counted() -> int:
+        calls.append(jobs())
+        return calls[-1]
+
+    monkeypatch.setattr(parallel_build, "jobs", counted)
+    monkeypatch.setattr(text_later, "MIN_OPS", 0)  # the texts are printed in children too
+    forks: list[int] = []
+    fork = parallel_build.fork
+
+    def spy(run):  # type: ignore[no-untyped-def]
+        forks.append(fork(run))
+        return forks[-1]
+
+    monkeypatch.setattr(parallel_build, "fork", spy)
+    g, inputs, params = conv_graph()
+    got = _run(g, inputs, params)
+    assert calls == [2]
+    assert len(parallel) == 1 and len(forks) == 3  # two texts and one part: all forked
+    for s, a in zip(_serial_build()[1], got, strict=True):
         np.testing.assert_array_equal(a, s)
 
 

@@ -81,10 +81,9 @@ def test_failed_child_falls_back(forked, monkeypatch) -> None:  # type: ignore[n
     assert counters.snapshot()["pipeline"] == before + 1
 
 
-def test_small_modules_print_here(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv(parallel_build.JOBS_ENV, "2")
+def test_small_modules_print_here() -> None:
     g = _graph()
-    t = text_later.TextLater(g.module)
+    t = text_later.TextLater(g.module, jobs=2)
     assert t._pid == 0 and t.result() == str(g.module)
 
 
