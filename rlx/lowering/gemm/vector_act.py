@@ -88,9 +88,10 @@ def _add(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
-    """exp(x) per lane for x <= 0: `fast_exp.exp_nonpositive` on vectors (the same range
-    reduction, degree-6 `EXP_POLY` and biased rounding constant; x < -87: 0; NaN in, NaN
-    out), with explicit FMAs."""
+    """exp(x) per lane for x <= 0: `fast_exp.exp_nonpositive` on vectors, the same ops
+    in the same order (range reduction, degree-6 `EXP_POLY` by Horner's rule with
+    `llvm.fmuladd`, biased rounding constant; x < -87: 0; NaN in, NaN out), so the same
+    bits lane for lane on every target (`tests/unit/test_exp_nonpositive_forms.py`)."""
     c = lambda v: splat(kb, v, x)  # noqa: E731
     shifted = fma(kb, x, c(EXP_LOG2E), c(EXP_BIASED_ROUND))
     n = kb.v(llvm.FSubOp(shifted, c(EXP_BIASED_ROUND)))

@@ -10,11 +10,17 @@ a denormal or 0) gives exactly 0, so `-inf` (masked scores) gives 0. NaN propaga
 degree-6 polynomial (`math_expansions.EXP_POLY`) as the general expansion (< 0.9 ulp on
 the normal range); denormal results are flushed to 0 (absolute error < 1.7e-38). The
 exponent bias 127 rides in the rounding constant, so 2^n is one shift of its bits.
+
+The multiply-adds are explicit `llvm.fmuladd` calls (one FMA where the target has it,
+a multiply and an add elsewhere), in the same order and with the same operands as the
+vector form of the conv epilogues (`gemm.vector_act.exp_nonpositive`), so that the two
+give the same bits on every target (`tests/unit/test_exp_nonpositive_forms.py`) instead
+of depending on where LLVM chooses to contract a multiply and an add.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import SSAValue
 
@@ -32,17 +38,23 @@ LO = EXP_NONPOSITIVE_LO
 """Arguments below this give 0: rint(LO / ln 2) = -126 keeps 2^n normal."""
 
 
+def fmuladd(kb: KernelBuilder, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+    """a * b + c on f32 scalars as `llvm.fmuladd` (fused where the target has FMA; the
+    loop vectorizer widens it like any arithmetic)."""
+    return kb.v(llvm.CallIntrinsicOp("llvm.fmuladd.f32", [a, b, c], [f32]))
+
+
 def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     """exp(x) for f32 x <= 0 (correct up to x < 88; NaN in, NaN out; x < LO: 0)."""
     assert x.type == f32, x.type
     c = lambda v: kb.const(v, f32)  # noqa: E731
-    shifted = kb.addf(kb.mulf(x, c(EXP_LOG2E)), c(EXP_BIASED_ROUND))
+    shifted = fmuladd(kb, x, c(EXP_LOG2E), c(EXP_BIASED_ROUND))
     n = kb.subf(shifted, c(EXP_BIASED_ROUND))
-    r = kb.subf(x, kb.mulf(n, c(EXP_LN2_HI)))
-    r = kb.subf(r, kb.mulf(n, c(EXP_LN2_LO)))
+    r = fmuladd(kb, n, c(-EXP_LN2_HI), x)
+    r = fmuladd(kb, n, c(-EXP_LN2_LO), r)
     y = c(EXP_POLY[0])
     for coef in EXP_POLY[1:]:
-        y = kb.addf(kb.mulf(y, r), c(coef))
+        y = fmuladd(kb, y, r, c(coef))
     # 2^n: the low bits of `shifted` hold n + 127 (in [1, 127] for x >= LO); shifted left by
     # 23 they are 2^n's f32 bit pattern (the shift drops MAGIC's bits, whose low 9 are 0)
     bits = kb.v(arith.BitcastOp(shifted, i32))
