@@ -10,14 +10,17 @@ the sums in scratch rows (`_generic`).
 
 The row max is taken over integer keys (`_key`: the float's bits with the magnitude bits
 flipped when the sign is set, so that signed integer order is the float order, -0.0 below
-+0.0 and a positive NaN above +inf): one integer `max` and three bit operations per element,
-which LLVM vectorizes like any integer reduction (`vpmaxsd`), instead of the six
-instructions of a NaN-propagating `maximumf` per vector (a NaN-ignoring `maxnumf` is
-cheaper still, but llvmlite 0.50's loop vectorizer mis-compiles that reduction: rows whose
-length is not a multiple of the vector width lost their tail, and some lengths hit an LLVM
-assertion that aborts the process). The max is `maximumf`'s bit for bit except for a NaN
-with the sign bit set, which the keys order below -inf: that row is all NaN anyway (its exp
-is NaN, so is the sum). `test_row_kernels.py` checks every position of the max for row
++0.0 and a positive NaN above +inf), which LLVM vectorizes like any integer reduction,
+instead of the six instructions of a NaN-propagating `maximumf` per vector (a NaN-ignoring
+`maxnumf` is cheaper still, but llvmlite 0.50's loop vectorizer mis-compiles that
+reduction: rows whose length is not a multiple of the vector width lost their tail, and
+some lengths hit an LLVM assertion that aborts the process). The row path needs no keys:
+the max of the keys is picked from two integer reductions of the raw bits (`_row_max`: a
+signed max and an unsigned min, one vector op each per vector instead of the keys' four;
+the max pass went from 12 to 8 cycles per 64 elements in llvm-mca's AVX-512 model); the
+other axes reduce the keys into a scratch row. The max is `maximumf`'s bit for bit except
+for a NaN with the sign bit set, which orders below -inf: that row is all NaN anyway (its
+exp is NaN, so is the sum). `test_row_kernels.py` checks every position of the max for row
 lengths 1-40, `test_softmax_isa.py` the kernel compiled for AVX2 and baseline x86-64.
 The f32 exp is `fast_exp.exp_nonpositive` (the argument `x - max` is <= 0); f16 / bf16
 compute in f32 and recompute exp for the output (divided by the sum, as before).
@@ -25,7 +28,7 @@ compute in f32 and recompute exp for the output (divided by the sum, as before).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import prod
 
 from xdsl.dialects import arith
@@ -82,11 +85,33 @@ def _exp_sub(kb: KernelBuilder, v: SSAValue, mv: SSAValue) -> SSAValue:
     return exp_nonpositive(kb, d) if d.type == f32 else kb.unary(mathd.ExpOp, d)
 
 
+def _row_max(
+    kb: KernelBuilder, n: int, ct: AnyFloat, load: Callable[[SSAValue], SSAValue]
+) -> SSAValue:
+    """The max of `load(0 .. n-1)` (floats of type `ct`) from two integer reductions of
+    their bits, which LLVM vectorizes like any integer min / max (`vpmaxsd` and `vpminud`,
+    one op each per vector with the load folded in, instead of the keys' four): the
+    signed max of the bits is the max float when some element has its sign bit clear
+    (every negative float is a negative integer), else the max float is the negative one
+    of least magnitude, the unsigned min of the bits. The same value as the max of the
+    keys (`_key`) for every row, a NaN included: a positive NaN orders above +inf, a
+    negative one below -inf (either way the row's exp, sum and outputs are NaN)."""
+    it, _ = _key_type(ct)
+    w = it.width.data
+
+    def step(i: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        b = kb.v(arith.BitcastOp(load(i), it))
+        return [kb.v(arith.MaxSIOp(acc[0], b)), kb.v(arith.MinUIOp(acc[1], b))]
+
+    smax, umin = kb.loop_carry(n, [kb.const(-(1 << (w - 1)), it), kb.const(-1, it)], step)
+    bits = kb.select(kb.cmpi("sge", smax, kb.const(0, it)), smax, umin)
+    return kb.v(arith.BitcastOp(bits, ct))
+
+
 def _rows(kb: KernelBuilder, x: SSAValue, out: SSAValue, rows: int, n: int) -> None:
     """Softmax of each of `rows` contiguous rows of `n` elements, row after row."""
     ct = compute_type(elem(x))
     assert isinstance(ct, AnyFloat)
-    it, start = _key_type(ct)
     xm, om = view_as(kb, x, [rows, n]), view_as(kb, out, [rows, n])
     wide = elem(out) == ct
     with kb.loop(rows) as r:
@@ -94,8 +119,7 @@ def _rows(kb: KernelBuilder, x: SSAValue, out: SSAValue, rows: int, n: int) -> N
         def load(i: SSAValue) -> SSAValue:
             return kb.convert(kb.load(xm, [r, i]), ct)
 
-        (k,) = kb.loop_carry(n, [kb.const(start, it)], lambda i, a: [_max_step(kb, a[0], load(i))])
-        mx = _unkey(kb, k, ct)
+        mx = _row_max(kb, n, ct, load)
 
         def exp_sum(i: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             e = _exp_sub(kb, load(i), mx)
