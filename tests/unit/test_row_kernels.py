@@ -120,3 +120,31 @@ def test_norms_narrow_odd_lengths(e: str) -> None:
                 :nparams
             ]
     check(multi_op(cases), xs)
+
+
+def test_residual_layer_norm_runs_on_the_pool() -> None:
+    """MiniLM's residual layer norm (128x384, fused with the add) is split for two threads
+    (`parallel.NORM_PARALLEL_ELEMENTS`: it was one thread's share) and, run on two pool
+    threads, matches the reference."""
+    from rlx.lowering.rlx_to_linalg import parallel as chunking
+    from rlx.runtime import parallel as pool
+
+    rng = np.random.default_rng(7)
+    x, r = (rng.standard_normal((128, 384)).astype(np.float32) for _ in range(2))
+    gamma, beta = (rng.standard_normal(384).astype(np.float32) for _ in range(2))
+    g = rlx.Graph("main")
+    h = g.add(g.input("x", x.shape), g.input("r", r.shape))
+    g.output(g.layer_norm(h, g.constant(gamma), g.constant(beta), epsilon=1e-12))
+    (want,) = reference_run(g.module, {"x": x, "r": r})
+    c = rlx.compile(g)
+    assert "rlx.fused_residual_layer_norm" in c.ir("rlx")
+    op = next(o for o in g.module.walk() if o.name == "rlx.layer_norm")
+    plan = chunking.plan(op)
+    assert plan is not None and plan.tasks == 4 and plan.max_threads >= 2
+    before = pool.get_num_threads()
+    pool.set_num_threads(2)
+    try:
+        (got,) = c.run(x=x, r=r)
+    finally:
+        pool.set_num_threads(before)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
