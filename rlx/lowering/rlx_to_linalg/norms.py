@@ -10,9 +10,10 @@ buffer and rounds once to the result type, stored ordinarily or streamed
 iter_args, vectorized and interleaved by LLVM). Everything is computed in f64, as the
 reference does: f32 sums of squares overflow for |x| ~ 1e19 (giving 0 instead of +-1),
 and an f32 mean of a near-constant row loses the digits that 1/sqrt(var + eps) then
-amplifies. Reading x and widening it once per element instead of once per pass halves the
-conversions (`vcvtps2pd`), which bounded the old form (three `linalg.generic` passes over
-the whole chunk): 0.5 ns per element in cache on one znver4 core.
+amplifies. The old form (three `linalg.generic` passes over the whole chunk, x re-read
+from L2 and widened in every pass) cost the same in cache on one znver4 core (0.38 ns per
+element at 64x768, session 9, load 9): the row form reads x once from memory and widens
+it once (one `vcvtps2pd` per element instead of three).
 """
 
 from __future__ import annotations
