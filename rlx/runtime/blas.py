@@ -317,14 +317,14 @@ def _publish(found: dict[str, int]) -> None:
 def cache_key() -> str:
     """What of the GEMM choice compiled code depends on (part of the compile-cache key):
     BLAS availability, the mode (`gemm_mode`), the generated GEMM's tile ISA and its
-    minimum task count (`RLX_GEMM_TASKS`), whether 3x3 convs may take Winograd
-    (`RLX_CONV_WINOGRAD`)."""
+    minimum task count (`RLX_GEMM_TASKS`), whether it may read A in place
+    (`RLX_GEMM_DIRECT_A`), whether 3x3 convs may take Winograd (`RLX_CONV_WINOGRAD`)."""
     from rlx.env import winograd_enabled
     from rlx.lowering.blas_abi import gemm_mode
-    from rlx.lowering.gemm.target import isa, min_tasks
+    from rlx.lowering.gemm.target import direct_a, isa, min_tasks
 
     return (f"blas={available('f32')},{available('f64')},{gemm_mode()},{isa()},t{min_tasks()}"
-            f",wg{int(winograd_enabled())}")  # fmt: skip
+            f",da{int(direct_a())},wg{int(winograd_enabled())}")  # fmt: skip
 
 
 def register() -> dict[str, int]:

@@ -181,29 +181,44 @@ def test_dispatch_report_names_the_gemm_path(
 
 @pytest.mark.parametrize("isa", sorted(target.TILES))
 @pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
-@pytest.mark.parametrize("mkn", [(1, 300, 130), (25, 300, 33), (131, 7, 65)], ids=str)
+@pytest.mark.parametrize(
+    "mkn", [(1, 300, 130), (25, 300, 33), (131, 7, 65), (67, 1000, 37)], ids=str
+)
 def test_in_place_a_edges(
     monkeypatch: pytest.MonkeyPatch, isa: str, direct: bool, mkn: tuple[int, int, int]
 ) -> None:
     """The shape-generic worker reading f32 A in place (`rows_microkernel`: the last, partial
     panel of A repeats its last row into the edge buffer) and packing it, for every tile:
     M of 1 (a 1-row tile), M not a multiple of mr with K over one k-slice, M over one task
-    block; the same results as the reference either way."""
+    block, an A the pool would pack (67 x 1000, N <= K: several k-slices); the same
+    results as the reference either way."""
     monkeypatch.setenv(target.ENV, isa)
-    monkeypatch.setattr(generic, "DIRECT_A", direct)
+    monkeypatch.setenv(target.DIRECT_A_ENV, "1" if direct else "0")
     m, k, n = mkn
     text = _mm((m, k), (k, n), (m, n))
     labels = " ".join(_check(text, [rand((m, k), seed=5), rand((k, n), seed=6)]))
     assert ("rows ukernel" in labels) == direct and ("gemm pack A" in labels) != direct, labels
 
 
+@pytest.mark.parametrize("isa", sorted(target.TILES))
+def test_in_place_a_batch_rows(monkeypatch: pytest.MonkeyPatch, isa: str) -> None:
+    """A batched A times an unbatched B is one GEMM over all rows (3 x 23 = 69 rows of
+    K = 1000, packed on the pool otherwise): read in place across the batch boundary
+    (rows not a multiple of mr), the same results as the reference."""
+    monkeypatch.setenv(target.ENV, isa)
+    text = _mm((3, 23, 1000), (1000, 37), (3, 23, 37))
+    labels = _check(text, [rand((3, 23, 1000), seed=7), rand((1000, 37), seed=8)])
+    assert any("rows ukernel" in s for s in labels), labels
+
+
 @pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
 def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direct: bool) -> None:
     """Several GEMM shapes in one module (edge shapes, a bias + gelu epilogue, a bf16 output)
     share one shape-generic packing task and one worker per epilogue kind; each call reads
-    its own sizes table, so every result matches the reference. With `DIRECT_A` the small
-    f32 A are read in place (`generic.in_place`; K = 601 and the bf16 A are packed)."""
-    monkeypatch.setattr(generic, "DIRECT_A", direct)
+    its own sizes table, so every result matches the reference. By default (not with
+    `RLX_GEMM_DIRECT_A=0`) the small f32 A are read in place (`generic.in_place`; K = 601
+    and the bf16 A are packed)."""
+    monkeypatch.setenv(target.DIRECT_A_ENV, "1" if direct else "0")
     shapes = [(37, 29, 41), (130, 256, 1), (13, 601, 11)]  # rows >= 12: the full tile
     sig, body, outs, inputs = [], [], [], []
     for i, (m, k, n) in enumerate(shapes):
@@ -251,12 +266,22 @@ def test_shapes_share_the_generic_kernels(monkeypatch: pytest.MonkeyPatch, direc
         )
 
 
-def test_in_place_only_for_small_a() -> None:
-    """A is read in place only when packing it would be one serial call and its rows are
-    short (`generic.in_place`): not for K over `IN_PLACE_MAX_K` (rows in few L1 sets) nor
-    for an A of `2 * PACK_TASK_ELEMENTS` elements or more (packed on the pool)."""
-    from rlx.lowering.gemm.batched import PACK_TASK_ELEMENTS
+def test_in_place_only_for_small_a(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A is read in place (`generic.in_place`) when packing it would be one serial call and
+    its rows are short: not for K over `IN_PLACE_MAX_K` (rows in few L1 sets); an A of
+    `2 * PACK_TASK_ELEMENTS` elements or more (packed on the pool) only when N <= K, its
+    row stride is not a multiple of 4 KiB and it has at most `POOLED_IN_PLACE_MAX`
+    elements (MiniLM's FFN-down input, 128 x 1536); never with `RLX_GEMM_DIRECT_A=0`."""
+    from rlx.lowering.gemm.batched import PACK_TASK_ELEMENTS, packs_serially
 
-    assert generic.in_place(128, 384) and generic.in_place(1, generic.IN_PLACE_MAX_K)
-    assert not generic.in_place(1, generic.IN_PLACE_MAX_K + 1)
-    assert not generic.in_place(2 * PACK_TASK_ELEMENTS // 256, 256)
+    mr = 12
+    assert generic.in_place(128, 384, 1152, mr)
+    assert generic.in_place(1, generic.IN_PLACE_MAX_K, 1024, mr)
+    assert not generic.in_place(1, generic.IN_PLACE_MAX_K + 1, 1024, mr)
+    assert not generic.in_place(2 * PACK_TASK_ELEMENTS // 256, 256, 1024, mr)
+    assert not packs_serially(128, 1536, mr) and generic.in_place(128, 1536, 384, mr)
+    assert not generic.in_place(128, 1536, 1537, mr)  # N > K: packed
+    assert not generic.in_place(128, 1024, 384, mr) and not generic.in_place(128, 3072, 768, mr)
+    assert not generic.in_place(1024, 1536, 384, mr)  # over POOLED_IN_PLACE_MAX
+    monkeypatch.setenv(target.DIRECT_A_ENV, "0")
+    assert not generic.in_place(128, 384, 1152, mr) and not generic.in_place(128, 1536, 384, mr)

@@ -10,14 +10,14 @@ import pytest
 from test_rlx_to_linalg_harness import Compiled, rand, t
 
 from rlx.interpreter import run
-from rlx.lowering.gemm import generic, target
+from rlx.lowering.gemm import target
 
 
 @pytest.fixture(autouse=True)
 def _generated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLX_BLAS", "0")
     monkeypatch.setenv("RLX_CACHE", "0")
-    monkeypatch.setattr(generic, "DIRECT_A", False)  # these small f32 A would be read in place
+    monkeypatch.setenv(target.DIRECT_A_ENV, "0")  # these small f32 A would be read in place
 
 
 def _mm(m: int, k: int, n: int) -> str:

@@ -37,14 +37,26 @@ PACK_TASK_ELEMENTS = 1 << 15
 """Elements of A one packing task copies (about 128 KiB: worth a task of the pool)."""
 
 
+def _pack_tasks(rows: int, k: int, mr: int, batches: int) -> tuple[int, int, int]:
+    """(panels of A, panels per task, tasks) of packing `batches` `rows x k` A's."""
+    pm = panels(rows, mr)
+    per = max(1, min(pm, PACK_TASK_ELEMENTS // (mr * k)))
+    return pm, per, panels(pm, per) * batches
+
+
+def packs_serially(rows: int, k: int, mr: int, batches: int = 1) -> bool:
+    """Whether packing `batches` `rows x k` A's into `mr`-row panels is one serial call (on
+    the calling thread): one task, or fewer than `2 * PACK_TASK_ELEMENTS` elements in all.
+    `pack_split` runs it so and `generic.in_place` reads such an f32 A in place instead."""
+    tasks = _pack_tasks(rows, k, mr, batches)[2]
+    return tasks == 1 or rows * k * batches < 2 * PACK_TASK_ELEMENTS
+
+
 def pack_split(plan: _Plan, batches: int = 1) -> tuple[int, int, int, int]:
     """(panels of A, panels per task, tasks, threads) of A's packing."""
-    tile = plan.tile
-    pm = panels(plan.rows, tile.mr)
-    per = max(1, min(pm, PACK_TASK_ELEMENTS // (tile.mr * plan.k)))
-    tasks = panels(pm, per) * batches
-    small = tasks == 1 or plan.rows * plan.k * batches < 2 * PACK_TASK_ELEMENTS
-    return pm, per, tasks, 1 if small else min(tasks, 64)
+    pm, per, tasks = _pack_tasks(plan.rows, plan.k, plan.tile.mr, batches)
+    serial = packs_serially(plan.rows, plan.k, plan.tile.mr, batches)
+    return pm, per, tasks, 1 if serial else min(tasks, 64)
 
 
 def pack_a(

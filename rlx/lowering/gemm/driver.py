@@ -200,7 +200,8 @@ def emit_gemm(
     # one GEMM (no output batch) with a column-only epilogue: shape-generic kernels
     any_shape = not plan.out_batch and (epilogue is None or epilogue.columns)
     # ... which reads a small f32 A in place (no packing call: `generic.in_place`)
-    direct = any_shape and isinstance(elem(a), Float32Type) and generic.in_place(plan.rows, k)
+    direct = (any_shape and isinstance(elem(a), Float32Type)
+              and generic.in_place(plan.rows, k, n, tile.mr))  # fmt: skip
 
     # 1. Pack A (unless read in place) and B (per batch of each).
     ap = a if direct else kb.scratch(packed_type(na, plan.rows, k, tile.mr).get_shape(), f32)

@@ -21,35 +21,51 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import Float32Type, MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
-from rlx.lowering.gemm.batched import PACK_TASK_ELEMENTS
+from rlx.lowering.gemm.batched import packs_serially
 from rlx.lowering.gemm.ir import addr, if_else, if_then
 from rlx.lowering.gemm.pack_t4 import pack_full_panel
-from rlx.lowering.gemm.target import Tile
+from rlx.lowering.gemm.target import Tile, direct_a
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
     from rlx.lowering.gemm.driver import Epilogue
     from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
-DIRECT_A = True
-"""The worker may read an f32 A in place (`microkernel.rows_microkernel`, row stride K)
-instead of a packed copy (`in_place`); False: always packed (kept for A/B measurements and
-tests of the packing task)."""
-
 IN_PLACE_MAX_K = 512
-"""Longest row (K) of an A read in place: with a row stride of 4 KiB (K = 1024) the `mr`
-rows of a panel fall into the same L1 sets and the GEMM ran at 74 instead of 99 GFLOP/s
-(K = 2048: 67 vs 94; K = 768 and 3072: 3-8 % slower; K = 384 and 1536: the same)."""
+"""Longest row (K) of an A read in place because packing it would be serial: with a row
+stride of 4 KiB (K = 1024) the `mr` rows of a panel fall into the same L1 sets and the
+GEMM ran at 74 instead of 99 GFLOP/s (K = 2048: 67 vs 94); shorter rows were measured."""
+
+ALIASED_ROW_BYTES = 4096
+"""A row stride that is a multiple of this (K a multiple of 1024 in f32) puts every row of
+an in-place panel into the same L1 sets (above): such an A is always packed."""
+
+POOLED_IN_PLACE_MAX = 1 << 20
+"""Most elements of an A that is read in place instead of being packed on the pool (the
+largest measured: 384 x 1536)."""
 
 
-def in_place(rows: int, k: int) -> bool:
-    """Whether the worker reads an f32 `rows x k` A in place: exactly when packing it would
-    be one serial call (`batched.pack_split`: fewer than `2 * PACK_TASK_ELEMENTS`
-    elements) and its rows are short (`IN_PLACE_MAX_K`). In place, the microkernel is a few
-    percent slower per call, but the serial pack between two parallel GEMMs goes away: it
-    cost 6-16 us on one thread and 23-36 us on two (its writes invalidate lines the other
-    core holds) before each of MiniLM's 128 x 384 GEMMs (issue 17)."""
-    return DIRECT_A and k <= IN_PLACE_MAX_K and rows * k < 2 * PACK_TASK_ELEMENTS
+def in_place(rows: int, k: int, n: int, mr: int) -> bool:
+    """Whether the worker reads an f32 `rows x k` A (of a GEMM with `n` columns, `mr`-row
+    panels) in place instead of packing it; never with `RLX_GEMM_DIRECT_A=0`
+    (`target.direct_a`). In place, the microkernel reads `mr` rows at stride K: a few
+    percent slower per call than packed panels, but the packing call between two
+    parallel GEMMs goes away. Two cases (issue 17, docs/performance.md):
+
+    * packing would be one serial call (`batched.packs_serially`) and K <= `IN_PLACE_MAX_K`:
+      the serial pack cost 6-16 us on one thread and 23-36 us on two (its writes
+      invalidate lines the other core holds) before each of MiniLM's 128 x 384 GEMMs;
+    * A would be packed on the pool, N <= K (each A block is re-read by few column blocks:
+      at 1 thread in place was 2-7 % faster for 128x1536x384, 384x1536x384, 512x768x768,
+      128x2560x640, while 384x384x1536 and 256x768x3072 were 0-5 % slower), the row stride
+      not a multiple of `ALIASED_ROW_BYTES` and at most `POOLED_IN_PLACE_MAX` elements:
+      MiniLM's FFN-down input (128 x 1536) no longer costs a pool call per layer.
+    """
+    if not direct_a():
+        return False
+    if packs_serially(rows, k, mr):
+        return k <= IN_PLACE_MAX_K
+    return n <= k and (4 * k) % ALIASED_ROW_BYTES != 0 and rows * k <= POOLED_IN_PLACE_MAX
 
 
 FLAT_ELEMENTS = 2**31 - 1

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rlx.env import env_count
+from rlx.env import FALSY, env_count
 
 ENV = "RLX_GEMM_ISA"
 
@@ -113,3 +113,17 @@ def min_tasks() -> int:
     """`RLX_GEMM_TASKS` (a positive integer) or `MIN_TASKS`; compiled code depends on it
     (part of the compile-cache key, `rlx.runtime.blas.cache_key`)."""
     return env_count(TASKS_ENV, lambda: MIN_TASKS)
+
+
+DIRECT_A_ENV = "RLX_GEMM_DIRECT_A"
+"""`RLX_GEMM_DIRECT_A=0` makes the shape-generic GEMM pack every A (`generic.in_place`
+never holds): for A/B measurements and tests of the packing task."""
+
+
+def direct_a() -> bool:
+    """Whether the generated GEMM may read an f32 A in place (`generic.in_place`): unless
+    `RLX_GEMM_DIRECT_A` is 0 / false / off / no. Read at compile time; compiled code
+    depends on it, so it is part of the compile-cache key (`rlx.runtime.blas.cache_key`),
+    which must not import xDSL, hence here and not in `generic.py`."""
+    raw = os.environ.get(DIRECT_A_ENV, "").strip().lower()
+    return raw == "" or raw not in FALSY
