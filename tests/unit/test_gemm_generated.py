@@ -285,3 +285,20 @@ def test_in_place_only_for_small_a(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not generic.in_place(1024, 1536, 384, mr)  # over POOLED_IN_PLACE_MAX
     monkeypatch.setenv(target.DIRECT_A_ENV, "0")
     assert not generic.in_place(128, 384, 1152, mr) and not generic.in_place(128, 1536, 384, mr)
+
+
+def test_direct_a_switch_is_in_the_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`RLX_GEMM_DIRECT_A` (compile time) is part of the compile-cache key, so code built
+    with A read in place is never reused for a build that packs it (and back); unset or
+    empty means on, 0 / false / off / no off."""
+    from rlx.runtime import blas
+
+    monkeypatch.delenv(target.DIRECT_A_ENV, raising=False)
+    assert target.direct_a()
+    on = blas.cache_key()
+    for value in ("", "1", "yes"):
+        monkeypatch.setenv(target.DIRECT_A_ENV, value)
+        assert target.direct_a() and blas.cache_key() == on
+    for value in ("0", "false", "OFF", "no"):
+        monkeypatch.setenv(target.DIRECT_A_ENV, value)
+        assert not target.direct_a() and blas.cache_key() != on
