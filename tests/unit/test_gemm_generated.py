@@ -158,6 +158,27 @@ def test_tasks_on_two_threads() -> None:
         parallel.set_num_threads(before)
 
 
+@pytest.mark.parametrize("isa", sorted(target.TILES))
+@pytest.mark.parametrize("direct", [True, False], ids=["in-place-A", "packed-A"])
+def test_task_grid_on_two_threads(monkeypatch: pytest.MonkeyPatch, isa: str, direct: bool) -> None:
+    """The shape-generic worker's tasks cover a grid of 3 row blocks by 5-7 column
+    blocks on every tile (row blocks vary fastest from task to task, `generic._worker`),
+    M and N not multiples of the tile, the last row and column blocks partial; on two
+    threads, with A read in place and packed: the reference's result."""
+    from rlx.runtime import parallel
+
+    monkeypatch.setenv(target.ENV, isa)
+    monkeypatch.setenv(target.DIRECT_A_ENV, "1" if direct else "0")
+    m, k, n = 203, 64, 601
+    before = parallel.get_num_threads()
+    parallel.set_num_threads(2)
+    try:
+        labels = _check(_mm((m, k), (k, n), (m, n)), [rand((m, k), seed=17), rand((k, n), seed=18)])
+    finally:
+        parallel.set_num_threads(before)
+    assert any("rows ukernel" in s for s in labels) == direct, labels
+
+
 @pytest.mark.parametrize("mode,path", [("0", "generated"), ("1", "openblas")])
 def test_dispatch_report_names_the_gemm_path(
     monkeypatch: pytest.MonkeyPatch, mode: str, path: str
