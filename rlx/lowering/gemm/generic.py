@@ -196,7 +196,7 @@ def _worker(
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     # Row blocks vary fastest: consecutive tasks (one chunk of the pool) share a block of
     # B, so each block of the weights is read from memory once per call, not once per row
-    # block (`task_order` in performance.md: MiniLM 3-5 % faster at 1 thread).
+    # block (docs/performance.md, session 9: MiniLM 3-5 % faster at 1 thread).
     ib = _rem(kb, t, s["blocks_m"])
     jb = _rem(kb, _div(kb, t, s["blocks_m"]), s["blocks_n"])
     a_base, b_base, c_base = addr(kb, ap), addr(kb, bp), addr(kb, acc)
