@@ -16,7 +16,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
 )
@@ -24,14 +23,12 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from rlx.lowering.llvm_common import intrinsic_suffix
 from rlx.lowering.llvm_ir_spelling import (
+    BINOPS,
     CASTS,
-    FLOAT_BINOPS,
-    INT_EXACT_BINOPS,
-    INT_OVERFLOW_BINOPS,
-    INT_PLAIN_BINOPS,
     INTRINSIC_OPS,
     LITERAL_OPS,
     arg_attrs_text,
+    cast_flags,
     fastmath_flags,
     global_text,
     scalar_literal,
@@ -214,45 +211,18 @@ class _FunctionEmitter:
         lines = self.lines
         if isinstance(op, LITERAL_OPS):
             return
-        if (opc := INT_OVERFLOW_BINOPS.get(kind)) is not None:
-            flags = ""
-            ovf = op.properties.get("overflowFlags")
-            if isinstance(ovf, IntegerAttr):
-                bits = ovf.value.data
-                flags = (" nuw" if bits & 2 else "") + (" nsw" if bits & 1 else "")
+        if (binop := BINOPS.get(kind)) is not None:
+            opc, flags = binop
             lhs, rhs = op.operands
             lines.append(
-                f"  {self.names[op.results[0]]} = {opc}{flags} {self.typed(lhs)}, {self.ref(rhs)}"
-            )
-        elif (opc := FLOAT_BINOPS.get(kind)) is not None:
-            lhs, rhs = op.operands
-            lines.append(
-                f"  {self.names[op.results[0]]} = {opc}{fastmath_flags(op)} {self.typed(lhs)}, {self.ref(rhs)}"
-            )
-        elif (opc := INT_EXACT_BINOPS.get(kind)) is not None:
-            exact = " exact" if op.properties.get("isExact") is not None else ""
-            lhs, rhs = op.operands
-            lines.append(
-                f"  {self.names[op.results[0]]} = {opc}{exact} {self.typed(lhs)}, {self.ref(rhs)}"
-            )
-        elif (opc := INT_PLAIN_BINOPS.get(kind)) is not None:
-            disjoint = " disjoint" if op.properties.get("isDisjoint") is not None else ""
-            lhs, rhs = op.operands
-            lines.append(
-                f"  {self.names[op.results[0]]} = {opc}{disjoint} {self.typed(lhs)}, {self.ref(rhs)}"
+                f"  {self.names[op.results[0]]} = {opc}{flags(op)} {self.typed(lhs)}, {self.ref(rhs)}"
             )
         elif (opc := CASTS.get(kind)) is not None:
-            flags = ""
-            if op.properties.get("nonNeg") is not None:
-                flags = " nneg"
-            ovf = op.properties.get("overflowFlags")
-            if isinstance(ovf, llvm.OverflowAttr):
-                names = {f.value for f in ovf.data}
-                flags = (" nuw" if "nuw" in names else "") + (" nsw" if "nsw" in names else "")
             (arg,) = op.operands
             res = op.results[0]
             lines.append(
-                f"  {self.names[res]} = {opc}{flags} {self.typed(arg)} to {type_text(res.type)}"
+                f"  {self.names[res]} = {opc}{cast_flags(op)} {self.typed(arg)} to "
+                f"{type_text(res.type)}"
             )
         elif isinstance(op, llvm.ICmpOp):
             pred = llvm.ICmpPredicateFlag.from_int(op.predicate.value.data).value

@@ -9,6 +9,8 @@ looks up; tests check the literals directly (`float_literal`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -201,32 +203,60 @@ def global_text(op: llvm.GlobalOp) -> str:
 # ----------------------------------------------------------------------------------------
 # Operation tables
 
-INT_OVERFLOW_BINOPS: dict[type[Operation], str] = {
-    llvm.AddOp: "add",
-    llvm.SubOp: "sub",
-    llvm.MulOp: "mul",
-    llvm.ShlOp: "shl",
+
+def _overflow_flags(op: Operation) -> str:
+    """`` nuw`` / `` nsw`` of an integer add, sub, mul or shl (its `overflowFlags` bits)."""
+    ovf = op.properties.get("overflowFlags")
+    if not isinstance(ovf, IntegerAttr):
+        return ""
+    bits = ovf.value.data
+    return (" nuw" if bits & 2 else "") + (" nsw" if bits & 1 else "")
+
+
+def _exact_flag(op: Operation) -> str:
+    return " exact" if op.properties.get("isExact") is not None else ""
+
+
+def _disjoint_flag(op: Operation) -> str:
+    return " disjoint" if op.properties.get("isDisjoint") is not None else ""
+
+
+def cast_flags(op: Operation) -> str:
+    """`` nneg`` (zext of a non-negative value) or `` nuw`` / `` nsw`` (trunc) of a cast."""
+    flags = " nneg" if op.properties.get("nonNeg") is not None else ""
+    ovf = op.properties.get("overflowFlags")
+    if isinstance(ovf, llvm.OverflowAttr):
+        names = {f.value for f in ovf.data}
+        flags = (" nuw" if "nuw" in names else "") + (" nsw" if "nsw" in names else "")
+    return flags
+
+
+Flags = Callable[[Operation], str]
+"""The flags of an op as its instruction spells them, with a leading space (or empty)."""
+
+BINOPS: dict[type[Operation], tuple[str, Flags]] = {
+    llvm.AddOp: ("add", _overflow_flags),
+    llvm.SubOp: ("sub", _overflow_flags),
+    llvm.MulOp: ("mul", _overflow_flags),
+    llvm.ShlOp: ("shl", _overflow_flags),
+    llvm.UDivOp: ("udiv", _exact_flag),
+    llvm.SDivOp: ("sdiv", _exact_flag),
+    llvm.LShrOp: ("lshr", _exact_flag),
+    llvm.AShrOp: ("ashr", _exact_flag),
+    llvm.URemOp: ("urem", _disjoint_flag),
+    llvm.SRemOp: ("srem", _disjoint_flag),
+    llvm.AndOp: ("and", _disjoint_flag),
+    llvm.XOrOp: ("xor", _disjoint_flag),
+    llvm.OrOp: ("or", _disjoint_flag),
+    llvm.FAddOp: ("fadd", fastmath_flags),
+    llvm.FSubOp: ("fsub", fastmath_flags),
+    llvm.FMulOp: ("fmul", fastmath_flags),
+    llvm.FDivOp: ("fdiv", fastmath_flags),
+    llvm.FRemOp: ("frem", fastmath_flags),
 }
-INT_EXACT_BINOPS: dict[type[Operation], str] = {
-    llvm.UDivOp: "udiv",
-    llvm.SDivOp: "sdiv",
-    llvm.LShrOp: "lshr",
-    llvm.AShrOp: "ashr",
-}
-INT_PLAIN_BINOPS: dict[type[Operation], str] = {
-    llvm.URemOp: "urem",
-    llvm.SRemOp: "srem",
-    llvm.AndOp: "and",
-    llvm.XOrOp: "xor",
-    llvm.OrOp: "or",
-}
-FLOAT_BINOPS: dict[type[Operation], str] = {
-    llvm.FAddOp: "fadd",
-    llvm.FSubOp: "fsub",
-    llvm.FMulOp: "fmul",
-    llvm.FDivOp: "fdiv",
-    llvm.FRemOp: "frem",
-}
+"""Two-operand instructions: op class -> (opcode, the op's flags with a leading space)."""
+
+
 CASTS: dict[type[Operation], str] = {
     llvm.TruncOp: "trunc",
     llvm.ZExtOp: "zext",

@@ -141,6 +141,19 @@ def test_partition_keeps_groups_and_graph_functions(parallel, monkeypatch) -> No
     assert split.cross == {n for n, i in referenced if n in defined and defined[n] != i}
 
 
+def _spy_replies(monkeypatch: pytest.MonkeyPatch) -> list[bytes | None]:
+    """The list every `Child.receive` reply is appended to (None: a failed message)."""
+    replies: list[bytes | None] = []
+    receive = parallel_build.Child.receive
+
+    def spy(self):  # type: ignore[no-untyped-def]
+        replies.append(receive(self))
+        return replies[-1]
+
+    monkeypatch.setattr(parallel_build.Child, "receive", spy)
+    return replies
+
+
 @pytest.mark.parametrize("how", ["pass error", "dies", "llvm error"])
 def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  # type: ignore[no-untyped-def]
     g, inputs, params = conv_graph()
@@ -159,14 +172,7 @@ def test_failing_child_is_done_here(parallel, monkeypatch, how: str) -> None:  #
             raise RuntimeError("injected LLVM failure")
 
         monkeypatch.setattr(parallel_build, "_optimise_text", broken)
-    replies: list[bytes | None] = []
-    receive = parallel_build.Child.receive
-
-    def spy(self):  # type: ignore[no-untyped-def]
-        replies.append(receive(self))
-        return replies[-1]
-
-    monkeypatch.setattr(parallel_build.Child, "receive", spy)
+    replies = _spy_replies(monkeypatch)
     got = _run(g, inputs, params)
     assert len(parallel) == 1
     assert None in replies  # the failure reached the child: its part was done here
@@ -205,14 +211,7 @@ def test_children_use_the_parents_codegen(parallel, monkeypatch) -> None:  # typ
         return optimise(text, codegen)
 
     monkeypatch.setattr(parallel_build, "_optimise_text", checked)
-    replies: list[bytes | None] = []
-    receive = parallel_build.Child.receive
-
-    def spy(self):  # type: ignore[no-untyped-def]
-        replies.append(receive(self))
-        return replies[-1]
-
-    monkeypatch.setattr(parallel_build.Child, "receive", spy)
+    replies = _spy_replies(monkeypatch)
     got = _run(g, inputs, params)
     assert len(parallel) == 1
     assert len(replies) == 3 and None not in replies  # text, bitcode, object: all the child's
