@@ -51,7 +51,6 @@ def test_gate_on_weights_matches_reference(dtype: str, k: int) -> None:
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol * max(1.0, np.abs(r).max()))
 
 
-
 BLOCKED = """
 func.func @main(%x0: tensor<1x16x13x15xf32>, %w0: tensor<16x16x3x3xf32>, %w1: tensor<8x16x1x1xf32>,
                 %w2: tensor<16x8x1x1xf32>, %wp: tensor<16x16xKxKxf32>, %b: tensor<16xf32>)
