@@ -174,3 +174,45 @@ def last_level_cache_bytes() -> int | None:
         if digits.isdigit():
             best = max(best or 0, int(digits) * scale)
     return best
+
+
+ISA_ENV = "RLX_GEMM_ISA"
+"""Overrides the vector instruction set the register tiles are chosen for (`avx512`,
+`avx2`, `generic`), e.g. to test the portable tiles on an AVX-512 machine; part of the
+compile-cache key (`rlx.runtime.blas.cache_key`)."""
+
+VECTOR_ISAS = ("avx512", "avx2", "generic")
+"""The instruction sets the generated kernels have register tiles for."""
+
+
+def vector_isa() -> str:
+    """The instruction set the register tiles are chosen for: `RLX_GEMM_ISA` (ValueError
+    naming it when it is not one of `VECTOR_ISAS`) or the host's. Here, at the bottom
+    layer, because `blocked-layout` must make the kernels' choice (`rlx.conv_plan`)."""
+    import os
+
+    forced = os.environ.get(ISA_ENV, "").strip().lower()
+    if forced:
+        if forced not in VECTOR_ISAS:
+            raise ValueError(f"{ISA_ENV}={forced!r}: expected one of {', '.join(VECTOR_ISAS)}")
+        return forced
+    return host_vector_isa()
+
+
+@functools.cache
+def host_vector_isa() -> str:
+    """avx512 (AVX-512F), avx2 (AVX2 and FMA) or generic for this host (CPUID, else LLVM's
+    host features: linking stored code must not load llvmlite, so CPUID first)."""
+    feats: dict[str, bool] | None = features()
+    if feats is None:
+        import llvmlite.binding as llvm
+
+        try:
+            feats = dict(llvm.get_host_cpu_features())
+        except RuntimeError:
+            return "generic"
+    if feats.get("avx512f"):
+        return "avx512"
+    if feats.get("avx2") and feats.get("fma"):
+        return "avx2"
+    return "generic"

@@ -6,15 +6,20 @@ multiplies transformed weights `U [16, F/B, C/B, B, B]`, U[4a + b] = (G g Gᵀ)[
 the taps (kh, kw). Computed by the kernel, U costs a pass over the weights on every call
 (and is limited to 256 -> 256 for that reason). For a conv the kernel takes whose blocked
 weights `@prepare` already computes (a param or constant reordered), this pass computes U
-there with ordinary ops (one transpose, reshapes, one matmul by the constant G ⊗ G), passes it as
-a prepared argument and sets the conv's `winograd = true`: `@main` reads U only.
-Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled `w · g`) keep the
-per-call transform. The check here states the kernel's conditions that the IR shows; a conv
-the kernel then refuses (its task split) runs the direct kernel on weights the lowering
-transforms back (`g = L U Lᵀ`). docs/conv.md "Winograd".
+there with ordinary ops (one transpose, then G over each tap axis by slices, adds,
+multiplies by ½ and a concat: the kernel's own arithmetic, so U has the same bits either
+way), passes it as a prepared argument and sets the conv's `winograd = true`: `@main`
+reads U only. Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled
+`w · g`) keep the per-call transform. Which convs: those the kernel takes with U given,
+by the plan the lowering uses (`rlx.conv_plan.winograd_tile`); a `winograd = true` conv
+the lowering refuses all the same (IR written so, or `RLX_CONV_WINOGRAD=0` / another
+`RLX_GEMM_ISA` when lowering) runs the direct kernel on weights it transforms back (`g =
+L U Lᵀ`). docs/conv.md "Winograd".
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects import func
@@ -22,62 +27,47 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
+from rlx.conv_plan import winograd_tile
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.compute import MatmulOp
+from rlx.dialects.rlx.elementwise import AddOp, MulOp, SubOp
 from rlx.dialects.rlx.fields import encode_bool
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
-from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
+from rlx.dialects.rlx.shape import ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from rlx.dialects.rlx.window import Conv2dOp
 from rlx.dtypes import to_dense_attr
-from rlx.interpreter.ops.layout import WINOGRAD_G
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
-
-MIN_HW = 64
-"""Smallest output map (pixels) the Winograd kernel takes with the per-call weight
-transform (docs/conv.md: on 7x7 maps the 2x2 tiles waste 30 % and computing U, 1.8x the
-weights, dominates)."""
-
-MIN_HW_PREPARED = 49
-"""Smallest output map (pixels) taken with U prepared (`winograd = true`): 7x7 maps win
-then (1 thread, bias + relu, Winograd / direct: 512 -> 512 0.84, 256 -> 256 0.96, 128 ->
-128 0.77; docs/conv.md)."""
-
-VECTOR_ACTS = ("none", "relu", "clip", "gelu_tanh", "silu", "sigmoid", "hard_swish")
-"""Epilogue activations the Winograd kernel applies (not gelu-erf)."""
-
-K_T = np.einsum("ai,bj->abij", WINOGRAD_G, WINOGRAD_G).reshape(16, 9).astype(np.float32)
-"""(G ⊗ G) as a 16x9 matrix: `K_T @ g [(kh, kw), ...] = U [(a, b), ...]`, U = G g Gᵀ (the
-coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its compile small)."""
 
 TAPS_FIRST = (2, 3, 0, 1, 4, 5)
 """`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
 
 
 def candidate(op: Operation) -> bool:
-    """A blocked f32 3x3 stride-1 conv with groups 1, x and w blocked alike, no `reduce`
-    and an epilogue the Winograd kernel states, on a map of at least `MIN_HW_PREPARED`
-    pixels."""
+    """A blocked conv (not yet `winograd`) the Winograd kernel takes with U prepared: the
+    kernel's own plan (`rlx.conv_plan.winograd_tile`, the same conditions and scratch
+    limits, on this host's register tile) for its tensor shapes and attributes."""
     if not isinstance(op, Conv2dOp | FusedConv2dResidualOp) or op.layout != "nchwc":
         return False
-    if op.winograd or op.groups != 1 or op.reduce != "none" or op.activation not in VECTOR_ACTS:
+    if op.winograd:
         return False
     strides, _, dil = op.spatial()
-    ws, xs, os_ = (shape_of(v.type) for v in (op.w, op.x, op.result))
-    if tuple(strides) != (1, 1) or tuple(dil) != (1, 1) or ws[2:4] != (3, 3):
-        return False
-    if ws[4] != ws[5] or xs[4] != ws[5] or os_[2] * os_[3] < MIN_HW_PREPARED:
-        return False
-    return all(
+    ws = shape_of(op.w.type)
+    values = [*op.operands, *op.results]
+    f32 = all(
         isinstance(v.type, TensorType) and isinstance(v.type.element_type, Float32Type)
-        for v in op.operands
+        for v in values
     )
+    tile = winograd_tile(x=shape_of(op.x.type), w=ws, out=shape_of(op.result.type),
+                         kernel=ws[2:4], stride=strides, dilation=dil, groups=op.groups,
+                         f32=f32, act=op.activation, reduce=op.reduce, prepared=True)  # fmt: skip
+    return tile is not None
 
 
 def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     """U [16, F/B, C/B, B, B] of the blocked weights `w` [F/B, C/B, 3, 3, B, B] (values
     of `@prepare`): the taps first (one transpose, composed with the blocked reorder's
-    when `w` is one), one matmul by the constant `K_T`."""
+    when `w` is one), then G over kh and G over kw (`_g`), as the kernel's per-call
+    transform computes them: the same bits whether the weights are params or not."""
     fb, cb, _, _, bi, b = shape_of(w.type)
     e = w.type.element_type  # type: ignore[attr-defined]
     src, perm = w, TAPS_FIRST
@@ -88,13 +78,31 @@ def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     def add(op: Operation) -> SSAValue:
         return prep.insert(op).results[0]
 
-    k = add(ConstantOp(to_dense_attr(K_T, tensor((16, 9), e))))
+    half = add(ConstantOp(to_dense_attr(np.full((1, 1, 1), 0.5, np.float32), tensor((1, 1, 1), e))))
     t = add(TransposeOp(src, permutation=perm))  # [kh, kw, fb, cb, i, o]
-    t = add(ReshapeOp(t, result_types=[tensor((9, fb * cb * bi * b), e)]))
-    u = add(ReshapeOp(add(MatmulOp(k, t)), result_types=[tensor((16, fb, cb, bi, b), e)]))
+    t = add(ReshapeOp(t, result_types=[tensor((3, 3, fb * cb * bi * b), e)]))
+    t = _g(add, _g(add, t, 0, half), 1, half)  # [a, b, (fb, cb, i, o)]
+    u = add(ReshapeOp(t, result_types=[tensor((16, fb, cb, bi, b), e)]))
     if isinstance(reorder, TransposeOp) and not reorder.results[0].uses:
         Rewriter.erase_op(reorder)
     return u
+
+
+def _g(add: Callable[[Operation], SSAValue], t: SSAValue, axis: int,
+       half: SSAValue) -> SSAValue:  # fmt: skip
+    """G along `axis` of `t` (3 -> 4): (t0, ½((t0 + t2) + t1), ½((t0 + t2) - t1), t2),
+    the operations and their order of the kernel's `conv_winograd._g` (½ is exact)."""
+    shape = shape_of(t.type)
+
+    def tap(i: int) -> SSAValue:
+        starts = [i if a == axis else 0 for a in range(len(shape))]
+        limits = [i + 1 if a == axis else d for a, d in enumerate(shape)]
+        return add(SliceOp(t, starts=starts, limits=limits))
+
+    g0, g1, g2 = tap(0), tap(1), tap(2)
+    s = add(AddOp(g0, g2))
+    hi, lo = add(MulOp(add(AddOp(s, g1)), half)), add(MulOp(add(SubOp(s, g1)), half))
+    return add(ConcatOp(g0, hi, lo, g2, axis=axis))
 
 
 def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:

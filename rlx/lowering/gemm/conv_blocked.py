@@ -28,8 +28,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
 from xdsl.ir import SSAValue
 
+from rlx.conv_plan import register_tile as register_tile  # the tile, shared with blocked-layout
 from rlx.lowering.gemm.conv import _if
-from rlx.lowering.gemm.target import isa
 from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation, fma, intrinsic2
 
 if TYPE_CHECKING:  # the rlx_to_linalg package imports this module (no cycle at run time)
@@ -56,23 +56,6 @@ class VectorEpilogue:
     """"none", "relu", "clip" or one of `vector_act.ACTIVATIONS`."""
     lo: float = 0.0
     hi: float = 0.0
-
-
-VECTOR_REGISTERS = {"avx512": (32, 16), "avx2": (16, 8), "generic": (16, 4)}
-"""(vector registers, f32 lanes of one) per instruction set."""
-
-
-def register_tile(blocks: int, lanes_b: int, ow: int) -> tuple[int, int]:
-    """(u, nblk): output pixels and channel blocks of one register tile for block size
-    `lanes_b`, `blocks` output-channel blocks and output width `ow`. The accumulators
-    `u · nblk`, `nblk` weight vectors and one broadcast fill the host's registers; `u`
-    is balanced over the row (`ow` = 17 on a 14-pixel tile: two tiles of 9)."""
-    regs, lanes = VECTOR_REGISTERS[isa()]
-    per = max(1, lanes_b // lanes)  # registers per B-vector
-    nblk = 2 if blocks >= 2 and (regs - 1 - 2 * per) // (2 * per) >= 4 else 1
-    u_max = max(1, (regs - 1 - nblk * per) // (nblk * per))
-    nbw = -(-ow // u_max)
-    return -(-ow // nbw), nblk
 
 
 # -- llvm-dialect vector helpers --------------------------------------------------------

@@ -13,14 +13,17 @@ portable tile on an AVX-512 machine; it is part of the compile-cache key
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from rlx.env import FALSY, env_count
+from rlx.host_cpu import ISA_ENV as ENV
+from rlx.host_cpu import VECTOR_ISAS
+from rlx.host_cpu import host_vector_isa as _cached_host_isa
+from rlx.host_cpu import vector_isa as isa
 
-ENV = "RLX_GEMM_ISA"
+__all__ = ["DIRECT_A_ENV", "ENV", "MIN_MNK", "MIN_TASKS", "TASKS_ENV", "TASK_MACS", "TILES", "Tile",
+           "_cached_host_isa", "direct_a", "host_tile", "isa", "min_tasks"]  # fmt: skip
 
 MIN_MNK = 32 * 32 * 32
 """Smallest M*N*K (per GEMM) for the generated GEMM and for OpenBLAS (`matmul.BLAS_MIN_MNK`
@@ -58,39 +61,7 @@ TILES = {
     # 16 xmm (SSE, NEON has 32): 8 accumulators.
     "generic": Tile("generic", 4, 4, 8, 256, 128, 256),
 }
-
-
-def _host_isa() -> str:
-    from rlx import host_cpu  # CPUID, no LLVM: linking stored code must not load llvmlite
-
-    feats: Any = host_cpu.features()
-    if feats is None:
-        import llvmlite.binding as llvm
-
-        try:
-            feats = llvm.get_host_cpu_features()
-        except RuntimeError:
-            return "generic"
-    if feats.get("avx512f"):
-        return "avx512"
-    if feats.get("avx2") and feats.get("fma"):
-        return "avx2"
-    return "generic"
-
-
-def isa() -> str:
-    """The instruction set the tile is chosen for (`RLX_GEMM_ISA` or the host's)."""
-    forced = os.environ.get(ENV, "").strip().lower()
-    if forced:
-        if forced not in TILES:
-            raise ValueError(f"{ENV}={forced!r}: expected one of {', '.join(TILES)}")
-        return forced
-    return _cached_host_isa()
-
-
-@functools.cache
-def _cached_host_isa() -> str:
-    return _host_isa()
+assert tuple(TILES) == VECTOR_ISAS  # `isa()` (rlx.host_cpu: the plans below transforms use it)
 
 
 def host_tile() -> Tile:

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
+from rlx.conv_plan import SLAB_ELEMENTS  # shared with the Winograd plan (blocked-layout)
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import shape
-
-SLAB_ELEMENTS = 1 << 17
-"""f32 elements of a task's padded input slab (512 KiB: L2)."""
 
 TASKS = 8
 """Tasks per call the split aims at (several per thread of the pool, for balance)."""

@@ -41,6 +41,15 @@ from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import MemRefType, f32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from rlx.conv_plan import (
+    M_ELEMENTS,
+    MAX_UF,
+    MIN_HW,
+    MIN_HW_PREPARED,
+    SLAB_ELEMENTS,
+    V_ELEMENTS,
+    winograd_tile,
+)
 from rlx.env import WINOGRAD_ENV as ENV
 from rlx.env import winograd_enabled as enabled
 from rlx.lowering.gemm.conv import _addr, _flat, _if
@@ -51,7 +60,6 @@ from rlx.lowering.gemm.conv_blocked import (
     broadcast,
     conv_blocked_microkernel,
     ptr,
-    register_tile,
     vector_epilogue,
     vload,
     vstore,
@@ -59,25 +67,14 @@ from rlx.lowering.gemm.conv_blocked import (
 from rlx.lowering.gemm.driver import launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
 from rlx.lowering.rlx_to_linalg.conv_nchwc import _fill_slab, call_full_or_tail
-from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import SLAB_ELEMENTS, TASKS, BlockedGeom, balance
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import TASKS, BlockedGeom, balance
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
-from rlx.transforms.blocked_winograd import MIN_HW, MIN_HW_PREPARED
 
 if TYPE_CHECKING:
     from rlx.lowering.rlx_to_linalg.kernels import Kernels
 
 __all__ = ["ENV", "MAX_UF", "MIN_HW", "MIN_HW_PREPARED", "emit_conv_winograd", "enabled",
            "winograd_plan"]  # fmt: skip
-
-MAX_UF = 1 << 20
-"""Largest transformed weight `U` the kernel computes per call (f32 elements: 4 MiB;
-16·F·C <= this): 256 -> 256. Prepared U (`winograd = true`) has no limit."""
-
-V_ELEMENTS = 1 << 16
-"""f32 elements of a task's transformed input tile row `[16, C/B, TWP, B]` (256 KiB)."""
-
-M_ELEMENTS = 1 << 15
-"""f32 elements of a task's GEMM results of one tile row and block pair (128 KiB)."""
 
 GEOMETRY = ("n", "cb", "h", "w", "fb", "oh", "ow", "pt", "pl", "tr", "tw", "twp", "trows",
             "trb", "pairs", "fgroups", "per", "nbw", "wp")  # fmt: skip
@@ -88,21 +85,18 @@ def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None, reduce
     """(u, nblk, geometry table) when the conv takes the Winograd kernel, else None
     (`prepared`: U comes transformed, `winograd = true`: no `MAX_UF` limit, maps from
     `MIN_HW_PREPARED` pixels)."""
-    if not (enabled() and f32s and epi is not None and reduce == "none" and not g.depthwise):
+    bi = 1 if g.depthwise else g.xb
+    tile = winograd_tile(x=(g.n, g.cb, g.h, g.w, g.xb), w=(g.fb, g.cb, g.kh, g.kw, bi, g.b),
+                         out=(g.n, g.fb, g.oh, g.ow, g.b), kernel=(g.kh, g.kw),
+                         stride=(g.sh, g.sw), dilation=(g.dh, g.dw), groups=g.groups,
+                         f32=f32s, act=None if epi is None else epi.act, reduce=reduce,
+                         prepared=prepared)  # fmt: skip
+    if tile is None:
         return None
-    if (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) != (3, 3, 1, 1, 1, 1, 1) or g.xb != g.b:
-        return None
-    if 16 * g.f * g.c > MAX_UF and not prepared:
-        return None
-    if g.oh * g.ow < (MIN_HW_PREPARED if prepared else MIN_HW):
-        return None
+    u, nblk, twp = tile
     tr, tw = -(-g.oh // 2), -(-g.ow // 2)
-    u, nblk = register_tile(g.fb, g.b, tw)
-    nbw = -(-tw // u)
-    twp = nbw * u
+    nbw = twp // u
     wp = 2 * twp + 2
-    if 16 * g.cb * twp * g.b > V_ELEMENTS or 16 * twp * nblk * g.b > M_ELEMENTS:
-        return None
     pairs = -(-g.fb // nblk)
     per_image = -(-TASKS // g.n)
     if 9 * g.f * g.c >= g.c * g.h * g.w:  # late layers: split the output channels
@@ -116,10 +110,8 @@ def winograd_plan(g: BlockedGeom, f32s: bool, epi: VectorEpilogue | None, reduce
     def slab(rows: int) -> int:
         return g.cb * (2 * rows + 2) * wp * g.b
 
-    while trows > 1 and slab(trows) > SLAB_ELEMENTS:
+    while trows > 1 and slab(trows) > SLAB_ELEMENTS:  # slab(1) fits (`winograd_tile`)
         trows = -(-trows // 2)
-    if slab(trows) > SLAB_ELEMENTS:
-        return None
     trows, fgroups = balance(g.n, tr, pairs, trows, fgroups, rows_fixed=trows >= tr)
     per = -(-pairs // fgroups)
     vals = dict(n=g.n, cb=g.cb, h=g.h, w=g.w, fb=g.fb, oh=g.oh, ow=g.ow, pt=g.pt, pl=g.pl,
