@@ -1,6 +1,7 @@
 """Winograd weights prepared once (`winograd = true`, `transforms/blocked_winograd.py`):
 the conv reading U against the reference interpreter (odd sizes, padding, batch 2,
-residual, the AVX2 and generic tiles; the direct-kernel fallback on `L U Lᵀ`), and
+residual, the AVX2 and generic tiles; the direct-kernel fallback on `L U Lᵀ`: switched
+off, gelu, the scratch limits), and
 `blocked-layout` moving the transform into `@prepare` for param weights only, with the
 compiled model against the interpreter on the NCHW module."""
 
@@ -96,6 +97,18 @@ def test_direct_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLX_CONV_WINOGRAD", "0")
     for case in (1, 3):
         _check(case, "nchwc direct")
+
+
+def test_refused_by_limits() -> None:
+    """U given (IR written so: `blocked-layout` prepares U only for convs the kernel
+    takes) for a conv whose transformed input row exceeds `V_ELEMENTS` on every ISA
+    (16 · 256 · 17): the direct kernel on `L U Lᵀ`."""
+    text, shapes = _module((1, 256, 34, 34), 16, (1, 1, 1, 1), 16, "relu", False)
+    vals = _values(shapes, 5)
+    (want,) = run(parse_module(text), vals)
+    compiled = rlx.compile(text)
+    assert "nchwc direct" in compiled.dispatch_report()
+    assert_close(compiled.run(*vals)[0], want, TOL["f32"])
 
 
 def test_gelu_fallback() -> None:
