@@ -251,6 +251,8 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
     v_addr, m_addr = _addr(kb, vbuf), _addr(kb, mbuf)
     pv, pm = ptr(kb, v_addr), ptr(kb, m_addr)
     pout = ptr(kb, _addr(kb, out))
+    pbias = ptr(kb, _addr(kb, bias)) if bias is not None else None
+    pres = ptr(kb, _addr(kb, extras[0])) if extras else None
     v_pos = kb.imul(kb.muli(d.cb, d.twp), b)  # V elements between positions
     m_pos = kb.imul(d.twp, nblk * b)  # M elements between positions
     p0 = kb.muli(fgi, d.per)
@@ -288,8 +290,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
                 cols = [_at(kb, [m[4 * r + c] for r in range(4)]) for c in range(4)]  # [c][i]
                 y = [_at(kb, [cols[c][i] for c in range(4)]) for i in range(2)]  # [i][k]
                 f = kb.addi(fb0, bj)
-                bv = (vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b)
-                      if bias is not None else None)  # fmt: skip
+                bv = vload(kb, at(kb, pbias, kb.imul(f, b)), b) if pbias is not None else None
                 o_row = kb.imul(tr, 2)
                 o_col = kb.imul(j, 2)
                 plane = kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh)
@@ -299,7 +300,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, b: int, u: int, nblk: int,
                         def store(i: int = i, k: int = k) -> None:
                             row, col = kb.iadd(o_row, i), kb.iadd(o_col, k)
                             o_el = kb.imul(kb.addi(kb.muli(kb.addi(plane, row), d.ow), col), b)
-                            res = at(kb, ptr(kb, _addr(kb, extras[0])), o_el) if extras else None
+                            res = at(kb, pres, o_el) if pres is not None else None
                             v = vector_epilogue(kb, y[i][k], bv, res, epi, *lo_hi)
                             vstore(kb, v, at(kb, pout, o_el))
 
