@@ -23,11 +23,15 @@ is vectorized over the B channels of a block (B lanes), so the transforms are ve
    the tiles: `gemm/conv_blocked.py`), the output transform of `M` and the epilogue
    (`+ bias`, `+ residual`, activation: `VectorEpilogue`) straight into the output.
 
-Taken (`winograd_plan`) for f32 x / weights / output / bias / residual, groups 1, 3x3,
+Taken (`winograd_plan`, by `rlx.conv_plan.winograd_tile`: the plan `blocked-layout` asks
+before it prepares U) for f32 x / weights / output / bias / residual, groups 1, 3x3,
 stride 1, dilation 1, x blocked by B, no `reduce`, an epilogue the vector code states (not
 gelu-erf), `F·C <= MAX_UF / 16` and maps of at least `MIN_HW` output pixels (prepared U:
-no size limit, `MIN_HW_PREPARED` pixels); the direct
-kernel takes the rest. `RLX_CONV_WINOGRAD=0` turns it off (part of the compile-cache key).
+no size limit, `MIN_HW_PREPARED` pixels), and a tile row's `V`, `M` and slab within
+`V_ELEMENTS`, `M_ELEMENTS` and `SLAB_ELEMENTS`; the direct kernel takes the rest.
+`RLX_CONV_WINOGRAD=0` turns it off (part of the compile-cache key). The per-call weight
+transform (`_g`) and `blocked-layout`'s U in `@prepare` do the same operations in the same
+order: the same bits.
 Numerics: the transforms' coefficients are 0, ±1 and ±½ (exact), the sums are reordered:
 errors of the order of the direct kernel's (docs/conv.md).
 """
