@@ -18,7 +18,7 @@ from xdsl.ir import Block
 import rlx
 from rlx.conv_plan import winograd_tile
 from rlx.dialects.rlx.base import tensor
-from rlx.dialects.rlx.compute import Conv2dOp
+from rlx.dialects.rlx.window import Conv2dOp
 from rlx.interpreter import parse_module, run
 from rlx.lowering.rlx_to_linalg.conv_nchwc_dispatch import nchwc_path
 from rlx.runtime.options import CompileOptions
