@@ -22,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.builder import ImplicitBuilder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
 from rlx.conv_plan import winograd_tile
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.elementwise import AddOp, MulOp, SubOp
+from rlx.dialects.rlx.control import ElementwiseRegionOp, YieldOp
 from rlx.dialects.rlx.fields import encode_bool
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
@@ -37,6 +38,9 @@ from rlx.dialects.rlx.shape import ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from rlx.dialects.rlx.window import Conv2dOp
 from rlx.dtypes import to_dense_attr
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
+
+SIGN = np.array([1, -1], np.float32)
+"""`s + t1 · SIGN` gives `s + t1` and `s - t1` (exactly) in one elementwise region (`_g`)."""
 
 TAPS_FIRST = (2, 3, 0, 1, 4, 5)
 """`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
@@ -78,10 +82,12 @@ def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     def add(op: Operation) -> SSAValue:
         return prep.insert(op).results[0]
 
-    half = add(ConstantOp(to_dense_attr(np.full((1, 1, 1), 0.5, np.float32), tensor((1, 1, 1), e))))
     t = add(TransposeOp(src, permutation=perm))  # [kh, kw, fb, cb, i, o]
     t = add(ReshapeOp(t, result_types=[tensor((3, 3, fb * cb * bi * b), e)]))
-    t = _g(add, _g(add, t, 0, half), 1, half)  # [a, b, (fb, cb, i, o)]
+    for axis in (0, 1):  # G over kh, then over kw: [a, b, (fb, cb, i, o)]
+        shape = [2 if a == axis else 1 for a in range(3)]
+        sign = add(ConstantOp(to_dense_attr(SIGN.reshape(shape), tensor(shape, e))))
+        t = _g(add, t, axis, sign)
     u = add(ReshapeOp(t, result_types=[tensor((16, fb, cb, bi, b), e)]))
     if isinstance(reorder, TransposeOp) and not reorder.results[0].uses:
         Rewriter.erase_op(reorder)
@@ -89,10 +95,13 @@ def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
 
 
 def _g(add: Callable[[Operation], SSAValue], t: SSAValue, axis: int,
-       half: SSAValue) -> SSAValue:  # fmt: skip
+       sign: SSAValue) -> SSAValue:  # fmt: skip
     """G along `axis` of `t` (3 -> 4): (t0, ½((t0 + t2) + t1), ½((t0 + t2) - t1), t2),
-    the operations and their order of the kernel's `conv_winograd._g` (½ is exact)."""
+    the operations and their order of the kernel's `conv_winograd._g` (t1 · ±1 and ½ are
+    exact, s + (-t1) is s - t1): the middle two rows in one elementwise region over the
+    taps and `sign` = [1, -1] along `axis`."""
     shape = shape_of(t.type)
+    e = t.type.element_type  # type: ignore[attr-defined]
 
     def tap(i: int) -> SSAValue:
         starts = [i if a == axis else 0 for a in range(len(shape))]
@@ -100,9 +109,15 @@ def _g(add: Callable[[Operation], SSAValue], t: SSAValue, axis: int,
         return add(SliceOp(t, starts=starts, limits=limits))
 
     g0, g1, g2 = tap(0), tap(1), tap(2)
-    s = add(AddOp(g0, g2))
-    hi, lo = add(MulOp(add(AddOp(s, g1)), half)), add(MulOp(add(SubOp(s, g1)), half))
-    return add(ConcatOp(g0, hi, lo, g2, axis=axis))
+    block = Block(arg_types=[e, e, e, e])
+    with ImplicitBuilder(block):
+        a0, a1, a2, sg = block.args
+        s = arith.AddfOp(a0, a2)
+        v = arith.AddfOp(s, arith.MulfOp(a1, sg))
+        YieldOp(arith.MulfOp(v, arith.ConstantOp(FloatAttr(0.5, e))))
+    mid = [2 if a == axis else d for a, d in enumerate(shape)]
+    pm = add(ElementwiseRegionOp([g0, g1, g2, sign], tensor(mid, e), Region(block)))
+    return add(ConcatOp(g0, pm, g2, axis=axis))
 
 
 def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:
