@@ -6,10 +6,10 @@ multiplies transformed weights `U [16, F/B, C/B, B, B]`, U[4a + b] = (G g Gᵀ)[
 the taps (kh, kw). Computed by the kernel, U costs a pass over the weights on every call
 (and is limited to 256 -> 256 for that reason). For a conv the kernel takes whose blocked
 weights `@prepare` already computes (a param or constant reordered), this pass computes U
-there with ordinary ops (one transpose, then G over each tap axis by slices, adds,
-multiplies by ½ and a concat: the kernel's own arithmetic, so U has the same bits either
-way), passes it as a prepared argument and sets the conv's `winograd = true`: `@main`
-reads U only. Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled
+there with ordinary ops (one transpose, reshapes, one matmul by the constant G ⊗ G: few
+ops in `@prepare`, so a small compile; it rounds differently from the kernel's per-call
+½(s ± g), within the conv tolerance), passes it as a prepared argument and sets the
+conv's `winograd = true`: `@main` reads U only. Activation weights (computed in `@main`, e.g. a squeeze-excite-scaled
 `w · g`) keep the per-call transform. Which convs: those the kernel takes with U given,
 by the plan the lowering uses (`rlx.conv_plan.winograd_tile`); a `winograd = true` conv
 the lowering refuses all the same (IR written so, or `RLX_CONV_WINOGRAD=0` / another
@@ -19,28 +19,27 @@ L U Lᵀ`). docs/conv.md "Winograd".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
-from xdsl.builder import ImplicitBuilder
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects import func
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from rlx.conv_plan import winograd_tile
 from rlx.dialects.rlx.base import shape_of, tensor
-from rlx.dialects.rlx.control import ElementwiseRegionOp, YieldOp
+from rlx.dialects.rlx.compute import MatmulOp
 from rlx.dialects.rlx.fields import encode_bool
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.leaves import ConstantOp
-from rlx.dialects.rlx.shape import ConcatOp, ReshapeOp, SliceOp, TransposeOp
+from rlx.dialects.rlx.shape import ReshapeOp, TransposeOp
 from rlx.dialects.rlx.window import Conv2dOp
 from rlx.dtypes import to_dense_attr
+from rlx.interpreter.ops.layout import WINOGRAD_G
 from rlx.transforms.prepare_func import PrepareFunc, erase_dead
 
-SIGN = np.array([1, -1], np.float32)
-"""`s + t1 · SIGN` gives `s + t1` and `s - t1` (exactly) in one elementwise region (`_g`)."""
+K_T = np.einsum("ai,bj->abij", WINOGRAD_G, WINOGRAD_G).reshape(16, 9).astype(np.float32)
+"""(G ⊗ G) as a 16x9 matrix: `K_T @ g [(kh, kw), ...] = U [(a, b), ...]`, U = G g Gᵀ (the
+coefficients 0, ±¼, ±½, 1 are exact; one matmul keeps `@prepare` and its compile small)."""
 
 TAPS_FIRST = (2, 3, 0, 1, 4, 5)
 """`[F/B, C/B, 3, 3, Bi, B]` -> `[3, 3, F/B, C/B, Bi, B]`."""
@@ -70,8 +69,7 @@ def candidate(op: Operation) -> bool:
 def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     """U [16, F/B, C/B, B, B] of the blocked weights `w` [F/B, C/B, 3, 3, B, B] (values
     of `@prepare`): the taps first (one transpose, composed with the blocked reorder's
-    when `w` is one), then G over kh and G over kw (`_g`), as the kernel's per-call
-    transform computes them: the same bits whether the weights are params or not."""
+    when `w` is one), one matmul by the constant `K_T`."""
     fb, cb, _, _, bi, b = shape_of(w.type)
     e = w.type.element_type  # type: ignore[attr-defined]
     src, perm = w, TAPS_FIRST
@@ -82,42 +80,13 @@ def _transform(prep: PrepareFunc, w: SSAValue) -> SSAValue:
     def add(op: Operation) -> SSAValue:
         return prep.insert(op).results[0]
 
+    k = add(ConstantOp(to_dense_attr(K_T, tensor((16, 9), e))))
     t = add(TransposeOp(src, permutation=perm))  # [kh, kw, fb, cb, i, o]
-    t = add(ReshapeOp(t, result_types=[tensor((3, 3, fb * cb * bi * b), e)]))
-    for axis in (0, 1):  # G over kh, then over kw: [a, b, (fb, cb, i, o)]
-        shape = [2 if a == axis else 1 for a in range(3)]
-        sign = add(ConstantOp(to_dense_attr(SIGN.reshape(shape), tensor(shape, e))))
-        t = _g(add, t, axis, sign)
-    u = add(ReshapeOp(t, result_types=[tensor((16, fb, cb, bi, b), e)]))
+    t = add(ReshapeOp(t, result_types=[tensor((9, fb * cb * bi * b), e)]))
+    u = add(ReshapeOp(add(MatmulOp(k, t)), result_types=[tensor((16, fb, cb, bi, b), e)]))
     if isinstance(reorder, TransposeOp) and not reorder.results[0].uses:
         Rewriter.erase_op(reorder)
     return u
-
-
-def _g(add: Callable[[Operation], SSAValue], t: SSAValue, axis: int,
-       sign: SSAValue) -> SSAValue:  # fmt: skip
-    """G along `axis` of `t` (3 -> 4): (t0, ½((t0 + t2) + t1), ½((t0 + t2) - t1), t2),
-    the operations and their order of the kernel's `conv_winograd._g` (t1 · ±1 and ½ are
-    exact, s + (-t1) is s - t1): the middle two rows in one elementwise region over the
-    taps and `sign` = [1, -1] along `axis`."""
-    shape = shape_of(t.type)
-    e = t.type.element_type  # type: ignore[attr-defined]
-
-    def tap(i: int) -> SSAValue:
-        starts = [i if a == axis else 0 for a in range(len(shape))]
-        limits = [i + 1 if a == axis else d for a, d in enumerate(shape)]
-        return add(SliceOp(t, starts=starts, limits=limits))
-
-    g0, g1, g2 = tap(0), tap(1), tap(2)
-    block = Block(arg_types=[e, e, e, e])
-    with ImplicitBuilder(block):
-        a0, a1, a2, sg = block.args
-        s = arith.AddfOp(a0, a2)
-        v = arith.AddfOp(s, arith.MulfOp(a1, sg))
-        YieldOp(arith.MulfOp(v, arith.ConstantOp(FloatAttr(0.5, e))))
-    mid = [2 if a == axis else d for a, d in enumerate(shape)]
-    pm = add(ElementwiseRegionOp([g0, g1, g2, sign], tensor(mid, e), Region(block)))
-    return add(ConcatOp(g0, pm, g2, axis=axis))
 
 
 def prepare_winograd(prep: PrepareFunc, main: func.FuncOp) -> None:

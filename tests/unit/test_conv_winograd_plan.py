@@ -2,8 +2,9 @@
 the pass prepares U exactly for the convs the kernel then takes with U (a grid of
 channels, maps, blocks and the AVX-512 / AVX2 / generic tiles); a conv the scratch
 limits refuse keeps its 3x3 weights and runs right (against the reference interpreter);
-and one U formula: weights as a param (U in `@prepare`) and as an input (U per call)
-give the same bits."""
+and weights as a param (U in `@prepare`, a matmul by G ⊗ G) and as an input (U per call,
+the kernel's ½(s ± g)) agree within the conv tolerance (not bit for bit: the two round
+differently)."""
 
 from __future__ import annotations
 
@@ -113,9 +114,10 @@ SAME_CONV_TWICE = """func.func @main(%x: tensor<1x16x10x10xf32>, %wa: tensor<16x
 """One conv twice, the difference out (one output: the region is blocked)."""
 
 
-def test_param_and_input_weights_same_bits() -> None:
+def test_param_and_input_weights_agree() -> None:
     """One conv twice on the same x and weight values: as a param (U in `@prepare`) and
-    as an input (U per call, by the kernel): equal bits, so their difference is 0."""
+    as an input (U per call, by the kernel): both Winograd, their difference within the
+    conv tolerance of the output's size."""
     rng = np.random.default_rng(2)
     x = rng.standard_normal((1, 16, 10, 10)).astype(np.float32)
     w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
@@ -123,4 +125,7 @@ def test_param_and_input_weights_same_bits() -> None:
     paths = [line for line in graph.dispatch_report().splitlines() if WINOGRAD in line]
     assert len(paths) == 2 and sum("prepared weights" in p for p in paths) == 1, paths
     graph.set_params({"w": w})
-    np.testing.assert_array_equal(graph.run(x, w)[0], np.zeros((1, 16, 10, 10), np.float32))
+    (conv,) = run(parse_module(SAME_CONV_TWICE.replace("func.return %d", "func.return %a")),
+                  [x, w], {"w": w})  # fmt: skip
+    diff = np.abs(graph.run(x, w)[0]).max()
+    assert diff <= CONV_TOL["blocked"]["f32"] * np.abs(conv).max(), diff

@@ -136,10 +136,10 @@ def test_pass_moves_param_transform_only() -> None:
     HoistParamInvariant().apply(Context(), m)
     BlockedLayout(block=8, prepare_weights=True).apply(Context(), m)
     prep, main = m.body.block.ops
-    assert [o.name for o in prep.body.block.ops].count("rlx.concat") == 2  # G over kh, kw
+    assert [o.name for o in prep.body.block.ops].count("rlx.matmul") == 1
     convs = [o for o in main.body.block.ops if o.name == "rlx.conv2d"]
     assert [c.winograd for c in convs] == [True, False]
-    assert "rlx.concat" not in {o.name for o in main.body.block.ops}
+    assert "rlx.matmul" not in {o.name for o in main.body.block.ops}
 
 
 def test_compiled_model_vs_reference() -> None:

@@ -30,8 +30,8 @@ gelu-erf), `F·C <= MAX_UF / 16` and maps of at least `MIN_HW` output pixels (pr
 no size limit, `MIN_HW_PREPARED` pixels), and a tile row's `V`, `M` and slab within
 `V_ELEMENTS`, `M_ELEMENTS` and `SLAB_ELEMENTS`; the direct kernel takes the rest.
 `RLX_CONV_WINOGRAD=0` turns it off (part of the compile-cache key). The per-call weight
-transform (`_g`) and `blocked-layout`'s U in `@prepare` do the same operations in the same
-order: the same bits.
+transform (`_g`, ½(s ± g)) and `blocked-layout`'s U in `@prepare` (a matmul by G ⊗ G)
+round differently, within the conv tolerance.
 Numerics: the transforms' coefficients are 0, ±1 and ±½ (exact), the sums are reordered:
 errors of the order of the direct kernel's (docs/conv.md).
 """
