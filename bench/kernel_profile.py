@@ -17,7 +17,8 @@ own work: a row "serial"). `--env NAME=A,B` compiles the workloads once per valu
 environment variable NAME (set while compiling) and prints one table each, to compare a
 compile-time switch within one process. `--cnn` profiles torchvision models exported and
 compiled as bench/cnn.py does (torch / torchvision needed; alone unless `--only` is given
-too); kernels are named by their `rlx.kernel` label (`task_labels`) where the task
+too); kernels are named by their `rlx.kernel` label and the op's result shape in the
+graph function's call order (`call_order`), else (`task_labels`) where the task
 symbols can be matched, and the table ends with the time per label. `--variant
 NAME=PIPELINE` (with `--cnn`, repeatable) also compiles each model with
 `blocked_layout=False` and PIPELINE right after fusion (`extra_passes`, e.g.
@@ -100,6 +101,45 @@ def task_labels(c: rlx.CompiledGraph, seen: set[int]) -> dict[int, str]:
         a: f"{sym[4:]} {labels.get(sym, '?')}"
         for a, (_, sym) in zip(sorted(seen), tasks, strict=True)
     }
+
+
+_DEFINE = re.compile(r"^define [^@]*@(rlx_k\d+)\(", re.M)
+_STEP = re.compile(r"call (?:fastcc )?void @(rlx_k\d+)\("
+                   r"|call void @rlx_parallel_for\(ptr nonnull @(rlx_k\d+)_task")
+_SIG = re.compile(r"func\.func private @(rlx_k\d+)\((.*?)\)(?: -> [^{]*)? attributes "
+                  r"\{[^}]*rlx\.kernel = \"([^\"]*)\"")
+
+
+def call_order(c: rlx.CompiledGraph) -> list[str]:
+    """Per `rlx_parallel_for` call of a run, in run order: "kN label @<result shape>", N the
+    kernel whose tasks run and the shape the last memref argument of the op's wrapper
+    kernel (its result). Read from the graph function's LLVM IR: each call of a wrapper
+    kernel is replaced by the calls in its body (recursively), so the list matches the
+    pool's records when no call sits in a loop (the caller checks the length)."""
+    text = c.ir("llvm-ir")
+    bodies: dict[str, str] = {}
+    for m in _DEFINE.finditer(text):
+        end = text.find("\n}\n", m.end())
+        bodies[m.group(1)] = text[m.end() : end]
+    main = text[text.find("define void @main(") :]
+    main = main[: main.find("\n}\n")]
+    sigs = {m.group(1): (m.group(3), m.group(2)) for m in _SIG.finditer(c.ir("loops"))}
+
+    def shape(k: str) -> str:
+        got = re.findall(r"memref<([0-9x]+)x\w+>", sigs.get(k, ("", ""))[1])
+        return got[-1] if got else ""
+
+    out: list[str] = []
+
+    def walk(body: str, op: str, depth: int) -> None:
+        for m in _STEP.finditer(body):
+            if m.group(2):
+                out.append(f"{m.group(2)[4:]} {sigs.get(m.group(2), ('?',))[0]} @{shape(op)}")
+            elif depth < 4 and m.group(1) in bodies:
+                walk(bodies[m.group(1)], m.group(1) if depth == 0 else op, depth + 1)
+
+    walk(main, "", 0)
+    return out
 
 
 def _name(names: dict[tuple[str, str], list[str]], rec: dict[str, int]) -> str:
@@ -188,12 +228,13 @@ def profile_compiled(c: rlx.CompiledGraph, ins: list[object], title: str, thread
             rlx.set_num_threads(t)
             acc.append(_one_run(run))
     seq = one[0][2]
-    labels = task_labels(c, {r["task"] for r in seq})
+    order = call_order(c)
+    labels = {} if len(order) == len(seq) else task_labels(c, {r["task"] for r in seq})
     r1, rn = _rows(one), _rows(many)
     tot1 = statistics.median((t1 - t0) / 1e3 for t0, t1, _ in one)
     totn = statistics.median((t1 - t0) / 1e3 for t0, t1, _ in many)
     print(f"\n## {title} {label} (us, median of {reps}; T={threads})")
-    print(f"{'#':>3} {'kernel':44} {'tasks':>5} {'cap':>4} {'1T':>8} {f'{threads}T':>8} "
+    print(f"{'#':>3} {'kernel':56} {'tasks':>5} {'cap':>4} {'1T':>8} {f'{threads}T':>8} "
           f"{'x':>5} {'wait':>7} {'mine':>5}")  # fmt: skip
     sums = [0.0, 0.0, 0.0, 0.0]
     by_label: dict[str, list[float]] = {}
@@ -202,7 +243,7 @@ def profile_compiled(c: rlx.CompiledGraph, ins: list[object], title: str, thread
         sums[2] += g1
         sums[3] += gn
         if g1 + gn > 2.0:
-            print(f"{'':>3} {'serial':44} {'':>5} {'':>4} {g1:8.1f} {gn:8.1f} "
+            print(f"{'':>3} {'serial':56} {'':>5} {'':>4} {g1:8.1f} {gn:8.1f} "
                   f"{g1 / max(gn, 1e-9):5.2f}")  # fmt: skip
         if i == len(r1) - 1 or i >= len(seq):
             continue
@@ -210,12 +251,12 @@ def profile_compiled(c: rlx.CompiledGraph, ins: list[object], title: str, thread
         w1, wn = r1[i][1], rn[i][1]
         sums[0] += w1
         sums[1] += wn
-        label = labels.get(rec["task"], _name(names, rec))
-        got = by_label.setdefault(label.split(" ", 1)[-1], [0, 0.0, 0.0])
+        label = order[i] if len(order) == len(seq) else labels.get(rec["task"], _name(names, rec))
+        got = by_label.setdefault(label.split(" ", 1)[-1].split(" @")[0], [0, 0.0, 0.0])
         got[0] += 1
         got[1] += w1
         got[2] += wn
-        print(f"{i:3d} {label[:44]:44} {rec['tasks']:5d} {rec['max_threads']:4d} "
+        print(f"{i:3d} {label[:56]:56} {rec['tasks']:5d} {rec['max_threads']:4d} "
               f"{w1:8.1f} {wn:8.1f} {w1 / max(wn, 1e-9):5.2f} {rn[i][2]:7.1f} {rn[i][3]:5.2f}")  # fmt: skip
     print(f"    {'parallel kernels':44} {'':>5} {'':>4} {sums[0]:8.1f} {sums[1]:8.1f} "
           f"{sums[0] / max(sums[1], 1e-9):5.2f}")  # fmt: skip

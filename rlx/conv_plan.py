@@ -51,16 +51,22 @@ MAX_ELEMENTS = 1 << 31
 """The blocked kernels index with 32-bit sizes: x, the output and U stay below this."""
 
 
-def register_tile(blocks: int, lanes_b: int, ow: int, isa: str | None = None) -> tuple[int, int]:
-    """(u, nblk): output pixels and channel blocks of one register tile for block size
-    `lanes_b`, `blocks` output-channel blocks and output width `ow` on `isa` (default
-    `vector_isa()`). The accumulators `u · nblk`, `nblk` weight vectors and one broadcast
-    fill the registers; `u` is balanced over the row (`ow` = 17 on a 14-pixel tile: two
-    tiles of 9)."""
+def register_limit(blocks: int, lanes_b: int, isa: str | None = None) -> tuple[int, int]:
+    """(u_max, nblk): the most output pixels and the channel blocks of one register tile
+    for block size `lanes_b` and `blocks` output-channel blocks on `isa` (default
+    `vector_isa()`): the accumulators `u_max · nblk`, `nblk` weight vectors and one
+    broadcast fill the registers."""
     regs, lanes = VECTOR_REGISTERS[isa or vector_isa()]
     per = max(1, lanes_b // lanes)  # registers per B-vector
     nblk = 2 if blocks >= 2 and (regs - 1 - 2 * per) // (2 * per) >= 4 else 1
-    u_max = max(1, (regs - 1 - nblk * per) // (nblk * per))
+    return max(1, (regs - 1 - nblk * per) // (nblk * per)), nblk
+
+
+def register_tile(blocks: int, lanes_b: int, ow: int, isa: str | None = None) -> tuple[int, int]:
+    """(u, nblk): output pixels and channel blocks of one register tile for output width
+    `ow` (`register_limit`); `u` is balanced over the row (`ow` = 17 on a 14-pixel tile:
+    two tiles of 9)."""
+    u_max, nblk = register_limit(blocks, lanes_b, isa)
     nbw = -(-ow // u_max)
     return -(-ow // nbw), nblk
 

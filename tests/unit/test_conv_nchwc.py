@@ -91,7 +91,7 @@ CONVS = [
     ((2, 16, 7, 31), 24, 3, {"padding": (1, 2, 0, 1), "strides": (2, 2)}, 8, "none", True),
     ((1, 16, 20, 13), 16, 3, {"padding": (2, 2, 2, 2), "dilations": (2, 2)}, 8, "silu", False),
     ((1, 32, 3, 1), 64, 3, {"padding": (1, 1, 1, 1)}, 16, "clip", True),  # width 1, fb split
-    ((2, 24, 6, 29), 40, 1, {}, 8, "relu", False),  # 1x1, odd block count
+    ((2, 24, 6, 29), 40, 1, {}, 8, "relu", False),  # 1x1, odd block count, tail tile: in place
     ((1, 16, 9, 11), 16, 5, {"padding": (2, 1, 2, 3)}, 16, "none", False),
     ((1, 16, 12, 12), 32, 7, {"padding": (3, 3, 3, 3), "strides": (2, 2)}, 16, "relu", False),
     ((2, 16, 5, 14), 48, 1, {}, 16, "relu", True),  # whole tiles, no padding: x read in place
@@ -101,7 +101,7 @@ CONVS = [
     ((1, 8, 28, 8), 16, 3, {"padding": (1, 1, 1, 1)}, 8, "silu", False),  # 14 row tasks
 ]
 
-MODES = ["slab"] * 7 + ["inplace", "inplace", "shared", "slab", "slab"]
+MODES = ["slab"] * 4 + ["inplace"] + ["slab"] * 2 + ["inplace", "inplace", "shared", "slab", "slab"]
 
 DEPTHWISE = [
     ((2, 16, 9, 23), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # 2 tiles + rest

@@ -28,7 +28,6 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
 from xdsl.ir import SSAValue
 
-from rlx.conv_plan import register_tile as register_tile  # the tile, shared with blocked-layout
 from rlx.lowering.gemm.conv import _if
 from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation, fma, intrinsic2
 

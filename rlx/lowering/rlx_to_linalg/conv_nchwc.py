@@ -44,7 +44,6 @@ from rlx.lowering.gemm.conv_blocked import (
     at,
     conv_blocked_microkernel,
     ptr,
-    register_tile,
     vector_epilogue,
     vload,
     vstore,
@@ -57,6 +56,7 @@ from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import (
     GEOMETRY,
     SLAB_ELEMENTS,
     BlockedGeom,
+    direct_tile,
     plan_tasks,
 )
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder, elem
@@ -83,8 +83,8 @@ def emit_conv_nchwc(
     kernels = kb.kernels
     if kernels is None or g.depthwise:
         return False
-    u, nblk = register_tile(g.fb, g.b, g.ow)
-    planned = plan_tasks(g, u, nblk, isinstance(elem(x), Float32Type))
+    g, u, ut, nblk = direct_tile(g, isinstance(elem(x), Float32Type))
+    planned = plan_tasks(g, u, nblk, isinstance(elem(x), Float32Type), ut)
     if planned is None:
         return False
     mode, plan = planned
@@ -119,6 +119,7 @@ def emit_conv_nchwc(
     static = (
         mode == "slab",
         u,
+        ut,
         nblk,
         tail,
         g.b,
@@ -133,20 +134,27 @@ def emit_conv_nchwc(
         tile_epi,
     )
     wkey = ("conv-nchwc", static, tuple(attr_text(t) for t in wtypes))
-    uks = (
-        conv_blocked_microkernel(kernels, u, nblk, g.b, g.kw, g.sw, g.dw, epi, g.xb),
-        conv_blocked_microkernel(kernels, u, 1, g.b, g.kw, g.sw, g.dw, epi, g.xb) if tail else None,
-    )
+
+    def uks_of(width: int) -> tuple[str, str | None]:
+        return (
+            conv_blocked_microkernel(kernels, width, nblk, g.b, g.kw, g.sw, g.dw, epi, g.xb),
+            conv_blocked_microkernel(kernels, width, 1, g.b, g.kw, g.sw, g.dw, epi, g.xb)
+            if tail
+            else None,
+        )
+
+    uks = {w_: uks_of(w_) for w_ in (u, ut) if w_}
 
     def build(wb: KernelBuilder, wargs: list[SSAValue]) -> None:
         rest = wargs[4:]
         wbias = rest.pop(0) if bias is not None else None
         wout = rest.pop(0)
         d = TableGeo(wb, GEOMETRY, wargs[1])
-        _worker(wb, mode, d, g, u, nblk, uks, wargs[0], wargs[2], wargs[3], wbias, wout, post,
-                rest, epi, tile_epi)  # fmt: skip
+        _worker(wb, mode, d, g, (u, ut), nblk, uks, wargs[0], wargs[2], wargs[3], wbias, wout,
+                post, rest, epi, tile_epi)  # fmt: skip
 
-    label = f"conv nchwc {u}x{nblk}x{g.b}" + (f" x{g.xb}" if g.xb != g.b else "")
+    label = (f"conv nchwc {u}x{nblk}x{g.b}" + (f"+{ut}" if ut else "")
+             + (f" x{g.xb}" if g.xb != g.b else ""))  # fmt: skip
     worker = kernels.kernel(wkey, wtypes, build, label, noalias=True)
     launch_tasks(kb, worker, args, tasks, g.macs)
     return True
@@ -187,16 +195,18 @@ def _fill_slab(kb: KernelBuilder, x: SSAValue, slab: SSAValue, base: SSAValue, n
             kb.store(zero, slab, [kb.addi(dst, e)])
 
 
-def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, nblk: int,
-            uks: tuple[str, str | None], tid: SSAValue, x: SSAValue, w: SSAValue,
-            bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
+def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, tiles: tuple[int, int],
+            nblk: int, uks: dict[int, tuple[str, str | None]], tid: SSAValue, x: SSAValue,
+            w: SSAValue, bias: SSAValue | None, out: SSAValue, post: EpilogueFn | None,
             extras: list[SSAValue], epi: VectorEpilogue | None,
             tile_epi: VectorEpilogue | None) -> None:  # fmt: skip
     """One task (image, output-channel group, row block); sizes from `d`, only the input
-    mode, tile, block size, kernel width, column stride and dilation from `g`. `x` is the
-    input (mode "inplace"), the shared padded copy ("shared") or the input to copy rows
-    of ("slab")."""
+    mode, tiles (`u` pixels, the row's last tile `ut`: 0 for none), block size, kernel
+    width, column stride and dilation from `g`. `x` is the input (mode "inplace"), the
+    shared padded copy ("shared") or the input to copy rows of ("slab"). `uks`: the
+    microkernels per tile width."""
     b = g.b
+    u, ut = tiles
     one = kb.idx(1)
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     rbk = kb.v(arith.RemUIOp(t, d.rb))
@@ -241,11 +251,11 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
         srow = kb.addi(kb.subi(top, ih0), kb.muli(kh_lo, d.dh))
         w_el = kb.imul(kb.addi(kb.muli(fb0, kb.muli(d.cb, d.kh)), kh_lo), g.kw * xb * b)
         w_addr = kb.iadd(_addr(kb, w), kb.imul(w_el, 4))
-        with kb.loop(d.nbw) as jb:
-            ow0 = kb.imul(jb, u)
+
+        def one_tile(ow0: SSAValue, width: int) -> None:
             x_el = kb.addi(kb.muli(srow, wrow), kb.imul(ow0, g.sw * xb))
             x_addr = kb.iadd(slab_addr, kb.imul(x_el, 4))
-            valid = kb.imin(kb.idx(u), kb.subi(d.ow, ow0))
+            valid = kb.imin(kb.idx(width), kb.subi(d.ow, ow0))
             if epi is None:
                 dst, os_blk, b_addr, r_addr = tile_addr, kb.idx(0), kb.idx(0), kb.idx(0)
             else:  # the fused microkernel stores into the output itself
@@ -262,13 +272,14 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
             call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
                          d.wsblk, dst, valid, os_blk, b_addr, r_addr]  # fmt: skip
 
-            call_full_or_tail(kb, uks, lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)), call_args)
+            call_full_or_tail(kb, uks[width], lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)),
+                              call_args)
             if epi is None:  # the tile's epilogue in L1
                 with kb.loop(nb_here) as bj, kb.loop(valid) as p:
                     f = kb.addi(fb0, bj)
                     o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
                                                           o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
-                    t_el = kb.imul(kb.addi(kb.imul(bj, u), p), b)
+                    t_el = kb.imul(kb.addi(kb.imul(bj, width), p), b)
                     if tile_epi is not None:  # f32 throughout: one vector per pixel
                         v = vload(kb, at(kb, ptr(kb, tile_addr), t_el), b)
                         bv = None
@@ -279,6 +290,11 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, u: int, n
                         vstore(kb, v, at(kb, ptr(kb, _addr(kb, out)), o_el))
                     else:
                         _tile_epilogue(kb, tile, t_el, bias, f, b, out, o_el, post, extras)
+
+        with kb.loop(kb.subi(d.nbw, one) if ut else d.nbw) as jb:
+            one_tile(kb.imul(jb, u), u)
+        if ut:
+            one_tile(kb.imul(kb.subi(d.nbw, one), u), ut)
 
 
 def _tile_epilogue(kb: KernelBuilder, tile: SSAValue, t_el: SSAValue, bias: SSAValue | None,

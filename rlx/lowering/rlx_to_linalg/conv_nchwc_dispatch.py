@@ -21,11 +21,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from rlx.dialects.rlx.fused import FusedConv2dResidualOp
 from rlx.dialects.rlx.window import Conv2dOp
-from rlx.lowering.gemm.conv_blocked import VectorEpilogue, register_tile
+from rlx.lowering.gemm.conv_blocked import VectorEpilogue
 from rlx.lowering.gemm.vector_act import ACTIVATIONS
 from rlx.lowering.rlx_to_linalg.conv_common import conv_operands
 from rlx.lowering.rlx_to_linalg.conv_nchwc import AnyConv, emit_conv_nchwc
-from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom, plan_tasks
+from rlx.lowering.rlx_to_linalg.conv_nchwc_plan import BlockedGeom, direct_tile, plan_tasks
 from rlx.lowering.rlx_to_linalg.conv_winograd import emit_conv_winograd, winograd_plan
 from rlx.lowering.rlx_to_linalg.kernel_builder import Emitter, KernelBuilder, elem
 
@@ -46,8 +46,9 @@ def fast_eligible(g: BlockedGeom, *types: Attribute) -> bool:  # types: x, w, ou
         return False
     if g.depthwise:
         return True
-    u, nblk = register_tile(g.fb, g.b, g.ow)
-    return plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type)) is not None  # type: ignore[attr-defined]
+    f32_x = isinstance(types[0].element_type, Float32Type)  # type: ignore[attr-defined]
+    g, u, ut, nblk = direct_tile(g, f32_x)
+    return plan_tasks(g, u, nblk, f32_x, ut) is not None
 
 
 def _geom(op: AnyConv, x: Attribute, w: Attribute, out: Attribute) -> BlockedGeom:
@@ -89,11 +90,13 @@ def nchwc_path(op: AnyConv) -> str:
     if wg is not None:
         pre = ", prepared weights" if op.winograd else ""
         return f"nchwc winograd F(2x2,3x3) {wg[0]}x{wg[1]}x{g.b}{pre}"
-    u, nblk = register_tile(g.fb, g.b, g.ow)
-    planned = plan_tasks(g, u, nblk, isinstance(types[0].element_type, Float32Type))  # type: ignore[attr-defined]
+    f32_x = isinstance(types[0].element_type, Float32Type)  # type: ignore[attr-defined]
+    g, u, ut, nblk = direct_tile(g, f32_x)
+    planned = plan_tasks(g, u, nblk, f32_x, ut)
     assert planned is not None
     narrow = f", x blocked by {g.xb}" if g.xb != g.b else ""
-    return f"nchwc direct {u}x{nblk}x{g.b} ({planned[0]} input{narrow})"
+    tail = f"+{ut}" if ut else ""
+    return f"nchwc direct {u}x{nblk}x{g.b}{tail} ({planned[0]} input{narrow})"
 
 
 def _all_f32(types: Iterable[Attribute]) -> bool:

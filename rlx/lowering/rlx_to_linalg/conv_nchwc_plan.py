@@ -6,11 +6,15 @@ and output-block groups per task, slab sizes: the run-time geometry table) and `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.ir import SSAValue
 
-from rlx.conv_plan import SLAB_ELEMENTS  # shared with the Winograd plan (blocked-layout)
+from rlx.conv_plan import (
+    SLAB_ELEMENTS,  # shared with the Winograd plan (blocked-layout)
+    register_limit,
+    register_tile,
+)
 from rlx.lowering.rlx_to_linalg.conv_common import ConvGeom
 from rlx.lowering.rlx_to_linalg.kernel_builder import shape
 
@@ -102,14 +106,45 @@ def balance(n: int, oh: int, pairs: int, rows: int, fgroups: int,
     return pick
 
 
-def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool) -> tuple[str, dict[str, int]] | None:
+def direct_tile(g: BlockedGeom, f32_x: bool) -> tuple[BlockedGeom, int, int, int]:
+    """(geometry, u, ut, nblk) the direct kernel runs: `u` pixels and `nblk` output blocks
+    per register tile, and a last, narrower tile of `ut` pixels per row (0: none).
+
+    A pointwise conv (1x1, stride 1, no padding) on an f32 x reads and writes each
+    channel block's plane as one run of pixels, so (a) rows narrower than the widest tile
+    `u_max` are merged (`h / r` rows of `r · w` pixels, `r` the smallest divisor of `h`
+    that fills a tile) when the task split is over output blocks anyway (weights at least
+    the input: the late layers): a 7x7 map is one row of 49 pixels, tiles of 14 + 14 + 14
+    + 7 instead of seven of 7, about half the weight loads per FMA; (b) a row that whole
+    tiles do not cover ends in a tail tile instead of the padded slab copy (`u_max` and
+    the rest when that rest is at least half a tile, else the balanced tiles: 17 -> 9 +
+    8), so x is read in place. Other convs: `register_tile`'s balanced tile, no tail."""
+    u, nblk = register_tile(g.fb, g.b, g.ow)
+    pointwise = g.kh == g.kw == 1 and g.sh == g.sw == 1 and max(g.pt, g.pl, g.pb, g.pr) == 0
+    if not (f32_x and pointwise):
+        return g, u, 0, nblk
+    u_max, _ = register_limit(g.fb, g.b)
+    weights = g.fb * g.cb * g.xb * g.b
+    if g.ow < u_max and weights >= g.n * g.cb * g.h * g.w * g.xb:
+        r = next((d for d in range(2, g.oh) if g.oh % d == 0 and d * g.ow >= u_max), g.oh)
+        g = replace(g, h=g.h // r, w=g.w * r, oh=g.oh // r, ow=g.ow * r)
+        u, nblk = register_tile(g.fb, g.b, g.ow)
+    if g.ow % u == 0:
+        return g, u, 0, nblk
+    if 2 * (g.ow % u_max) >= u_max:
+        return g, u_max, g.ow % u_max, nblk
+    return g, u, g.ow % u, nblk
+
+
+def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool,
+               ut: int = 0) -> tuple[str, dict[str, int]] | None:  # fmt: skip
     """The input mode and the geometry table: the task split and slab sizes (None: one
-    output row's slab is too large). Modes: "inplace" (f32 x, no padding, whole pixel
-    tiles: the microkernel reads x itself), "shared" (tasks split only the output
-    channels: one padded copy of x made before the tasks), "slab" (a padded copy of its
-    rows per task)."""
+    output row's slab is too large). Modes: "inplace" (f32 x, no padding, the row
+    covered by whole pixel tiles and the tail tile of `ut` pixels: the microkernel reads
+    x itself), "shared" (tasks split only the output channels: one padded copy of x made
+    before the tasks), "slab" (a padded copy of its rows per task)."""
     nbw = -(-g.ow // u)
-    inplace = f32_x and max(g.pt, g.pl, g.pb, g.pr) == 0 and g.ow % u == 0
+    inplace = f32_x and max(g.pt, g.pl, g.pb, g.pr) == 0 and g.ow % u == ut
     wp = g.w if inplace else max(g.pl + g.w + g.pr, (nbw * u - 1) * g.sw + (g.kw - 1) * g.dw + 1)
     pairs = -(-g.fb // nblk)
     weights = g.fb * g.cb * g.kh * g.kw * g.xb * g.b
