@@ -110,6 +110,24 @@ def vector_epilogue(kb: KernelBuilder, v: SSAValue, bias: SSAValue | None,
     return v
 
 
+def epilogue_lanes(b: int) -> int:
+    """Lanes of the vectors an L1 tile loop runs the exp-based activations on for block
+    size `b`: the host's vector width when it is a multiple of `b` (AVX-512 with B = 8:
+    two pixels per 16-lane vector, half the instructions of one 8-lane vector per pixel;
+    the activation is ~20 instructions and a division per vector), else `b`."""
+    lanes = VECTOR_REGISTERS[isa()][1]
+    return lanes if lanes > b and lanes % b == 0 else b
+
+
+def widen(kb: KernelBuilder, v: SSAValue, lanes: int) -> SSAValue:
+    """`v` (B lanes) repeated to `lanes` lanes (a per-channel bias for several pixels)."""
+    b = v.type.get_shape()[0]  # type: ignore[attr-defined]
+    if lanes == b:
+        return v
+    mask = DenseArrayBase.from_list(i32, list(range(b)) * (lanes // b))
+    return kb.v(llvm.ShuffleVectorOp(v, v, mask, VectorType(f32, [lanes])))
+
+
 def bounds(kb: KernelBuilder, epi: VectorEpilogue, b: int) -> tuple[SSAValue, SSAValue]:
     """The broadcast lower / upper bounds of `epi`'s relu / clip."""
     lo = broadcast(kb, kb.const(epi.lo if epi.act == "clip" else 0.0, f32), b)

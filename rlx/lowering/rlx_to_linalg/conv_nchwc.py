@@ -43,10 +43,12 @@ from rlx.lowering.gemm.conv_blocked import (
     VectorEpilogue,
     at,
     conv_blocked_microkernel,
+    epilogue_lanes,
     ptr,
     vector_epilogue,
     vload,
     vstore,
+    widen,
 )
 from rlx.lowering.gemm.driver import EpilogueFn, launch_tasks
 from rlx.lowering.gemm.ir import TableGeo, attr_text
@@ -274,27 +276,57 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, tiles: tu
 
             call_full_or_tail(kb, uks[width], lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)),
                               call_args)
-            if epi is None:  # the tile's epilogue in L1
+            if epi is None and tile_epi is not None:  # f32 throughout: the vector loop
+                _tile_vector_epilogue(kb, tile_addr, width, b, nb_here, valid, fb0,
+                                      kb.muli(kb.addi(kb.muli(n, d.fb), fb0), d.oh), o, d, ow0,
+                                      bias, extras, out, tile_epi)  # fmt: skip
+            elif epi is None:  # the tile's epilogue in L1
                 with kb.loop(nb_here) as bj, kb.loop(valid) as p:
                     f = kb.addi(fb0, bj)
                     o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.muli(kb.addi(kb.muli(n, d.fb), f), d.oh),
                                                           o), d.ow), kb.addi(ow0, p)), b)  # fmt: skip
                     t_el = kb.imul(kb.addi(kb.imul(bj, width), p), b)
-                    if tile_epi is not None:  # f32 throughout: one vector per pixel
-                        v = vload(kb, at(kb, ptr(kb, tile_addr), t_el), b)
-                        bv = None
-                        if bias is not None:
-                            bv = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b)
-                        res = at(kb, ptr(kb, _addr(kb, extras[0])), o_el) if extras else None
-                        v = vector_epilogue(kb, v, bv, res, tile_epi)
-                        vstore(kb, v, at(kb, ptr(kb, _addr(kb, out)), o_el))
-                    else:
-                        _tile_epilogue(kb, tile, t_el, bias, f, b, out, o_el, post, extras)
+                    _tile_epilogue(kb, tile, t_el, bias, f, b, out, o_el, post, extras)
 
         with kb.loop(kb.subi(d.nbw, one) if ut else d.nbw) as jb:
             one_tile(kb.imul(jb, u), u)
         if ut:
             one_tile(kb.imul(kb.subi(d.nbw, one), u), ut)
+
+
+def _tile_vector_epilogue(kb: KernelBuilder, tile_addr: SSAValue, width: int, b: int,
+                          nb_here: SSAValue, valid: SSAValue, fb0: SSAValue, row0: SSAValue,
+                          o: SSAValue, d: TableGeo, ow0: SSAValue, bias: SSAValue | None,
+                          extras: list[SSAValue], out: SSAValue,
+                          epi: VectorEpilogue) -> None:  # fmt: skip
+    """`+ bias`, `+ residual` and the exp-based activation `epi` on the `valid` pixels of
+    the f32 tile `[nblk, width, B]` in L1, stored into the f32 output: `epilogue_lanes`
+    per vector (two pixels on AVX-512 with B = 8; an odd last pixel alone). `row0`: the
+    output plane index of block `fb0` (`(n · FB + fb0) · OH`)."""
+    k = epilogue_lanes(b) // b
+    with kb.loop(nb_here) as bj:
+        f = kb.addi(fb0, bj)
+        o_el = kb.imul(kb.addi(kb.muli(kb.addi(kb.addi(row0, kb.muli(bj, d.oh)), o), d.ow), ow0), b)
+        t_el = kb.imul(bj, width * b)
+        bv = None
+        if bias is not None:
+            bv = vload(kb, at(kb, ptr(kb, _addr(kb, bias)), kb.imul(f, b)), b)
+
+        def pixels(p: SSAValue, lanes: int, bvl: SSAValue | None) -> None:
+            v = vload(kb, at(kb, ptr(kb, tile_addr), kb.addi(t_el, kb.imul(p, b))), lanes)
+            el = kb.addi(o_el, kb.imul(p, b))
+            res = at(kb, ptr(kb, _addr(kb, extras[0])), el) if extras else None
+            vstore(kb, vector_epilogue(kb, v, bvl, res, epi), at(kb, ptr(kb, _addr(kb, out)), el))
+
+        done = kb.idx(0)
+        if k > 1:
+            groups = kb.idiv(valid, k)
+            bw = widen(kb, bv, k * b) if bv is not None else None
+            with kb.loop(groups) as q:
+                pixels(kb.imul(q, k), k * b, bw)
+            done = kb.imul(groups, k)
+        with kb.loop(valid, done) as p:
+            pixels(p, b, bv)
 
 
 def _tile_epilogue(kb: KernelBuilder, tile: SSAValue, t_el: SSAValue, bias: SSAValue | None,

@@ -1,9 +1,16 @@
-"""The blocked direct kernel's pointwise geometry (`conv_nchwc_plan.direct_tile`): 1x1
-stride-1 unpadded convs on narrow maps run with their rows merged (a 7x7 map as one row
-of 49 pixels: tiles 14 + 14 + 14 + 7 on AVX-512), rows that whole tiles do not cover end
-in a tail tile (x read in place), against the reference interpreter: batch 2, an odd
-number of output blocks, residual, the epilogues in registers, in the L1 tile loop and
-the scalar tile loop (gelu), f16 / bf16 (no merge: the slab path), other ISAs."""
+"""Pixel tiles of the blocked kernels against the reference interpreter.
+
+* The direct kernel's pointwise geometry (`conv_nchwc_plan.direct_tile`): 1x1 stride-1
+  unpadded convs on narrow maps run with their rows merged (a 7x7 map as one row of 49
+  pixels: tiles 14 + 14 + 14 + 7 on AVX-512), rows that whole tiles do not cover end in a
+  tail tile (x read in place): batch 2, an odd number of output blocks, residual, the
+  epilogues in registers, in the L1 tile loop and the scalar tile loop (gelu), f16 / bf16
+  (no merge: the slab path), other ISAs.
+* Depthwise (`conv_nchwc_dw`): stride-1 convs with kernels >= 5 on rows of at most
+  `SMALL_OW` pixels read a zero-padded slab of the unit's input rows (no clipped column),
+  the others clip their border columns; the
+  rest of a row after the tiles of 8 in tiles of 4, 2, 1: strides, padding, dilation,
+  row blocks, batch 2, residual, every epilogue kind, f16 / bf16, other ISAs."""
 
 from __future__ import annotations
 
@@ -63,3 +70,42 @@ def test_direct_tile_geometry() -> None:
     assert (g.oh, g.ow, u, ut) == (7, 7, 7, 0)
     g, u, ut, _ = direct_tile(geom(64, 64, 7, 7, k=3, pad=1), True)  # not pointwise
     assert (g.oh, g.ow, u, ut) == (7, 7, 7, 0)
+
+
+DEPTHWISE = [
+    # (x NCHW, kernel, attrs, block, activation, residual)
+    ((1, 16, 5, 45), 3, {"padding": (1, 1, 1, 1)}, 8, "relu", False),  # wide: 43 = 5·8 + 2 + 1
+    ((2, 16, 9, 75), 3, {"padding": (1, 1, 1, 0), "strides": (2, 2)}, 16, "silu", True),  # ow 37
+    ((1, 16, 6, 40), 5, {"padding": (2, 2, 2, 2), "dilations": (2, 2)}, 8, "none", False),
+    ((1, 16, 30, 30), 5, {"padding": (2, 2, 2, 2)}, 8, "clip", True),  # slab, 2 row blocks
+    ((1, 32, 7, 7), 5, {"padding": (2, 2, 2, 2)}, 8, "silu", False),  # 7x7: all from the slab
+    ((1, 16, 14, 13), 5, {"padding": (2, 1, 2, 3), "strides": (2, 2)}, 16, "hard_swish", True),
+    ((2, 16, 7, 7), 5, {"padding": (2, 2, 2, 2)}, 8, "gelu", False),  # slab, scalar tile loop
+    ((1, 16, 3, 6), 3, {"padding": (0, 0, 0, 0)}, 8, "relu", False),  # no padding: 4 pixels
+    ((1, 16, 9, 12), 5, {"padding": (4, 3, 4, 5), "dilations": (2, 2)}, 16, "sigmoid", True),
+    ((1, 8, 4, 3), 7, {"padding": (3, 3, 3, 3)}, 8, "gelu_tanh", False),  # slab > input
+]
+
+
+def _dw(case: int, dt: str) -> None:
+    x, k, attrs, block, act, res = DEPTHWISE[case]
+    attrs = {**attrs, "groups": x[1]}
+    _check(*_conv(x, x[1], k, attrs, dt, block, act, res), dt, "nchwc depthwise")
+
+
+@pytest.mark.parametrize("case", range(len(DEPTHWISE)))
+def test_depthwise_f32(case: int) -> None:
+    _dw(case, "f32")
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("case", [1, 4, 8])
+def test_depthwise_low_precision(dt: str, case: int) -> None:
+    _dw(case, dt)
+
+
+@pytest.mark.parametrize("forced", ["avx2", "generic"])
+@pytest.mark.parametrize("case", [0, 3, 4, 5])
+def test_depthwise_other_isas(monkeypatch: pytest.MonkeyPatch, forced: str, case: int) -> None:
+    monkeypatch.setenv("RLX_GEMM_ISA", forced)
+    _dw(case, "f32")
