@@ -104,10 +104,14 @@ def task_labels(c: rlx.CompiledGraph, seen: set[int]) -> dict[int, str]:
 
 
 _DEFINE = re.compile(r"^define [^@]*@(rlx_k\d+)\(", re.M)
-_STEP = re.compile(r"call (?:fastcc )?void @(rlx_k\d+)\("
-                   r"|call void @rlx_parallel_for\(ptr nonnull @(rlx_k\d+)_task")
-_SIG = re.compile(r"func\.func private @(rlx_k\d+)\((.*?)\)(?: -> [^{]*)? attributes "
-                  r"\{[^}]*rlx\.kernel = \"([^\"]*)\"")
+_STEP = re.compile(
+    r"call (?:fastcc )?void @(rlx_k\d+)\("
+    r"|call void @rlx_parallel_for\(ptr nonnull @(rlx_k\d+)_task"
+)
+_SIG = re.compile(
+    r"func\.func private @(rlx_k\d+)\((.*?)\)(?: -> [^{]*)? attributes "
+    r"\{[^}]*rlx\.kernel = \"([^\"]*)\""
+)
 
 
 def call_order(c: rlx.CompiledGraph) -> list[str]:

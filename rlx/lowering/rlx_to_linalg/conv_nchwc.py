@@ -274,8 +274,9 @@ def _worker(kb: KernelBuilder, mode: str, d: TableGeo, g: BlockedGeom, tiles: tu
             call_args = [x_addr, xs_cb, kb.muli(d.dh, wrow), d.cb, nkh, w_addr, d.wscb,
                          d.wsblk, dst, valid, os_blk, b_addr, r_addr]  # fmt: skip
 
-            call_full_or_tail(kb, uks[width], lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)),
-                              call_args)
+            call_full_or_tail(
+                kb, uks[width], lambda: kb.cmpi("eq", nb_here, kb.idx(nblk)), call_args
+            )
             if epi is None and tile_epi is not None:  # f32 throughout: the vector loop
                 _tile_vector_epilogue(kb, tile_addr, width, b, nb_here, valid, fb0,
                                       kb.muli(kb.addi(kb.muli(n, d.fb), fb0), d.oh), o, d, ow0,
