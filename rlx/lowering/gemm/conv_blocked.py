@@ -28,6 +28,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, VectorType, f32, i32, i64
 from xdsl.ir import SSAValue
 
+from rlx.conv_plan import VECTOR_REGISTERS
+from rlx.host_cpu import vector_isa
 from rlx.lowering.gemm.conv import _if
 from rlx.lowering.gemm.vector_act import ACTIVATIONS, activation, fma, intrinsic2
 
@@ -115,7 +117,7 @@ def epilogue_lanes(b: int) -> int:
     size `b`: the host's vector width when it is a multiple of `b` (AVX-512 with B = 8:
     two pixels per 16-lane vector, half the instructions of one 8-lane vector per pixel;
     the activation is ~20 instructions and a division per vector), else `b`."""
-    lanes = VECTOR_REGISTERS[isa()][1]
+    lanes = VECTOR_REGISTERS[vector_isa()][1]
     return lanes if lanes > b and lanes % b == 0 else b
 
 
