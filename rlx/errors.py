@@ -14,6 +14,8 @@ word 0 the error code (0: none), 1 the failing site (index into the function's
 
 from __future__ import annotations
 
+import re
+
 
 class RlxRunError(ValueError):
     """Base of the errors a run raises for bad data (as opposed to a bad program)."""
@@ -42,8 +44,21 @@ EMPTY_MEAN = 4
 NEGATIVE_POW = 5
 
 
+_FROM = re.compile(r"^(.*) (\[(?:computed )?from inputs? .*\])$", re.S)
+"""The inputs part of a site (`traps.find_sites`): `... [from input 'idx']`."""
+
+
 def status_error(site: str, code: int, value: int, bound: int) -> RlxRunError:
-    """The exception for one decoded status record (`site` names the op and its location)."""
+    """The exception for one decoded status record (`site` names the op and its location,
+    then, in brackets, the inputs its checked operands come from: moved to the end)."""
+    m = _FROM.match(site)
+    if m is None:
+        return _status_error(site, code, value, bound)
+    e = _status_error(m.group(1), code, value, bound)
+    return type(e)(f"{e} {m.group(2)}")
+
+
+def _status_error(site: str, code: int, value: int, bound: int) -> RlxRunError:
     if code == INDEX_OUT_OF_RANGE:
         return RlxIndexError(f"{site}: index {value} is out of range for an axis of size {bound}")
     if code == DIVISION_BY_ZERO:

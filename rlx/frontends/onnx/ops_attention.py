@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
+from rlx.dialects.rlx.base import DYN
 from rlx.frontends.onnx.node import Node, is_static, shape
+from rlx.frontends.onnx.ops_index import wrap_index
 from rlx.frontends.onnx.registry import converter
 
 
@@ -171,9 +173,11 @@ def rotary_embedding(n: Node) -> list[SSAValue]:
     b, _, s, d = shape(x)
     rot = n.attr("rotary_embedding_dim", 0) or d
     cos, sin = n.input(1), n.input(2)
-    if n.has(3):
-        cos = n.emit("gather", cos, n.input(3), axis=0)
-        sin = n.emit("gather", sin, n.input(3), axis=0)
+    if n.has(3):  # position ids in [0, max_position) (onnxruntime refuses negatives)
+        rows = shape(cos)[0]
+        pos = n.input(3) if rows == DYN else wrap_index(n, n.input(3), rows, negative=False)
+        cos = n.emit("gather", cos, pos, axis=0)
+        sin = n.emit("gather", sin, pos, axis=0)
     half = rot // 2
     cos, sin = (n.reshape(c, [b, 1, s, half]) for c in (cos, sin))
     perm = None

@@ -18,18 +18,25 @@ def _iota(n: Node, dim: int, axis: int, rank: int) -> SSAValue:
     return n.constant(np.arange(dim).reshape([dim if i == axis else 1 for i in range(rank)]), "i64")
 
 
-def wrap_index(n: Node, idx: SSAValue, dim: int | Dim) -> SSAValue:
+def wrap_index(n: Node, idx: SSAValue, dim: int | Dim, negative: bool = True) -> SSAValue:
     """Indices in [-dim, dim) as positions in [0, dim): a gather from [0, 1, ..., dim - 1],
     whose own bounds check makes an out-of-range index a run-time `IndexError` (ONNX: "an
     error"), never a silently misplaced element. A symbolic `dim` (a named dynamic size)
     gets its `arange` as an exclusive cumsum of `dim` ones, which `bind-dims` sizes and
-    constant folding turns into a constant: the check is the same as for a static size."""
-    return n.emit("gather", iota(n, dim), n.cast(idx, "i64"), axis=0)
+    constant folding turns into a constant: the check is the same as for a static size.
+    `negative=False`: only [0, dim) is valid (ops whose spec has no negative indices:
+    MaxUnpool, RotaryEmbedding's position ids, TensorScatter's write indices,
+    ReverseSequence's lengths; onnxruntime refuses negatives there): the indices are
+    gathered as ui64, which `rlx.gather` does not wrap, so -1 is an IndexError naming -1."""
+    wide = n.cast(idx, "i64")
+    return n.emit("gather", iota(n, dim), wide if negative else n.cast(wide, np.uint64), axis=0)
 
 
-def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) -> SSAValue:
+def element_positions(
+    n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int, negative: bool = True
+) -> SSAValue:
     """Flat positions in `xs` of `idx` read along `axis` (GatherElements addressing; the
-    indices are checked by `wrap_index`)."""
+    indices are checked by `wrap_index`, negative ones wrapped unless `negative=False`)."""
     js = shape(idx)
     rank = len(xs)
     strides = [int(np.prod(xs[i + 1 :])) for i in range(rank)]
@@ -38,7 +45,7 @@ def element_positions(n: Node, idx: SSAValue, xs: tuple[int, ...], axis: int) ->
          for i in range(rank) if i != axis),
         np.zeros([1] * rank, np.int64),
     )  # fmt: skip
-    flat = n.emit("mul", wrap_index(n, idx, xs[axis]), n.constant(strides[axis], "i64"))
+    flat = n.emit("mul", wrap_index(n, idx, xs[axis], negative), n.constant(strides[axis], "i64"))
     return n.emit("add", flat, n.constant(np.broadcast_to(base, js), "i64"))
 
 

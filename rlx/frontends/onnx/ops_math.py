@@ -17,7 +17,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dtypes import numpy_dtype
-from rlx.frontends.onnx import ops_nn, ops_scatter
+from rlx.frontends.onnx import ops_index, ops_nn, ops_scatter
 from rlx.frontends.onnx.node import Node, dims_text, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
@@ -190,6 +190,7 @@ def reverse_sequence(n: Node) -> list[SSAValue]:
     t = n.constant(
         np.arange(xs[ta]).reshape([xs[ta] if i == ta else 1 for i in range(rank)]), "i64"
     )
+    lens = ops_index.wrap_index(n, lens, xs[ta] + 1, negative=False)  # 0 <= len <= T
     ln = n.reshape(lens, [xs[ba] if i == ba else 1 for i in range(rank)])
     rev = n.emit("sub", n.emit("sub", ln, n.constant(1, "i64")), t)
     src = n.emit("where", n.emit("compare", t, ln, predicate="lt"), rev, t)

@@ -254,7 +254,8 @@ def tensor_scatter(n: Node) -> list[SSAValue]:
     if n.attr("mode", "linear") == "circular":
         pos = n.emit("sub", pos, n.emit("mul", n.emit("div", pos, n.constant(cs[axis], "i64")),
                                         n.constant(cs[axis], "i64")))  # fmt: skip
-    flat = element_positions(n, pos, cs, axis)  # a write past max_seq is an IndexError
+    # a write past max_seq or at a negative offset is an IndexError (as in onnxruntime)
+    flat = element_positions(n, pos, cs, axis, negative=False)
     return [_scatter_flat(n, cache, flat, upd, "none")]
 
 
@@ -268,7 +269,7 @@ def max_unpool(n: Node) -> list[SSAValue]:
     p = list(n.attr("pads", [0] * 2 * d))
     out = [*xs[:2], *((xs[2 + i] - 1) * st[i] + k[i] - p[i] - p[d + i] for i in range(d))]
     zeros = n.typed("broadcast_to", n.constant(0, x), out)
-    flat = wrap_index(n, n.reshape(idx, [int(np.prod(xs))]), int(np.prod(out)))  # checked
+    flat = wrap_index(n, n.reshape(idx, [int(np.prod(xs))]), int(np.prod(out)), negative=False)
     y = _scatter_flat(n, zeros, n.reshape(flat, shape(idx)), x, "none")
     if n.has(2):  # indices address the default shape; a larger output_shape pads at the end
         for a, size in enumerate(int(v) for v in n.const(2, "output_shape ")):

@@ -20,14 +20,16 @@ from math import prod
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
+    DictionaryAttr,
     FileLineColLoc,
     IntegerType,
     MemRefType,
     NameLoc,
+    StringAttr,
     TensorType,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from rlx import errors
@@ -107,15 +109,62 @@ def _where(op: Operation) -> str | None:
     return None
 
 
+_CHECKED_OPERANDS: dict[type[Operation], tuple[int, ...]] = {GatherOp: (1,)}
+"""Operands whose values a checked op checks (default: all): a gather checks its indices."""
+TRACE_LIMIT = 256
+"""At most this many ops are walked back from a checked op to find the inputs it reads."""
+
+
+def _arg_name(f: Operation, i: int) -> str:
+    """The runtime's name of argument `i` of `f` (`rlx.name`, else `arg<i>`), as
+    `convert-rlx-to-linalg` names the entry's inputs."""
+    attrs = getattr(f, "arg_attrs", None)
+    d = attrs.data[i] if attrs is not None and i < len(attrs.data) else None
+    name = d.data.get("rlx.name") if isinstance(d, DictionaryAttr) else None
+    return name.data if isinstance(name, StringAttr) else f"arg{i}"
+
+
+def source_inputs(f: Operation, op: Operation) -> tuple[list[str], bool]:
+    """The entry arguments (by their runtime names) that the checked operands of `op` are
+    computed from, and whether one of those operands is such an argument itself. Why: a
+    bad index or divisor usually comes from the caller's data, so the run-time error
+    names the input (`[from input 'idx']`), not only the op (ONNX: the node)."""
+    body = f.regions[0].blocks.first if f.regions and f.regions[0].blocks else None
+    picks = _CHECKED_OPERANDS.get(type(op))
+    todo = [v for i, v in enumerate(op.operands) if picks is None or i in picks]
+    direct = any(isinstance(v, BlockArgument) and v.block is body for v in todo)
+    seen: set[SSAValue] = set()
+    found: dict[int, None] = {}
+    while todo and len(seen) < TRACE_LIMIT:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            if v.block is body:
+                found[v.index] = None
+        elif isinstance(v, OpResult):
+            todo.extend(v.op.operands)
+    return [_arg_name(f, i) for i in sorted(found)], direct
+
+
 def find_sites(f: Operation) -> dict[Operation, str]:
     """The checked ops of function `f` in walk order, each with its description: its
-    source location and name, else its name and position (`rlx.gather (op #3 of @main)`)."""
+    source location and name, else its name and position (`rlx.gather (op #3 of @main)`),
+    then the inputs its checked operands come from (`source_inputs`; `errors.status_error`
+    moves that part to the end of the message)."""
     name = getattr(getattr(f, "sym_name", None), "data", "?")
     out: dict[Operation, str] = {}
     for i, o in enumerate(f.walk()):
         if needs_status(o):
             where = _where(o)
-            out[o] = f"{where}: {o.name}" if where else f"{o.name} (op #{i} of @{name})"
+            site = f"{where}: {o.name}" if where else f"{o.name} (op #{i} of @{name})"
+            names, direct = source_inputs(f, o)
+            if names:
+                what = "input" if len(names) == 1 else "inputs"
+                listed = ", ".join(f"'{n}'" for n in names)
+                site += f" [{'' if direct and len(names) == 1 else 'computed '}from {what} {listed}]"
+            out[o] = site
     return out
 
 
