@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
 INT64_MAX = 2**63 - 1
@@ -201,6 +202,8 @@ def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
                         block.verify()
                     except DiagnosticException as e:
                         return op, e
+        if (twice := _redefined_symbol(op)) is not None:
+            return twice
         try:
             op.verify(verify_nested_ops=False)
             check_op(op, dominance)
@@ -215,6 +218,27 @@ def find_failure(op: Operation) -> tuple[Operation, DiagnosticException] | None:
         return None
 
     return visit(op)
+
+
+def _redefined_symbol(op: Operation) -> tuple[Operation, DiagnosticException] | None:
+    """The second op defining a symbol already defined in `op`'s symbol table (two
+    functions named alike), with the error: xDSL's SymbolTable check reports it at the
+    module, which has no source line, so the diagnostic had no location."""
+    if not op.has_trait(SymbolTable):
+        return None
+    seen: set[str] = set()
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                name = child.properties.get("sym_name") or child.attributes.get("sym_name")
+                if not isinstance(name, StringAttr):
+                    continue
+                if name.data in seen:
+                    return child, VerifyException(
+                        f'redefinition of symbol "{name.data}" (defined earlier in the module)'
+                    )
+                seen.add(name.data)
+    return None
 
 
 def graph_block(f: Operation, what: str) -> Block:

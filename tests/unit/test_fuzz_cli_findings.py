@@ -53,6 +53,7 @@ PARSE_CASES = [
     ("func.func @f(%x: f32) -> f32 {\n  func.return %x : f32\n  )\n}\n",
      "expected '}' to close the region (or a block label) before this token"),
 ]  # fmt: skip
+DUP = "func.func @f() {\n  func.return\n}\nfunc.func @f() {\n  func.return\n}\n"
 VERIFY_CASES = [
     ("""func.func @f(%g: memref<2x2xf32>) -> f32 {
   %c1 = arith.constant 1 : index
@@ -60,6 +61,8 @@ VERIFY_CASES = [
   func.return %v : f32
 }
 """, "'memref.load' op expected an index for each dimension"),
+    # session 9: xDSL's SymbolTable check reported it at the module, without a line
+    (DUP, 'redefinition of symbol "f" (defined earlier in the module)'),
 ]  # fmt: skip
 MULTI_BLOCK = """func.func @main(%c: i1, %x: tensor<4xf32>) -> tensor<4xf32> {
   %y = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
@@ -71,6 +74,12 @@ MULTI_BLOCK = """func.func @main(%c: i1, %x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %v : tensor<4xf32>
 }
 """
+
+
+def test_duplicate_function_is_located_at_the_second_one(tmp_path, capsys) -> None:
+    code, err = run_opt(tmp_path, capsys, DUP)
+    m = LOCATED.search(err)
+    assert code == 1 and m is not None and (m.group(1), m.group(2)) == ("4", "1"), err
 
 
 def run_opt(tmp_path, capsys, text: str, *flags: str) -> tuple[int, str]:

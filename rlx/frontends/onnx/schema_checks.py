@@ -172,3 +172,33 @@ def check_graph(model: onnx.ModelProto, opset: int, has_default_domain: bool) ->
         if any(d.HasField("dim_value") and d.dim_value < -1 for d in dims):  # -1: unknown
             sizes = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in dims]
             raise OnnxImportError(f"graph input '{vi.name}' has a negative dim: {sizes}")
+    inits = {t.name: t for t in graph.initializer}
+    for vi in graph.input:
+        if vi.name in inits:
+            _check_default(vi, inits[vi.name])
+
+
+def _check_default(vi: onnx.ValueInfoProto, init: onnx.TensorProto) -> None:
+    """An initializer named like a graph input is that input's default value (ONNX IR >= 4;
+    older models list every weight as an input): it is imported as the param of that name,
+    which `set_param` overrides, as onnxruntime lets a caller feed it. Its type and shape
+    must be the declared ones (onnxruntime: "Type Error"); a dim_param, a -1 or no shape
+    matches any size. Was: the declaration was ignored and the data's type and shape won."""
+    tt = vi.type.tensor_type
+    name = onnx.TensorProto.DataType.Name
+    if tt.elem_type and tt.elem_type != init.data_type:
+        raise OnnxImportError(
+            f"graph input '{vi.name}' is declared {name(tt.elem_type)} but its initializer "
+            f"(default value) is {name(init.data_type)}"
+        )
+    if not tt.HasField("shape"):
+        return
+    dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+            for d in tt.shape.dim]  # fmt: skip
+    have = list(init.dims)
+    if len(dims) != len(have) or any(d is not None and d != a for d, a in zip(dims, have, strict=True)):
+        shown = ["?" if d is None else d for d in dims]
+        raise OnnxImportError(
+            f"graph input '{vi.name}' is declared of shape {shown} but its initializer "
+            f"(default value) has shape {have}"
+        )
