@@ -142,6 +142,8 @@ def _inputs(
             raise ValueError(
                 f"--input: unknown input '{name}'; inputs: {', '.join(wanted) or 'none'}"
             )
+        if name in given:
+            raise UsageError(f"--input: input '{name}' is given twice")
         given[name] = src
     out: dict[str, np.ndarray] = {}
     for name, (shape, dtype) in wanted.items():
@@ -152,11 +154,22 @@ def _inputs(
             # integer inputs that index a gather stay inside its table
             out[name] = random_array(rng, shape, dtype, 1.0, min(4, bounds.get(name, 4)))
             continue
-        try:
-            out[name] = np.load(src, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ValueError(f"--input {name}: cannot read {src}: {e}") from None
+        out[name] = _read_npy(name, src)
     return out
+
+
+def _read_npy(name: str, src: str) -> np.ndarray:
+    """One `.npy` array; ValueError naming the input for anything else. NumPy's header
+    parser raises SyntaxError / tokenize errors on a malformed header (was an error
+    naming neither the input nor the file), and an `.npz` archive is no array."""
+    try:
+        arr = np.load(src, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001  (any failure of the reader is a bad input file)
+        raise ValueError(f"--input {name}: cannot read {src}: {type(e).__name__}: {e}") from None
+    if not isinstance(arr, np.ndarray):
+        arr.close()
+        raise ValueError(f"--input {name}: {src} is an .npz archive, not one .npy array")
+    return arr
 
 
 def _params(g: Any, path: str | None, rng: np.random.Generator, seed: int) -> None:
