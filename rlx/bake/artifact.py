@@ -289,12 +289,33 @@ def read(
             raise ArtifactError(
                 f"{where}: truncated or corrupted: {label} spans bytes {o}..{o + n}, file has {size}"
             )
+    _no_overlaps(where, sections)
     _verify(art, sections, verify, progress)
     try:
         art.module_text = art.section(header["module"]).tobytes().decode()
     except UnicodeDecodeError:
         raise ArtifactError(f"{where}: module section is not UTF-8 MLIR text") from None
     return art
+
+
+def _no_overlaps(where: str, sections: list[tuple[str, Mapping[str, Any]]]) -> None:
+    """ArtifactError if two sections share bytes, unless they are one span of one kind
+    (weights with equal bytes are stored once, `write(dedupe=True)`). Why: with
+    `verify=False` weights are not hashed, so a weight whose offset pointed into the code
+    section (or another weight) loaded those bytes as its values, silently."""
+    spans = sorted(
+        (s["offset"], s["offset"] + s["nbytes"], label) for label, s in sections if s["nbytes"]
+    )
+    reach = None  # the span reaching furthest so far: any overlap includes it
+    for o2, e2, b in spans:
+        if reach is not None:
+            o1, e1, a = reach
+            if o2 < e1 and not ((o1, e1) == (o2, e2) and a.split()[0] == b.split()[0]):
+                raise ArtifactError(
+                    f"{where}: corrupted: {b} (bytes {o2}..{e2}) overlaps {a} (bytes {o1}..{e1})"
+                )
+        if reach is None or e2 > reach[1]:
+            reach = (o2, e2, b)
 
 
 def _verify(
