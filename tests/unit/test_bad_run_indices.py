@@ -7,6 +7,8 @@
   onnxruntime does (`wrap_index(negative=False)`); -1 wrapped to the last element (or,
   ReverseSequence, was taken as no reversal): a silent wrong value.
 * The same holds on guard pages: no bad index reads or writes out of bounds.
+* A scatter with no updates (0 index rows) returns its data: it raised "index 0 is out
+  of range for an axis of size 0" (row 0 of the empty updates was gathered).
 """
 
 from __future__ import annotations
@@ -112,3 +114,15 @@ def test_direct_and_computed_indices_are_told_apart() -> None:
         g.run(x, np.array([9, 0]), np.array([0, 0]))
     with pytest.raises(IndexError, match=r":5:3: rlx.gather: index 6 .*\[computed from inputs 'arg1', 'arg2'\]$"):
         g.run(x, np.array([3, 0]), np.array([3, 0]))
+
+
+@pytest.mark.parametrize(
+    ("op", "ishape", "ushape"),
+    [("ScatterND", [0, 1], [0, 2]), ("ScatterElements", [0, 2], [0, 2])],
+)
+def test_scatter_without_updates_returns_the_data(op: str, ishape: list, ushape: list) -> None:
+    model = _model(op, [("d", F, [4, 2]), ("i", I64, ishape), ("u", F, ushape)], opset=18)
+    g = rlx.compile(import_model(model)[0])
+    d = _data(4, 2)
+    out = g.run(d, np.zeros(ishape, np.int64), np.zeros(ushape, np.float32))[0]
+    np.testing.assert_array_equal(out, d)

@@ -1,9 +1,11 @@
 """Property test: ONNX index ops fed indices at run time (hypothesis, docs/fuzzing.md).
 
 Random Gather / GatherElements / GatherND / ScatterElements / ScatterND / OneHot nodes
-(data shapes of rank 1-3, any axis, int32 or int64 indices; the ND ops take int64), compiled once per example
+(data shapes of rank 1-3, any axis, int32 or int64 indices, the ND ops take int64;
+index shapes with 0-size dims: no update at all), compiled once per example
 and run on several index arrays drawn around the valid range and at its extremes
-(±2^62, INT_MIN). Property: indices inside the op's range give NumPy's result (the spec:
+(±2^62, INT_MIN). Found: an update-less ScatterND / ScatterElements raised an
+IndexError (row 0 of the empty updates was gathered). Property: indices inside the op's range give NumPy's result (the spec:
 negative ones wrap); any index outside gives an IndexError naming the index input
 (`[from input 'i']`), never a wrong value, another exception or a crash; OneHot's
 out-of-range indices give all-off rows (the spec). Run on guard pages too. CI:
@@ -63,8 +65,9 @@ def _reference(op: str, d: np.ndarray, i: np.ndarray, u: np.ndarray | None, axis
     if op == "GatherElements":
         return np.take_along_axis(d, np.where(i < 0, i + d.shape[axis], i), axis=axis)
     if op == "GatherND":
-        rows = np.stack([d[tuple(r)] for r in i.reshape(-1, i.shape[-1])])
-        return rows.reshape((*i.shape[:-1], *d.shape[i.shape[-1] :]))
+        shape = (*i.shape[:-1], *d.shape[i.shape[-1] :])
+        rows = [d[tuple(r)] for r in i.reshape(-1, i.shape[-1])]
+        return np.stack(rows).reshape(shape) if rows else np.zeros(shape, d.dtype)
     out = d.copy()
     if op == "ScatterElements":  # reduction="add": duplicates are well defined
         idx = list(np.indices(i.shape))
@@ -90,16 +93,16 @@ def cases(draw: st.DrawFn) -> tuple:
     ax = axis % rank
     attrs, u = {"axis": axis}, None
     if op == "Gather":
-        ishape = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+        ishape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
         bound = [shape[ax]] * int(np.prod(ishape, dtype=np.int64))
     elif op in ("GatherElements", "ScatterElements"):
-        ishape = tuple(draw(st.integers(1, 3)) if k == ax else s for k, s in enumerate(shape))
+        ishape = tuple(draw(st.integers(0, 3)) if k == ax else s for k, s in enumerate(shape))
         bound = [shape[ax]] * int(np.prod(ishape))
         if op == "ScatterElements":
             attrs["reduction"], u = "add", ishape
     elif op in ("GatherND", "ScatterND"):
         m = draw(st.integers(1, rank))
-        lead = tuple(draw(st.lists(st.integers(1, 3), max_size=1)))
+        lead = tuple(draw(st.lists(st.integers(0, 3), max_size=1)))
         ishape = (*lead, m)
         bound = list(shape[:m]) * int(np.prod(lead, dtype=np.int64))
         attrs = {}

@@ -64,6 +64,10 @@ def scatter_rows(
     (p, r), k = shape(data), shape(pos)[0]
     if dims is not None:
         p, k = dims
+    if isinstance(k, int) and k == 0:
+        # no updates: `data` itself (the "none" path gathered row 0 of an empty `upd`,
+        # an IndexError for an update-less ScatterND / ScatterElements / MaxUnpool)
+        return data
     hit = n.emit(
         "compare",
         reshape_dims(n, pos, [k, 1]),
