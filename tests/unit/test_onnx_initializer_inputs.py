@@ -57,3 +57,20 @@ def test_default_is_used_and_set_param_overrides_it(dims) -> None:  # noqa: ANN0
 def test_declaration_must_match_the_initializer(elem: int, dims: list, message: str) -> None:
     with pytest.raises(OnnxImportError, match=message):
         import_model(_model(elem, dims))
+
+
+def test_shape_input_fed_at_run_time_names_the_fix() -> None:
+    """A Reshape / Slice / TopK ... size fed as a graph input is refused at import (RLX
+    compiles static shapes); the error says how to freeze it, and that works."""
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(OnnxImportError, match=r"freeze the graph input with constants=\{'s'"):
+        import_model(model)
+    module, _ = import_model(model, constants={"s": np.array([3, 4])})
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(rlx.compile(module).run(x)[0], x.reshape(3, 4))

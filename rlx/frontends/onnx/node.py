@@ -75,8 +75,12 @@ class Node:
             return None
         name = self.proto.input[i]
         if name not in self.ctx.known:
+            # a graph input fed at run time: RLX compiles static shapes, so name the fix
+            fed = name in getattr(self.ctx, "sym_shapes", {})
+            hint = f"; freeze the graph input with constants={{'{name}': ...}}" if fed else ""
             raise self.error(
                 f"input #{i} {what}('{name}') must be a constant (initializer or Constant)"
+                + hint
             )
         return self.ctx.known[name]
 
