@@ -126,13 +126,13 @@ def _arg_name(f: Operation, i: int) -> str:
 
 def source_inputs(f: Operation, op: Operation) -> tuple[list[str], bool]:
     """The entry arguments (by their runtime names) that the checked operands of `op` are
-    computed from, and whether one of those operands is such an argument itself. Why: a
+    computed from, and whether those operands are such arguments themselves. Why: a
     bad index or divisor usually comes from the caller's data, so the run-time error
     names the input (`[from input 'idx']`), not only the op (ONNX: the node)."""
     body = f.regions[0].blocks.first if f.regions and f.regions[0].blocks else None
     picks = _CHECKED_OPERANDS.get(type(op))
     todo = [v for i, v in enumerate(op.operands) if picks is None or i in picks]
-    direct = any(isinstance(v, BlockArgument) and v.block is body for v in todo)
+    direct = all(isinstance(v, BlockArgument) and v.block is body for v in todo)
     seen: set[SSAValue] = set()
     found: dict[int, None] = {}
     while todo and len(seen) < TRACE_LIMIT:
@@ -163,7 +163,7 @@ def find_sites(f: Operation) -> dict[Operation, str]:
             if names:
                 what = "input" if len(names) == 1 else "inputs"
                 listed = ", ".join(f"'{n}'" for n in names)
-                site += f" [{'' if direct and len(names) == 1 else 'computed '}from {what} {listed}]"
+                site += f" [{'' if direct else 'computed '}from {what} {listed}]"
             out[o] = site
     return out
 
