@@ -110,9 +110,13 @@ def test_direct_and_computed_indices_are_told_apart() -> None:
 }"""
     g = rlx.compile(src)
     x = np.arange(4, dtype=np.float32)
-    with pytest.raises(IndexError, match=r"<string>:3:3: rlx.gather: index 9 .* \[from input 'arg1'\]$"):
+    with pytest.raises(
+        IndexError, match=r"<string>:3:3: rlx.gather: index 9 .* \[from input 'arg1'\]$"
+    ):
         g.run(x, np.array([9, 0]), np.array([0, 0]))
-    with pytest.raises(IndexError, match=r":5:3: rlx.gather: index 6 .*\[computed from inputs 'arg1', 'arg2'\]$"):
+    with pytest.raises(
+        IndexError, match=r":5:3: rlx.gather: index 6 .*\[computed from inputs 'arg1', 'arg2'\]$"
+    ):
         g.run(x, np.array([3, 0]), np.array([3, 0]))
 
 

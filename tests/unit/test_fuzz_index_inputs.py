@@ -58,7 +58,9 @@ def _model(op: str, d: np.ndarray, ishape: tuple, it: type, u: tuple | None, **a
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
-def _reference(op: str, d: np.ndarray, i: np.ndarray, u: np.ndarray | None, axis: int) -> np.ndarray:
+def _reference(
+    op: str, d: np.ndarray, i: np.ndarray, u: np.ndarray | None, axis: int
+) -> np.ndarray:
     """NumPy statement of each op for indices already checked to be in range."""
     if op == "Gather":
         return np.take(d, i, axis=axis)
@@ -75,12 +77,16 @@ def _reference(op: str, d: np.ndarray, i: np.ndarray, u: np.ndarray | None, axis
         np.add.at(out, tuple(idx), u)
         return out
     if op == "ScatterND":
-        for r, v in zip(i.reshape(-1, i.shape[-1]), u.reshape(-1, *u.shape[i.ndim - 1 :]), strict=True):
+        for r, v in zip(
+            i.reshape(-1, i.shape[-1]), u.reshape(-1, *u.shape[i.ndim - 1 :]), strict=True
+        ):
             out[tuple(r)] += v
         return out
     depth = d.shape[0]  # OneHot: out-of-range indices give all-off rows
     ok = (i >= -depth) & (i < depth)
-    return ((np.where(i < 0, i + depth, i)[..., None] == np.arange(depth)) & ok[..., None]).astype(np.float32)
+    return ((np.where(i < 0, i + depth, i)[..., None] == np.arange(depth)) & ok[..., None]).astype(
+        np.float32
+    )
 
 
 @st.composite

@@ -79,8 +79,7 @@ class Node:
             fed = name in getattr(self.ctx, "sym_shapes", {})
             hint = f"; freeze the graph input with constants={{'{name}': ...}}" if fed else ""
             raise self.error(
-                f"input #{i} {what}('{name}') must be a constant (initializer or Constant)"
-                + hint
+                f"input #{i} {what}('{name}') must be a constant (initializer or Constant)" + hint
             )
         return self.ctx.known[name]
 

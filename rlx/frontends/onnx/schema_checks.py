@@ -196,7 +196,9 @@ def _check_default(vi: onnx.ValueInfoProto, init: onnx.TensorProto) -> None:
     dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
             for d in tt.shape.dim]  # fmt: skip
     have = list(init.dims)
-    if len(dims) != len(have) or any(d is not None and d != a for d, a in zip(dims, have, strict=True)):
+    if len(dims) != len(have) or any(
+        d is not None and d != a for d, a in zip(dims, have, strict=True)
+    ):
         shown = ["?" if d is None else d for d in dims]
         raise OnnxImportError(
             f"graph input '{vi.name}' is declared of shape {shown} but its initializer "
