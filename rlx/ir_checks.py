@@ -140,7 +140,7 @@ def check_shape_bounds(op: Operation) -> None:
             shape = tuple(get_shape())
         except Exception:  # e.g. unranked types
             continue
-        numel = 1
+        numel = span = 1
         for d in shape:
             if d in DYNAMIC:
                 continue
@@ -149,11 +149,19 @@ def check_shape_bounds(op: Operation) -> None:
                     f"{what} has type {t}: dimension {d} is outside [0, 2^63 - 1]"
                 )
             numel *= d
+            span *= max(d, 1)
         if numel > INT64_MAX:
             raise VerifyException(f"{what} has type {t}: {numel} elements exceed 2^63 - 1")
         if numel * _element_bytes(t) > INT64_MAX:
             raise VerifyException(
                 f"{what} has type {t}: {numel * _element_bytes(t)} bytes exceed 2^63 - 1"
+            )
+        if span * _element_bytes(t) > INT64_MAX:
+            # an empty tensor whose other dims overflow its strides: NumPy cannot make
+            # the array (`rlx.compile` raised its bare "array is too big")
+            raise VerifyException(
+                f"{what} has type {t}: its strides span {span * _element_bytes(t)} bytes, "
+                "beyond 2^63 - 1 (an empty tensor with too large other dims)"
             )
 
 

@@ -63,6 +63,13 @@ VERIFY_CASES = [
 """, "'memref.load' op expected an index for each dimension"),
     # session 9: xDSL's SymbolTable check reported it at the module, without a line
     (DUP, 'redefinition of symbol "f" (defined earlier in the module)'),
+    # session 9: an empty tensor with huge other dims compiled, then `rlx.compile` raised
+    # NumPy's bare "array is too big" making its strides
+    ("""func.func @main(%x: tensor<0x4611686018427387904xf32>) -> tensor<0x4611686018427387904xf32> {
+  %y = rlx.exp %x : (tensor<0x4611686018427387904xf32>) -> tensor<0x4611686018427387904xf32>
+  func.return %y : tensor<0x4611686018427387904xf32>
+}
+""", "its strides span 18446744073709551616 bytes, beyond 2^63 - 1"),
 ]  # fmt: skip
 MULTI_BLOCK = """func.func @main(%c: i1, %x: tensor<4xf32>) -> tensor<4xf32> {
   %y = rlx.exp %x : (tensor<4xf32>) -> tensor<4xf32>
