@@ -2,7 +2,8 @@
 TopK (opsets 10-25) and CumProd (26).
 
 TopK ranks every element by counting the elements that precede it in the sort order
-(larger first, or smaller with `largest=0`; ties by lower index, as ONNX specifies) and
+(larger first, or smaller with `largest=0`; ties by lower index, as ONNX specifies; NaN
+above every number, as NumPy sorts) and
 picks the element of rank `p` for `p < K`; CumProd multiplies over a triangular mask.
 Both cost O(L^2) per row (fine for the small axes of detection heads and masks).
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.node import Node, norm_axis, shape
+from rlx.dialects.rlx.base import DYN, is_float
+from rlx.frontends.onnx.node import Node, elem, norm_axis, shape
 from rlx.frontends.onnx.registry import converter
 
 
@@ -48,10 +49,21 @@ def topk(n: Node) -> list[SSAValue]:
     lead = list(shape(xt)[:-1])
     xi = n.reshape(xt, [*lead, length, 1])
     xj = n.reshape(xt, [*lead, 1, length])
-    better = n.emit("compare", xj, xi, predicate="gt" if n.attr("largest", 1) else "lt")
+    largest = n.attr("largest", 1)
+    better = n.emit("compare", xj, xi, predicate="gt" if largest else "lt")
+    same = n.emit("compare", xj, xi, predicate="eq")
+    if is_float(elem(x)):
+        # NaN sorts above every number (NumPy's order; onnxruntime's too): NaN compares
+        # false with everything, so ranks repeated and the picked index went out of range
+        ni, nj = (n.emit("compare", v, v, predicate="ne") for v in (xi, xj))
+        yes, no = n.constant(True, "bool"), n.constant(False, "bool")
+        first, second = (nj, ni) if largest else (ni, nj)
+        nan_wins = n.emit("where", first, n.emit("where", second, no, yes), no)
+        better = n.emit("where", nan_wins, yes, better)
+        same = n.emit("where", ni, nj, same)
     tie = n.emit(
         "where",
-        n.emit("compare", xj, xi, predicate="eq"),
+        same,
         n.constant(np.tri(length, k=-1, dtype=bool), "bool"),  # j < i
         n.constant(False, "bool"),
     )

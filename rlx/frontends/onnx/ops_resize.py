@@ -117,9 +117,17 @@ def resize_axis(n: Node, x: SSAValue, axis: int, taps) -> SSAValue:  # noqa: ANN
     keep = np.abs(c) > 0
     cols = [k for k in range(c.shape[1]) if keep[:, k].any()]
     wshape = [c.shape[0] if a == axis else 1 for a in range(rank)]
+    # One-hot taps (nearest) select a column per output row: a weighted sum multiplied
+    # the unselected taps by 0, so a NaN or Inf there made the row NaN (onnxruntime and
+    # onnx.reference copy the nearest value).
+    select = bool(np.isin(c, (0.0, 1.0)).all() and (c.sum(axis=1) == 1).all())
     out: SSAValue | None = None
     for k in cols:
         g = n.emit("gather", x, n.constant(idx[:, k], "i64"), axis=axis)
+        if select:
+            mask = n.constant((c[:, k] == 1.0).reshape(wshape), "bool")
+            out = g if out is None else n.emit("where", mask, g, out)
+            continue
         if not np.all(c[:, k] == 1.0):
             g = n.emit("mul", g, n.constant(c[:, k].reshape(wshape), g))
         out = g if out is None else n.emit("add", out, g)
