@@ -39,8 +39,11 @@ ONNX_TYPE = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64,
              np.int32: TensorProto.INT32, np.uint32: TensorProto.UINT32,
              np.uint8: TensorProto.UINT8, np.bool_: TensorProto.BOOL}  # fmt: skip
 OK_ERRORS = (ValueError, IndexError, ArithmeticError)
-KNOWN = {"grid_sample[0]"}
-"""Findings looked at and kept (docs/fuzzing.md): NaN / Inf grid coordinates give NaN."""
+N_OUT = {"TopK": 2}
+KNOWN = {"grid_sample[0]", "argmax_nan[0]", "resize_linear_nan[0]"}
+"""Findings looked at and kept (docs/fuzzing.md): NaN / Inf grid coordinates give NaN;
+ArgMax picks a NaN (NumPy, onnx.reference; onnxruntime skips NaN); linear Resize skips
+taps of weight 0 (both references multiply a NaN there by 0: NaN)."""
 
 
 def F(*shape: int) -> np.ndarray:  # noqa: N802
@@ -53,6 +56,8 @@ def I(*v: Any) -> np.ndarray:  # noqa: N802, E743
 
 NAN_GRID = np.array([[[[0.5, 0.2], [np.nan, 0], [np.inf, -np.inf], [1e30, -1e30]]]], np.float32)
 DEPTH = {"depth": np.array(5, np.int64), "v": np.array([0, 1], np.float32)}
+NAN_X = np.array([[1, np.nan, 3, -np.inf], [np.inf, np.nan, np.nan, 0], [np.nan] * 4], np.float32)
+RESIZE = {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 2, 0.5], np.float32)}
 # (label, op, feeds, attrs, initializers, input order (None: the feeds'), opset)
 PROBES: list[tuple[str, str, list[dict[str, np.ndarray]], dict, dict, list | None, int]] = [
     ("gather", "Gather", [dict(d=F(4, 3), i=I(3, -4)), dict(d=F(4, 3), i=I(4, 0)),
@@ -83,6 +88,13 @@ PROBES: list[tuple[str, str, list[dict[str, np.ndarray]], dict, dict, list | Non
     ("grid_sample", "GridSample", [dict(x=F(1, 1, 3, 3), g=NAN_GRID)], {}, {}, None, 18),
     ("bitshift", "BitShift", [dict(x=np.array([1, 2, 3], np.uint32), y=np.array([0, 32, 40], np.uint32))],
      {"direction": "LEFT"}, {}, None, 18),
+    ("topk_nan", "TopK", [dict(x=NAN_X)], {}, {"k": I(3)}, ["x", "k"], 18),
+    ("topk_nan_smallest", "TopK", [dict(x=NAN_X)], {"largest": 0}, {"k": I(4)}, ["x", "k"], 18),
+    ("argmax_nan", "ArgMax", [dict(x=NAN_X)], {"axis": 1}, {}, None, 18),
+    ("resize_nearest_nan", "Resize", [dict(x=NAN_X.reshape(1, 1, 3, 4))], {"mode": "nearest"}, RESIZE,
+     ["x", "roi", "s"], 18),
+    ("resize_linear_nan", "Resize", [dict(x=NAN_X.reshape(1, 1, 3, 4))], {"mode": "linear"}, RESIZE,
+     ["x", "roi", "s"], 18),
     ("div_int", "Div", [dict(a=I(5, -2**63), b=I(0, -1))], {}, {}, None, 18),
     ("mod_int", "Mod", [dict(a=I(5, -5), b=I(0, 3))], {}, {}, None, 18),
 ]  # fmt: skip
@@ -92,8 +104,9 @@ def _model(op: str, feeds: dict, attrs: dict, inits: dict, order: list | None, o
     ins = [
         helper.make_tensor_value_info(k, ONNX_TYPE[v.dtype.type], v.shape) for k, v in feeds.items()
     ]
-    node = helper.make_node(op, order or list(feeds), ["out"], name="n", **attrs)
-    g = helper.make_graph([node], "g", ins, [helper.make_empty_tensor_value_info("out")],
+    outs = [f"out{i}" for i in range(N_OUT.get(op, 1))]
+    node = helper.make_node(op, order or list(feeds), outs, name="n", **attrs)
+    g = helper.make_graph([node], "g", ins, [helper.make_empty_tensor_value_info(o) for o in outs],
                           [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
