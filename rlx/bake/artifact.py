@@ -128,6 +128,7 @@ def write(
             break
     else:  # pragma: no cover - the length settles after one round
         raise RuntimeError("artifact header did not settle")
+    _loadable(text, path)
     pre = PREAMBLE.pack(MAGIC, FORMAT_VERSION, 0, len(text), base, hashlib.sha256(text).digest())
     import tempfile  # only writers need it (it imports shutil, bz2, lzma, random: ~1 MiB)
 
@@ -149,6 +150,18 @@ def write(
         Path(tmp).unlink(missing_ok=True)
         raise
     return size
+
+
+def _loadable(text: bytes, path: Path) -> None:
+    """ArtifactError unless `read` would accept the header `text` (its field limits: a
+    graph input named with 2,000 characters, or a run-time error site of 5,000, was
+    written into an artifact that `rlx.load` then refused)."""
+    try:
+        hdr.decode(text)
+    except hdr.HeaderError as e:
+        raise ArtifactError(
+            f"{path}: cannot write an artifact rlx.load would refuse: {e}"
+        ) from None
 
 
 def _encode(obj: Any) -> bytes:

@@ -15,6 +15,7 @@ import pytest
 from test_bake_header import _header, _with_header, base  # noqa: F401  (fixture)
 
 import rlx
+import rlx.bake
 from rlx.bake.artifact import ArtifactError
 
 X = np.random.default_rng(1).standard_normal((8, 64)).astype(np.float32)
@@ -66,3 +67,30 @@ def test_equal_weights_may_share_one_span(base: Path, tmp_path: Path) -> None:  
     with pytest.raises(ArtifactError) as e:
         rlx.load(bad)
     assert "overlaps" not in str(e.value)
+
+
+GATHER = """func.func @main(%x: tensor<4xf32>, %i: tensor<2xi64> {{rlx.name = "{arg}"}}) -> tensor<2xf32> {{
+  %g = rlx.gather %x, %i : (tensor<4xf32>, tensor<2xi64>) -> tensor<2xf32> loc("{node}")
+  func.return %g : tensor<2xf32>
+}}
+"""
+
+
+def test_long_error_site_bakes_into_a_loadable_artifact(tmp_path: Path) -> None:
+    """A 5,000-character location (an ONNX node name) was stored whole in the signature's
+    error sites: the artifact had a header string over its 4,096 limit, which `rlx.load`
+    refused. Sites are capped (`traps.MAX_WHERE`)."""
+    src = GATHER.format(arg="idx", node="n" * 5000)
+    path = rlx.bake.bake(src, {}, "exact", tmp_path / "long.rlx")
+    g = rlx.load(path)
+    with pytest.raises(IndexError, match=r"n\.\.\.: rlx.gather: index 7 .* \[from input 'idx'\]$"):
+        g.run(np.arange(4, dtype=np.float32), np.array([7, 0]))
+
+
+def test_header_rlx_load_would_refuse_is_not_written(tmp_path: Path) -> None:
+    """An input named with 2,000 characters (the header allows 1,024) was baked into an
+    artifact that `rlx.load` refused; `write` checks its header with the reader's rules."""
+    src = GATHER.format(arg="i" * 2000, node="n")
+    with pytest.raises(ArtifactError, match="cannot write an artifact rlx.load would refuse"):
+        rlx.bake.bake(src, {}, "exact", tmp_path / "name.rlx")
+    assert not (tmp_path / "name.rlx").exists()

@@ -111,6 +111,11 @@ def _where(op: Operation) -> str | None:
 
 _CHECKED_OPERANDS: dict[type[Operation], tuple[int, ...]] = {GatherOp: (1,)}
 """Operands whose values a checked op checks (default: all): a gather checks its indices."""
+MAX_NAMES, MAX_NAME, MAX_WHERE = 4, 64, 1024
+"""At most this many input names of at most this many characters per site, and a
+location of at most MAX_WHERE characters: sites are stored in `.rlx` headers, whose
+strings are limited to 4096 characters (`rlx.bake.header`; a 5000-character ONNX node
+name made an artifact `rlx.load` refused)."""
 TRACE_LIMIT = 256
 """At most this many ops are walked back from a checked op to find the inputs it reads."""
 
@@ -158,11 +163,14 @@ def find_sites(f: Operation) -> dict[Operation, str]:
     for i, o in enumerate(f.walk()):
         if needs_status(o):
             where = _where(o)
+            where = where if where is None or len(where) <= MAX_WHERE else where[:MAX_WHERE] + "..."
             site = f"{where}: {o.name}" if where else f"{o.name} (op #{i} of @{name})"
             names, direct = source_inputs(f, o)
             if names:
                 what = "input" if len(names) == 1 else "inputs"
-                listed = ", ".join(f"'{n}'" for n in names)
+                listed = ", ".join(f"'{n[:MAX_NAME]}'" for n in names[:MAX_NAMES])
+                if len(names) > MAX_NAMES:
+                    listed += f", ... ({len(names)} inputs)"
                 site += f" [{'' if direct else 'computed '}from {what} {listed}]"
             out[o] = site
     return out
