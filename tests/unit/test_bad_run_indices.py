@@ -3,9 +3,10 @@
 * A run-time IndexError names the input the bad index comes from (`[from input 'idx']`,
   `traps.find_sites`), not only the node: it named the node only.
 * Ops whose spec has no negative indices (MaxUnpool, RotaryEmbedding's position_ids,
-  TensorScatter's write_indices, ReverseSequence's sequence_lens) refuse -1 as
-  onnxruntime does (`wrap_index(negative=False)`); -1 wrapped to the last element (or,
-  ReverseSequence, was taken as no reversal): a silent wrong value.
+  TensorScatter's write_indices, ReverseSequence's and RNN / GRU / LSTM's
+  sequence_lens) refuse -1 as onnxruntime does (`wrap_index(negative=False)`); -1
+  wrapped to the last element (or, the lengths, was taken as 0 steps, and a length past
+  seq_length as all of them): a silent wrong value.
 * The same holds on guard pages: no bad index reads or writes out of bounds.
 * A scatter with no updates (0 index rows) returns its data: it raised "index 0 is out
   of range for an axis of size 0" (row 0 of the empty updates was gathered).
@@ -54,6 +55,11 @@ CASES = {
                                           ("pos", I64, [1, 2])], opset=23), "pos",
                [_data(1, 2, 2, 4), _data(4, 2) / 8, _data(4, 2) / 9, np.array([[0, 3]])],
                [(np.array([[0, -1]]), -1), (np.array([[4, 0]]), 4)]),
+    "lstm": (_model("LSTM", [("x", F, [3, 2, 2]), ("W", F, [1, 12, 2]), ("R", F, [1, 12, 3]),
+                             ("B", F, [1, 24]), ("lens", TensorProto.INT32, [2])], hidden_size=3), "lens",
+             [_data(3, 2, 2) / 12, _data(1, 12, 2) / 24, -_data(1, 12, 3) / 36, _data(1, 24) / 24,
+              np.array([3, 1], np.int32)],
+             [(np.array([4, 1], np.int32), 4), (np.array([-1, 1], np.int32), -1)]),
     "tensor_scatter": (_model("TensorScatter", [("c", F, [2, 4, 3]), ("u", F, [2, 1, 3]),
                                                 ("w", I64, [2])]), "w",
                        [_data(2, 4, 3), -_data(2, 1, 3), np.array([0, 3])],

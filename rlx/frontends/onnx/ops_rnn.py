@@ -24,6 +24,7 @@ from rlx.dialects.rlx.base import tensor
 from rlx.dialects.rlx.control import YieldOp
 from rlx.frontends.onnx.loops import reverse0, scan_op
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
+from rlx.frontends.onnx.ops_index import wrap_index
 from rlx.frontends.onnx.registry import converter
 
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -233,6 +234,9 @@ def recurrent(n: Node) -> list[SSAValue | None]:
     zeros = n.typed("broadcast_to", n.constant(0, x), [batch, hid])
     mask = None
     if lens is not None:  # [seq, batch, 1]: step t of row b is within its length
+        # a length outside [0, seq_length] is an IndexError, as onnxruntime refuses it
+        # (was a silent clamp: -1 ran no step, seq + 1 every step)
+        lens = wrap_index(n, lens, seq + 1, negative=False)
         steps = n.constant(np.arange(seq, dtype=np.int64).reshape(seq, 1, 1))
         mask = n.emit(
             "compare", n.reshape(n.cast(lens, "i64"), [1, batch, 1]), steps, predicate="gt"
