@@ -11,7 +11,7 @@ func.func @main(%x: tensor<6x3xf32>, %i: tensor<4xi32>, %a: tensor<4xi32>) -> (t
 
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME:    %out1: memref<4xi32> {rlx.kind = "output", rlx.name = "out1"}, %status: memref<5xi64> {rlx.kind = "status", rlx.name = "status"})
-// CHECK-SAME:    attributes {rlx.error_sites = ["{{.*}}convert-rlx-to-linalg-checks.mlir:7:3: rlx.gather", "{{.*}}convert-rlx-to-linalg-checks.mlir:8:3: rlx.div"]}
+// CHECK-SAME:    attributes {rlx.error_sites = ["{{.*}}convert-rlx-to-linalg-checks.mlir:7:3: rlx.gather [from input 'arg1']", "{{.*}}convert-rlx-to-linalg-checks.mlir:8:3: rlx.div [from inputs 'arg1', 'arg2']"]}
 // CHECK:         memref.store %[[S0:.*]], %status[%[[W4:.*]]] : memref<5xi64>
 // CHECK-NEXT:    func.call @[[GATHER:rlx_k[0-9]+]](%x, %i, %out0, %status)
 // CHECK-NEXT:    memref.store %{{.*}}, %status[%[[W4]]] : memref<5xi64>
