@@ -51,7 +51,7 @@ def _start_server(directory: str) -> subprocess.Popen[bytes] | None:
     None if it cannot serve here (the tools then run as fresh processes)."""
     sys.path.insert(0, str(SERVER.parent))
     try:
-        import tool_server
+        import tool_client
     finally:
         sys.path.remove(str(SERVER.parent))
     socket_path = os.path.join(directory, "socket")
@@ -74,8 +74,7 @@ def _start_server(directory: str) -> subprocess.Popen[bytes] | None:
             message = f"tool server failed, lit runs fresh processes: {log_text.read()}"
         warnings.warn(message, stacklevel=2)
         return None
-    for tool, real in reals.items():
-        tool_server.write_client(directory, tool, socket_path, str(real))
+    tool_client.write_clients(directory, socket_path, {t: str(r) for t, r in reals.items()})
     return server
 
 

@@ -17,8 +17,8 @@ accounted to the parent like the processes it replaces. Clients are the small sc
 argv, cwd, environment and file descriptors 0-2 (SCM_RIGHTS) and exits with the status of
 the forked run; if the server is not reachable, the client executes the real tool.
 
-Each connection is served by a handler process (a fork) that forks the run and waits for
-it; if the client goes away first (lit's timeout killed it), the handler kills the run.
+Each request is served by one fork of the server (the run), which the server waits for;
+if the client goes away first (lit's timeout killed it), the server kills the run.
 """
 
 from __future__ import annotations
@@ -130,6 +130,9 @@ def _warm_abc_caches() -> None:
 EXIT, SIGNAL = 0, 1
 """Reply kinds: the run exited with a code / was killed by a signal."""
 
+REQUEST_TIMEOUT_S = 30.0
+"""A client sends its request at once; one that stalls is dropped, not waited for."""
+
 
 def _recv_exact(conn: socket.socket, n: int, fds: list[int]) -> bytes:
     """`n` bytes from `conn`; file descriptors that come with them are added to `fds`."""
@@ -143,12 +146,12 @@ def _recv_exact(conn: socket.socket, n: int, fds: list[int]) -> bytes:
     return data
 
 
-def _read_request(conn: socket.socket) -> tuple[list[str], list[int]]:
-    """The request's fields (tool, cwd, argc, args..., env entries...) and its fds."""
-    fds: list[int] = []
+def _read_request(conn: socket.socket, fds: list[int]) -> list[str]:
+    """The request's fields (tool, cwd, argc, args..., env entries...); its file
+    descriptors are added to `fds`."""
     size = int.from_bytes(_recv_exact(conn, 8, fds), "little")
     payload = _recv_exact(conn, size, fds)
-    return [os.fsdecode(p) for p in payload.split(b"\0")], fds
+    return [os.fsdecode(p) for p in payload.split(b"\0")]
 
 
 def _std_stream(fd: int, template: io.TextIOWrapper) -> io.TextIOWrapper:
@@ -200,43 +203,53 @@ def _reply(conn: socket.socket, status: int) -> None:
         pass  # the client is gone
 
 
-def _handle(conn: socket.socket) -> str | None:
-    """Serve one connection (in a handler process). Returns the tool name in the forked
-    run, which then runs it; the handler itself never returns (it `_exit`s)."""
+def _fork_run(conn: socket.socket, others: list[socket.socket], wake: tuple[int, int]) -> int | str:
+    """Read one request from `conn` and fork its run. Returns the run's pid (in the
+    server; -1 for a bad request, which is logged and dropped) or, in the forked run, the
+    tool name to run."""
+    fds: list[int] = []
     try:
-        fields, fds = _read_request(conn)
+        conn.settimeout(REQUEST_TIMEOUT_S)
+        fields = _read_request(conn, fds)
+        conn.settimeout(None)  # blocking again (a timeout would make `_hung_up` wait)
         if fields[0] not in TOOLS:
             raise ValueError(f"unknown tool {fields[0]!r}")
     except (OSError, ValueError, IndexError) as e:
         sys.stderr.write(f"tool_server: bad request: {e}\n")
-        os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        return -1
     pid = os.fork()
-    if pid == 0:
-        conn.close()
+    if pid == 0:  # the run: none of the server's descriptors or signal settings
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in wake:
+            os.close(fd)
+        for other in (conn, *others):
+            other.close()
         return _become_run(fields, fds)
     for fd in fds:
         os.close(fd)  # a pipe's reader must see end of file once the run exits
+    return pid
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """The client closed its end (a client sends nothing after its request)."""
     try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        poller.register(conn.fileno(), select.POLLIN | select.POLLHUP)
-        ready = {fd for fd, _ in poller.poll()}
-        if pidfd not in ready:  # the client went away (killed): stop its run
-            os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    _reply(conn, status)
-    os._exit(0)
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def serve(path: str) -> str:
-    """Preload, listen on `path`, fork a handler per connection until stdin closes.
+    """Preload, listen on `path` and fork a run per request until stdin closes.
 
-    Returns only in a forked run (the tool name to run); the server process exits here.
-    """
+    The server itself waits for its runs (one fork per request): when a run exits (a
+    SIGCHLD wakes the poll) its status goes to its client; when a client goes away
+    first (lit's timeout killed it: its connection hangs up) its run is killed. Returns
+    only in a forked run (the tool name to run); the server process exits here."""
     _preload()
     import gc
 
@@ -245,83 +258,69 @@ def serve(path: str) -> str:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)
+    wake = os.pipe()
+    for fd in wake:
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake[1])
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the poll
+    poller = select.poll()
+    for fd in (listener.fileno(), sys.stdin.fileno(), wake[0]):
+        poller.register(fd, select.POLLIN)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    children: set[int] = set()
-    while True:
-        ready, _, _ = select.select([listener, sys.stdin], [], [])
-        if sys.stdin in ready:  # parent closed our stdin (or died): shut down
-            listener.close()
-            for pid in children:
-                os.waitpid(pid, 0)
-            sys.exit(0)
-        conn, _ = listener.accept()
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            tool = _handle(conn)
-            if tool is not None:
-                return tool
-            os._exit(1)
+    runs: dict[int, socket.socket | None] = {}  # pid -> its client (None: client gone)
+    by_fd: dict[int, int] = {}  # client connection fd -> pid of its run
+
+    def drop(conn: socket.socket) -> None:
+        poller.unregister(conn.fileno())
+        del by_fd[conn.fileno()]
         conn.close()
-        children.add(pid)
-        while children:  # reap finished handlers
-            done, _ = os.waitpid(-1, os.WNOHANG)
-            if done == 0:
-                break
-            children.discard(done)
 
+    def reap(block: bool) -> None:
+        while runs:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = runs.pop(pid, None)
+            if conn is not None:
+                _reply(conn, status)
+                drop(conn)
 
-CLIENT = """\
-#!{python} -IS
-# Client of tests/tool_server.py for {tool!r} (generated; see there). Start-up is most of
-# its cost, so it imports only C modules: _socket, not socket (which imports enum).
-import os, sys
-from _socket import AF_UNIX, SCM_RIGHTS, SOCK_STREAM, SOL_SOCKET, socket
-from array import array
-
-def main():
-    s = socket(AF_UNIX, SOCK_STREAM)
-    try:
-        s.connect({socket!r})
-    except OSError:
-        os.execv({real!r}, [{real!r}, *sys.argv[1:]])
-    fields = [{tool!r}, os.getcwd(), str(len(sys.argv) - 1), *sys.argv[1:]]
-    fields += [k + "=" + v for k, v in os.environ.items()]
-    payload = b"\\0".join(os.fsencode(f) for f in fields)
-    message = len(payload).to_bytes(8, "little") + payload
-    sent = s.sendmsg([message], [(SOL_SOCKET, SCM_RIGHTS, array("i", [0, 1, 2]).tobytes())])
-    s.sendall(message[sent:])
-    reply = b""
-    while len(reply) < 8:
-        chunk = s.recv(8 - len(reply))
-        if not chunk:
-            sys.stderr.write("{tool}: the tool server ended without a reply\\n")
-            os._exit(125)
-        reply += chunk
-    kind = int.from_bytes(reply[:4], "little")
-    value = int.from_bytes(reply[4:], "little", signed=True)
-    if kind == {signal_kind}:
-        import signal
-        signal.signal(value, signal.SIG_DFL)
-        os.kill(os.getpid(), value)
-        os._exit(128 + value)
-    os._exit(value)
-
-main()
-"""
-
-
-def write_client(directory: str, tool: str, socket_path: str, real: str) -> str:
-    """Write the client script for `tool` into `directory`; returns its path."""
-    path = os.path.join(directory, tool)
-    text = CLIENT.format(
-        python=sys.executable, tool=tool, socket=socket_path, real=real, signal_kind=SIGNAL
-    )
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-    return path
+    while True:
+        for fd, _ in poller.poll():
+            if fd == wake[0]:
+                while True:
+                    try:
+                        if not os.read(wake[0], 512):
+                            break
+                    except BlockingIOError:
+                        break
+                reap(block=False)
+            elif fd == listener.fileno():
+                conn, _ = listener.accept()
+                pid = _fork_run(conn, [listener, *(c for c in runs.values() if c)], wake)
+                if isinstance(pid, str):
+                    return pid
+                if pid < 0:
+                    conn.close()
+                    continue
+                runs[pid] = conn
+                by_fd[conn.fileno()] = pid
+                poller.register(conn.fileno(), select.POLLIN | select.POLLHUP)
+            elif fd in by_fd:  # a client hung up before its run ended: stop the run
+                pid = by_fd[fd]
+                if not _hung_up(runs[pid]):  # type: ignore[arg-type]
+                    continue  # a stale event of a reused descriptor
+                drop(runs[pid])  # type: ignore[arg-type]
+                runs[pid] = None
+                os.kill(pid, signal.SIGKILL)
+            elif fd == sys.stdin.fileno():  # parent closed our stdin (or died): shut down
+                listener.close()
+                reap(block=True)
+                sys.exit(0)
 
 
 def _exit_code(e: SystemExit) -> int:
