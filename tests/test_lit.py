@@ -1,13 +1,13 @@
 """Run the lit/FileCheck suite (tests/filecheck) from pytest, one test per lit file.
 
 So that plain `pytest` at the repository root runs both suites, each `.mlir` file of
-tests/filecheck is its own test (parametrized: pytest-xdist spreads them over the cores);
-a failing test carries lit's output for that file.
+tests/filecheck is its own test (parametrized; under pytest-xdist they share one worker,
+the `lit` group); a failing test carries lit's output for that file.
 
 `lit`, `rlx-opt` and `filecheck` are served by a fork server (tests/tool_server.py, one
 per pytest process, started by the first lit test): each run is a fork of an interpreter
 that has imported the tools already, which saves ~0.2-0.4 s of CPU per `rlx-opt` and
-~0.1 s per `filecheck`/`lit` (~700 processes). `RLX_LIT_TOOL_SERVER=0` runs every tool
+~0.1 s per `filecheck`/`lit` (~700 processes; their clients, tests/tool_client.py). `RLX_LIT_TOOL_SERVER=0` runs every tool
 as a fresh process instead (what `lit -v tests/filecheck` always does).
 """
 
@@ -35,6 +35,10 @@ FRESH_LIT = [
 ]
 MAX_SOCKET_PATH = 100
 """AF_UNIX paths are limited to 107 bytes on Linux."""
+
+# Every lit file runs on one pytest-xdist worker (`--dist loadgroup`, pyproject.toml): one
+# tool server (its preload: ~3 s of CPU) serves them all, not one per worker.
+pytestmark = pytest.mark.xdist_group("lit")
 
 
 def lit_files() -> list[Path]:
