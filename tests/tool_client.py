@@ -187,7 +187,8 @@ def _c_string(text: str) -> str:
 
 def _write_c_clients(directory: str, socket_path: str, reals: dict[str, str]) -> bool:
     """Compile the C client into `directory` and link it as every tool; False if there
-    is no working C compiler (nothing is left in `directory` then)."""
+    is no working C compiler or the client does not work (no tool is left then).
+    The server must be listening already (the check runs one served `--version`)."""
     cc = shutil.which(os.environ.get("CC", "cc"))
     if cc is None:
         return False
@@ -209,8 +210,25 @@ def _write_c_clients(directory: str, socket_path: str, reals: dict[str, str]) ->
     if done.returncode != 0 or not os.path.exists(exe):
         return False
     for tool in reals:
-        os.link(exe, os.path.join(directory, tool))
-    return True
+        try:
+            os.link(exe, os.path.join(directory, tool))
+        except OSError:  # a file system without hard links
+            shutil.copy2(exe, os.path.join(directory, tool))
+    tool = next(iter(reals))
+    try:  # the served `--version` of one tool: the client works here
+        check = subprocess.run(
+            [os.path.join(directory, tool), "--version"],
+            capture_output=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        works = check.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        works = False
+    if not works:
+        for tool in reals:
+            os.remove(os.path.join(directory, tool))
+    return works
 
 
 def _write_py_client(directory: str, tool: str, socket_path: str, real: str) -> None:
