@@ -12,6 +12,7 @@ import pytest
 from test_rlx_to_linalg_harness import check, multi_op, rand, t
 
 import rlx
+from rlx.interpreter import parse_module
 from rlx.interpreter import run as reference_run
 from rlx.lowering.rlx_to_linalg.fast_exp import LO
 
@@ -138,7 +139,8 @@ def test_residual_layer_norm_runs_on_the_pool() -> None:
     (want,) = reference_run(g.module, {"x": x, "r": r})
     c = rlx.compile(g)
     assert "rlx.fused_residual_layer_norm" in c.ir("rlx")
-    op = next(o for o in g.module.walk() if o.name == "rlx.layer_norm")
+    fused = parse_module(c.ir("rlx"))
+    op = next(o for o in fused.walk() if o.name == "rlx.fused_residual_layer_norm")
     plan = chunking.plan(op)
     assert plan is not None and plan.tasks == 4 and plan.max_threads >= 2
     before = pool.get_num_threads()
