@@ -44,8 +44,14 @@ EMPTY_MEAN = 4
 NEGATIVE_POW = 5
 
 
-_FROM = re.compile(r"^(.*) (\[(?:computed )?from inputs? .*\])$", re.S)
-"""The inputs part of a site (`traps.find_sites`): `... [from input 'idx']`."""
+_QUOTED = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?:\.\.\.)?"""
+_FROM = re.compile(
+    rf"^(.*?) (\[(?:computed )?from inputs? {_QUOTED}(?:, {_QUOTED})*(?:, \.\.\. \(\d+ inputs\))?\])$",
+    re.S,
+)
+"""The inputs part of a site (`traps.find_sites`): `... [from input 'idx']`, each name a
+Python `repr` (`traps.quote_name`), so the list is found even where a name or the op's
+location holds `[from input` or a quote: the shortest prefix whose rest is such a list."""
 
 
 def status_error(site: str, code: int, value: int, bound: int) -> RlxRunError:

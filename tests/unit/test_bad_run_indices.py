@@ -136,3 +136,29 @@ def test_scatter_without_updates_returns_the_data(op: str, ishape: list, ushape:
     d = _data(4, 2)
     out = g.run(d, np.zeros(ishape, np.int64), np.zeros(ushape, np.float32))[0]
     np.testing.assert_array_equal(out, d)
+
+
+@pytest.mark.parametrize(
+    "index_name",
+    ["i' [from input 'x", "q\"'] [from input", "n" * 80, "line\nbreak"],
+)
+def test_input_names_are_quoted_whatever_they_hold(index_name: str) -> None:
+    """Input names are listed as Python `repr`s (`traps.quote_name`): a name or a node
+    name holding `[from input` or quotes moved part of the site behind the error text
+    (`errors.status_error` split at the last ` [from input`); a name past 64 characters
+    is cut with a `...` mark (it was cut silently)."""
+    node = "n [from input 'z']"
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["d", index_name], ["y"], name=node)], "g",
+        [helper.make_tensor_value_info("d", F, [4]),
+         helper.make_tensor_value_info(index_name, I64, [2])],
+        [helper.make_empty_tensor_value_info("y")],
+    )  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    compiled = rlx.compile(import_model(model)[0])
+    with pytest.raises(IndexError) as e:
+        compiled.run(_data(4), np.array([0, 9]))
+    cut = index_name[:64]
+    listed = repr(cut) + ("..." if cut != index_name else "")
+    assert str(e.value).startswith(f"node '{node}' (Gather): rlx.gather: index 9 ")
+    assert str(e.value).endswith(f" [from input {listed}]")

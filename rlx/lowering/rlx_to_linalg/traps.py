@@ -153,6 +153,13 @@ def source_inputs(f: Operation, op: Operation) -> tuple[list[str], bool]:
     return [_arg_name(f, i) for i in sorted(found)], direct
 
 
+def quote_name(name: str) -> str:
+    """An input name as a site lists it: Python's `repr` (quotes and control characters
+    escaped, so `errors.status_error` can find where the list starts whatever the name
+    holds), cut to MAX_NAME characters with a `...` mark after the quote."""
+    return repr(name[:MAX_NAME]) + ("..." if len(name) > MAX_NAME else "")
+
+
 def find_sites(f: Operation) -> dict[Operation, str]:
     """The checked ops of function `f` in walk order, each with its description: its
     source location and name, else its name and position (`rlx.gather (op #3 of @main)`),
@@ -168,7 +175,7 @@ def find_sites(f: Operation) -> dict[Operation, str]:
             names, direct = source_inputs(f, o)
             if names:
                 what = "input" if len(names) == 1 else "inputs"
-                listed = ", ".join(f"'{n[:MAX_NAME]}'" for n in names[:MAX_NAMES])
+                listed = ", ".join(map(quote_name, names[:MAX_NAMES]))
                 if len(names) > MAX_NAMES:
                     listed += f", ... ({len(names)} inputs)"
                 site += f" [{'' if direct else 'computed '}from {what} {listed}]"
