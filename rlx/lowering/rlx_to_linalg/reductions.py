@@ -179,13 +179,18 @@ def _row_sums(
     if length == 0 or rows == 0 or lanes == 0 or lanes > ROW_LANES:
         return False
     at = compute_type(elem(out))
-    xm, om = view_as(kb, x, [rows, length, lanes]), view_as(kb, out, [rows, lanes])
+    lane = [] if lanes == 1 else [lanes]  # [rows, length] for a plain trailing pool
+    xm, om = view_as(kb, x, [rows, length, *lane]), view_as(kb, out, [rows, *lane])
+
+    def at_lane(j: int) -> list[int]:
+        return [j] if lane else []
+
     zero = kb.const(0.0, at)
     with kb.loop(rows) as r:
 
         def step(i: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             return [
-                kb.addf(s, kb.convert(kb.load(xm, [r, i, j]), at), FM_RED)
+                kb.addf(s, kb.convert(kb.load(xm, [r, i, *at_lane(j)]), at), FM_RED)
                 for j, s in enumerate(acc)
             ]
 
@@ -193,7 +198,7 @@ def _row_sums(
         for j, total in enumerate(totals):
             if kind == "mean":
                 total = kb.divf(total, kb.const(float(length), at))
-            kb.store(kb.convert(total, elem(out)), om, [r, j])
+            kb.store(kb.convert(total, elem(out)), om, [r, *at_lane(j)])
     return True
 
 
