@@ -345,3 +345,38 @@ def test_fork_failure_compiles_here(parallel, monkeypatch) -> None:  # type: ign
     c.set_params(params)
     for s, a in zip(serial, c.run(**inputs), strict=True):
         np.testing.assert_array_equal(np.array(a), s)
+
+
+_COST_IR = """
+func.func @flat(%a: f32) -> f32 {
+  %b = arith.addf %a, %a : f32
+  %c = arith.addf %b, %b : f32
+  func.return %c : f32
+}
+func.func @looped(%a: f32, %n: index) -> f32 {
+  %z = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %r = scf.for %i = %z to %n step %one iter_args(%s = %a) -> (f32) {
+    %b = arith.addf %s, %s : f32
+    %c = arith.addf %b, %b : f32
+    scf.yield %c : f32
+  }
+  func.return %r : f32
+}
+"""
+
+
+def test_split_cost_weighs_loop_bodies() -> None:
+    """The split balances estimated cost, not op count: ops inside a loop count
+    LOOP_OP_COST times (a graph function's calls are cheap to lower and optimise, a
+    microkernel's loop bodies are not; densenet121 split by op count left this process
+    idle for a second while the child finished)."""
+    from xdsl.parser import Parser
+
+    from rlx.runtime.loading import make_context
+
+    m = Parser(make_context(), _COST_IR).parse_module()
+    flat, looped = (o for o in m.ops if isinstance(o, func.FuncOp))
+    k = parallel_build.LOOP_OP_COST
+    assert parallel_build._cost(flat) == (4, 4)  # the func, 2 adds, the return
+    assert parallel_build._cost(looped) == (8, 5 + 3 * k)  # the loop body: 2 adds, yield
