@@ -99,22 +99,20 @@ def test_direct_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
         _check(case, "nchwc direct")
 
 
-def test_refused_by_limits() -> None:
-    """U given (IR written so: `blocked-layout` prepares U only for convs the kernel
-    takes) for a conv whose transformed input row exceeds `V_ELEMENTS` on every ISA
-    (16 · 256 · 17): the direct kernel on `L U Lᵀ`."""
-    text, shapes = _module((1, 256, 34, 34), 16, (1, 1, 1, 1), 16, "relu", False)
-    vals = _values(shapes, 5)
-    (want,) = run(parse_module(text), vals)
-    compiled = rlx.compile(text)
-    assert "nchwc direct" in compiled.dispatch_report()
-    assert_close(compiled.run(*vals)[0], want, TOL["f32"])
-
-
-def test_gelu_fallback() -> None:
-    """gelu (erf), which the Winograd kernel does not apply: the direct kernel."""
-    text, shapes = _module((1, 16, 8, 8), 16, (1, 1, 1, 1), 8, "gelu", False)
-    vals = _values(shapes, 7)
+@pytest.mark.parametrize(
+    ("x_shape", "f", "act", "seed"),
+    [((1, 256, 34, 34), 16, "relu", 5), ((1, 16, 8, 8), 8, "gelu", 7)],
+    ids=["refused-by-limits", "gelu"],
+)
+def test_direct_kernel_where_winograd_does_not_apply(
+    x_shape: tuple[int, int, int, int], f: int, act: str, seed: int
+) -> None:
+    """The direct kernel on `L U Lᵀ` where U is given (IR written so: `blocked-layout`
+    prepares U only for convs the kernel takes) but the Winograd kernel refuses: a
+    transformed input row over `V_ELEMENTS` on every ISA (16 · 256 · 17), or gelu (erf),
+    which it does not apply."""
+    text, shapes = _module(x_shape, 16, (1, 1, 1, 1), f, act, False)
+    vals = _values(shapes, seed)
     (want,) = run(parse_module(text), vals)
     compiled = rlx.compile(text)
     assert "nchwc direct" in compiled.dispatch_report()
