@@ -218,10 +218,9 @@ def general_pool(n: Node, kind: str) -> list[SSAValue | None]:
         per = int(np.prod(sizes))
         base = (np.arange(xs[0] * xs[1]) * per).reshape([xs[0], xs[1]] + [1] * len(sizes))
         return [best, n.emit("add", bi, n.constant(base, "i64"))]
+    p = float(n.attr("p", 2))
     if kind == "lp":
-        p = float(n.attr("p", 2))
-        a = n.emit("abs", x)
-        x = n.emit("mul", a, a) if p == 2 else n.emit("pow", a, n.constant(p, a))
+        x = _lp_power(n, x, p)
     at = _windows(n, x, kernel, st, dil, pads, out, 0)
     acc = None
     for off in offsets:
@@ -229,7 +228,7 @@ def general_pool(n: Node, kind: str) -> list[SSAValue | None]:
         acc = v if acc is None else n.emit("add", acc, v)
     assert acc is not None
     if kind == "lp":
-        return [n.emit("sqrt", acc) if p == 2 else n.emit("pow", acc, n.constant(1 / p, acc))]
+        return [_lp_root(n, acc, p)]
     cnt = _count(sizes, kernel, st, dil, pads, out, bool(n.attr("count_include_pad", 0)))
     return [n.emit("div", acc, n.constant(cnt.reshape([1, 1, *out]), acc))]
 
@@ -254,6 +253,32 @@ def pool(n: Node) -> list[SSAValue | None]:
 )
 def lp_pool(n: Node) -> list[SSAValue | None]:
     return general_pool(n, "lp")[:1]
+
+
+def _lp_power(n: Node, x: SSAValue, p: float) -> SSAValue:
+    """|x|^p, the terms of an Lp pool (x * x for p = 2)."""
+    a = n.emit("abs", x)
+    return n.emit("mul", a, a) if p == 2 else n.emit("pow", a, n.constant(p, a))
+
+
+def _lp_root(n: Node, acc: SSAValue, p: float) -> SSAValue:
+    """acc^(1/p), an Lp pool's sum of terms made a norm (sqrt for p = 2)."""
+    return n.emit("sqrt", acc) if p == 2 else n.emit("pow", acc, n.constant(1 / p, acc))
+
+
+@converter("GlobalLpPool", attrs=("p",))
+def global_lp_pool(n: Node) -> list[SSAValue]:
+    """The Lp norm over every spatial position (LpPool's formula, one window)."""
+    x = n.input(0)
+    xs = list(shape(x))
+    if len(xs) < 3 or 0 in xs[2:]:
+        raise n.error(f"GlobalLpPool needs a non-empty spatial extent, got shape {xs}")
+    p = float(n.attr("p", 2))
+    if p <= 0:
+        raise n.error(f"p must be positive, got {n.attr('p', 2)}")
+    terms = _lp_power(n, x, p)
+    acc = n.emit("reduce", terms, kind="sum", axes=list(range(2, len(xs))), keepdims=True)
+    return [_lp_root(n, acc, p)]
 
 
 @converter("LRN", attrs=("alpha", "beta", "bias", "size"))
