@@ -8,11 +8,11 @@ functions) make (a kernel and the workers it calls stay together, so LLVM inline
 specialises them as before; a graph function, i.e. the entry, `@prepare` or a
 `split-graph` part, is a group of its own unless a kernel calls it) and the groups are
 spread by estimated cost (`_cost`: ops, those in loops 8x) over this process and
-`jobs() - 1` forked children. Each child lowers its part to LLVM IR, sends the text (the fallback), optimises it with the pipeline and target
-machine of the `JitModule` that will load it (`llvm_host.Codegen`: the same optimisation
-level, unrolling, CPU and features), generates its machine code and sends the bitcode and
-the object; this process lowers, optimises and generates code for its own part meanwhile, and
-MCJIT loads the children's objects beside its own (`JitModule`; the cache stores them as
+`jobs() - 1` forked children. Each child lowers its part to LLVM IR, sends the text (the
+fallback), optimises it with the pipeline and target machine of the `JitModule` that will
+load it (`llvm_host.Codegen`: the same optimisation level, unrolling, CPU and features),
+generates its machine code and sends the bitcode and the object; this process lowers,
+optimises and generates code for its own part meanwhile, and MCJIT loads the children's objects beside its own (`JitModule`; the cache stores them as
 one `object_bundle`; the bitcode makes the IR text of the whole program). A function
 called across parts keeps its definition with external linkage instead of internal;
 nothing else changes.

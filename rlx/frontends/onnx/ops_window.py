@@ -218,7 +218,7 @@ def general_pool(n: Node, kind: str) -> list[SSAValue | None]:
         per = int(np.prod(sizes))
         base = (np.arange(xs[0] * xs[1]) * per).reshape([xs[0], xs[1]] + [1] * len(sizes))
         return [best, n.emit("add", bi, n.constant(base, "i64"))]
-    p = float(n.attr("p", 2))
+    p = float(n.attr("p", 2)) if kind == "lp" else 0.0
     if kind == "lp":
         x = _lp_power(n, x, p)
     at = _windows(n, x, kernel, st, dil, pads, out, 0)
