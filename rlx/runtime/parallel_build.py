@@ -12,10 +12,10 @@ spread by estimated cost (`_cost`: ops, those in loops 8x) over this process and
 fallback), optimises it with the pipeline and target machine of the `JitModule` that will
 load it (`llvm_host.Codegen`: the same optimisation level, unrolling, CPU and features),
 generates its machine code and sends the bitcode and the object; this process lowers,
-optimises and generates code for its own part meanwhile, and MCJIT loads the children's objects beside its own (`JitModule`; the cache stores them as
-one `object_bundle`; the bitcode makes the IR text of the whole program). A function
-called across parts keeps its definition with external linkage instead of internal;
-nothing else changes.
+optimises and generates code for its own part meanwhile, and MCJIT loads the children's
+objects beside its own (`JitModule`; the cache stores them as one `object_bundle`; the
+bitcode makes the IR text of the whole program). A function called across parts keeps its
+definition with external linkage instead of internal; nothing else changes.
 
 Anything a child cannot do is done here instead: a pass failing in a child is re-run in
 this process (so its diagnostic is raised as in a serial compile), a child that fails in
