@@ -154,9 +154,24 @@ def run_case(case: Case) -> tuple[str, str]:
             )
         else:
             ok = np.array_equal(g, want)
+        if not ok and _random(case):
+            return "skip", "random values: the spec fixes their distribution, not the values"
         if not ok:
             return "fail", f"output {i}: values differ"
     return "pass", ""
+
+
+RANDOM_OPS = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+              "Bernoulli", "Multinomial"}  # fmt: skip
+"""Ops whose outputs are draws (rlx's Philox stream: the distribution matches
+onnxruntime's, the values do not, docs/onnx-coverage.md)."""
+
+
+def _random(case: Case) -> bool:
+    """Whether `case` draws random values: a random op, or Dropout in training mode (its
+    mask; with ratio 0 it is deterministic and passes)."""
+    ops = {nd.op_type for nd in case.model.graph.node}  # type: ignore[attr-defined]
+    return bool(ops & RANDOM_OPS) or ("Dropout" in ops and "training" in case.name)
 
 
 def _graph_inputs_behind(case: Case, value: str) -> list[str]:

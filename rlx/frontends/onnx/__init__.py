@@ -12,6 +12,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_einsum,
     ops_elementwise,
     ops_index,
+    ops_linalg,
     ops_math,
     ops_nn,
     ops_pairwise,
