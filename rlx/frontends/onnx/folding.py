@@ -17,13 +17,13 @@ if TYPE_CHECKING:
 
 _NO_FOLD = frozenset(
     "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial"
-    " Range ConstantOfShape".split()
+    " Range ConstantOfShape MelWeightMatrix".split()
 )
 _FOLD_LIMIT = 1 << 20
 """Nodes whose inputs are all compile-time constants are evaluated at import time (up to
 this many input elements), before a converter is looked up; random ops never are, nor
-Range and ConstantOfShape, whose converters bound the size of what they make first (a
-`Range(0, 1e12, 1)` made the reference evaluator allocate terabytes). A
+Range, ConstantOfShape and MelWeightMatrix, whose converters bound the size of what they
+make first (a `Range(0, 1e12, 1)` made the reference evaluator allocate terabytes). A
 result computed from (unbaked) initializers stays a param (named after the ONNX output),
 so folding a weight's Transpose does not bake the weight into the IR."""
 

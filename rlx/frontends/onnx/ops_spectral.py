@@ -141,3 +141,64 @@ def col2im(n: Node) -> list[SSAValue]:
     ch = xs[1] // k
     y = n.emit("matmul", n.reshape(x, [xs[0], ch, k * blocks]), n.constant(m, x))
     return [n.reshape(y, [xs[0], ch, *image])]
+
+
+MAX_MEL_ELEMENTS = 1 << 24
+"""Largest MelWeightMatrix (bins x mel bins) built at import time."""
+
+
+@converter("MelWeightMatrix", attrs=("output_datatype",))
+def mel_weight_matrix(n: Node) -> list[np.ndarray]:
+    """The `[dft_length // 2 + 1, num_mel_bins]` triangular filterbank, a constant of the
+    (constant) inputs: mel(f) = 2595 log10(1 + f / 700); edges k = 0 .. num_mel_bins + 1
+    at mel(lower) + k (mel(upper) - mel(lower)) / (num_mel_bins + 2), each mapped to the
+    spectrogram bin floor((dft_length + 1) f / sample_rate), in the edge inputs' type.
+    The spec leaves the placement open; this is onnx.reference's and onnxruntime's, which
+    the backend test data use (the step divides by num_mel_bins + 2, so the last edge
+    stays below upper_edge_hertz; TensorFlow's divides by num_mel_bins + 1). Filter i
+    rises from edge i to a peak of 1 at edge i + 1 and falls to edge i + 2 (a zero-width
+    rise is a single 1 at its centre)."""
+    from onnx import helper
+
+    vals = []
+    for i, w in enumerate(("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+                           "upper_edge_hertz")):  # fmt: skip
+        v = np.asarray(n.const(i, w + " "))
+        if v.size != 1:
+            raise n.error(f"{w} must be a scalar, got shape {list(v.shape)}")
+        vals.append(v.reshape(()))
+    mel_bins, length, rate = (int(v) for v in vals[:3])
+    lo_v, hi_v = vals[3:]  # keep their type (T2): the bin placement depends on its rounding
+    lo, hi = float(lo_v), float(hi_v)
+    bins = length // 2 + 1
+    if mel_bins < 1 or length < 1 or rate < 1:
+        raise n.error(
+            f"num_mel_bins, dft_length and sample_rate must be positive, got {mel_bins}, "
+            f"{length}, {rate}"
+        )
+    if not 0 <= lo <= hi <= rate / 2:
+        raise n.error(
+            f"need 0 <= lower_edge_hertz <= upper_edge_hertz <= sample_rate / 2, got {lo}, "
+            f"{hi}, {rate}"
+        )
+    if bins * mel_bins > MAX_MEL_ELEMENTS:
+        raise n.error(f"a {bins}x{mel_bins} MelWeightMatrix is over {MAX_MEL_ELEMENTS} elements")
+
+    ln10 = np.log(10)
+    low, high = (2595 * np.log1p(v / 700) / ln10 for v in (lo_v, hi_v))  # in T2
+    edges_mel = np.arange(mel_bins + 2) * ((high - low) / (mel_bins + 2)) + low
+    edges_hz = 700 * np.expm1(edges_mel / 2595 * ln10)
+    edge = ((length + 1) * edges_hz // rate).astype(np.int64)
+    out = np.zeros((bins, mel_bins))
+    j = np.arange(bins)
+    for i in range(mel_bins):
+        left, centre, right = edge[i], edge[i + 1], edge[i + 2]
+        if centre == left:
+            out[min(centre, bins - 1), i] = 1.0
+        else:
+            rise = (j >= left) & (j <= centre)
+            out[rise, i] = (j[rise] - left) / (centre - left)
+        if right > centre:
+            fall = (j >= centre) & (j < right)
+            out[fall, i] = (right - j[fall]) / (right - centre)
+    return [out.astype(helper.tensor_dtype_to_np_dtype(n.attr("output_datatype", 1)))]
