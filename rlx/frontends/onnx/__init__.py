@@ -20,6 +20,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_random,
     ops_reduce,
     ops_resize,
+    ops_roi,
     ops_rnn,
     ops_sample,
     ops_scatter,
