@@ -9,6 +9,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     loops,
     ops_attention,
     ops_constants,
+    ops_deform,
     ops_einsum,
     ops_elementwise,
     ops_index,
