@@ -74,3 +74,20 @@ def test_matches_onnx_reference(case: int) -> None:
 def test_bad_shapes_are_import_errors(ws: list, os_: list, attrs: dict, msg: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(OnnxImportError, match=rf"dc.*{msg}"):
         import_model(_model([1, 2, 5, 5], ws, os_, False, False, **attrs))
+
+
+@pytest.mark.parametrize("side", ["end", "start"])
+def test_hostile_offsets_stay_in_bounds(side: str) -> None:
+    """NaN, +-inf and 1e30 offsets on guard pages: every tap index stays inside X (a tap
+    off the image reads nothing), no error."""
+    from guarded_memory import guarded_run
+
+    model = _model([1, 1, 4, 4], [1, 1, 2, 2], [1, 8, 3, 3], False, False)
+    g = rlx.compile(import_model(model)[0])
+    x = np.ones((1, 1, 4, 4), np.float32)
+    w = np.ones((1, 1, 2, 2), np.float32)
+    off = np.zeros((1, 8, 3, 3), np.float32)
+    off[0, 0], off[0, 1], off[0, 2], off[0, 3] = np.nan, np.inf, -np.inf, 1e30
+    outs, status = guarded_run(g, [x, w, off], side)
+    assert status is None or status[0] == 0
+    assert outs[0].shape == (1, 1, 3, 3)

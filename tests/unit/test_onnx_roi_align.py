@@ -97,3 +97,21 @@ def test_bad_batch_index_names_the_input() -> None:
 def test_bad_attributes_are_import_errors(attrs: dict, msg: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(OnnxImportError, match=rf"roi.*{msg}"):
         import_model(_model([1, 1, 4, 4], 1, **attrs))
+
+
+@pytest.mark.parametrize("side", ["end", "start"])
+def test_hostile_rois_stay_in_bounds(side: str) -> None:
+    """NaN, +-inf and 1e30 roi corners on guard pages: no access out of bounds (a NaN or
+    huge position is cast to an index that the border rules clamp), no error."""
+    from guarded_memory import guarded_run
+
+    model = _model([1, 2, 6, 6], 4, sampling_ratio=2, output_height=2, output_width=3)
+    g = rlx.compile(import_model(model)[0])
+    x = np.random.default_rng(0).random((1, 2, 6, 6)).astype(np.float32)
+    rois = np.array([[np.nan, 0, 3, 3], [-np.inf, -np.inf, np.inf, np.inf],
+                     [1e30, -1e30, 2e30, 3.0], [0, 0, 5, 5]], np.float32)  # fmt: skip
+    outs, status = guarded_run(g, [x, rois, np.zeros(4, np.int64)], side)
+    assert status is None or status[0] == 0
+    np.testing.assert_allclose(
+        outs[0][3], g.run(x, rois[3:].repeat(4, 0), np.zeros(4, np.int64))[0][0]
+    )
