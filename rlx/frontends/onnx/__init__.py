@@ -27,6 +27,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_scatter,
     ops_spectral,
     ops_tensor,
+    ops_text,
     ops_window,
     subgraphs,
 )
