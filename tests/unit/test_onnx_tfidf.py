@@ -76,6 +76,14 @@ def test_matches_onnxruntime() -> None:
         (dict(mode="TF", weights=[1.0, 2.0]), "2 weights for 10 output columns"),
         (dict(mode="BM25"), "mode 'BM25'"),
         (dict(ngram_counts=[0, 3]), "do not cut the pool"),
+        (
+            dict(
+                pool_int64s=[2, 3, 2, 2, 3, 2, 3],
+                ngram_counts=[0, 3],
+                ngram_indexes=[0, 1, 2, 3, 4],
+            ),
+            r"the pool holds the 1-gram \[2\] twice",
+        ),
     ],
 )
 def test_bad_attributes_are_import_errors(attrs: dict, msg: str) -> None:  # type: ignore[type-arg]

@@ -6,8 +6,9 @@ i < L - d (n - 1) are `x[i], x[i + d], ..., x[i + d (n - 1)]`; each of the n sli
 compared with column k of the pool's n-gram matrix `[G, n]`, the n comparisons multiplied
 and summed over the positions: the counts `[B, G]`, which a constant one-hot matmul sends
 to the output columns `ngram_indexes`. Then TF (counts), IDF (the weight, default 1, where
-the count is positive) or TFIDF (weight x count), as onnx.reference and onnxruntime count
-(the first of two equal pool n-grams gets the counts). String pools have no rlx type.
+the count is positive) or TFIDF (weight x count), as onnx.reference and onnxruntime count;
+a pool holding an n-gram twice is refused, as onnxruntime refuses it. String pools have no
+rlx type.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ MAX_POOL = 1 << 16
 
 def _pool(n: Node, pool: np.ndarray, counts: list[int], lo: int, hi: int
           ) -> dict[int, list[tuple[tuple[int, ...], int]]]:  # fmt: skip
-    """{gram size: [(gram, pool n-gram id)]} for the sizes in [lo, hi], first copies only."""
+    """{gram size: [(gram, pool n-gram id)]} for the sizes in [lo, hi]."""
     out: dict[int, list[tuple[tuple[int, ...], int]]] = {}
     seen: set[tuple[int, ...]] = set()
     gid = 0
@@ -37,8 +38,10 @@ def _pool(n: Node, pool: np.ndarray, counts: list[int], lo: int, hi: int
             raise n.error(f"ngram_counts {counts} do not cut the pool into {size}-grams")
         for j in range(start, end, size):
             gram = tuple(int(v) for v in pool[j : j + size])
-            if lo <= size <= hi and gram not in seen:
-                seen.add(gram)
+            if gram in seen:  # onnxruntime refuses it too; onnx.reference counts it oddly
+                raise n.error(f"the pool holds the {size}-gram {list(gram)} twice")
+            seen.add(gram)
+            if lo <= size <= hi:
                 out.setdefault(size, []).append((gram, gid))
             gid += 1
     return out
