@@ -39,7 +39,7 @@ from rlx.frontends.onnx.dims import dim_name, infer_symbolic_shapes
 from rlx.frontends.onnx.folding import fold
 from rlx.frontends.onnx.legacy import modernize
 from rlx.frontends.onnx.node import Node, check_sizes, elem, is_static, locate, shape
-from rlx.frontends.onnx.registry import CONVERTERS, EXPANDERS, OnnxImportError
+from rlx.frontends.onnx.registry import CONVERTERS, DOMAINS, EXPANDERS, OnnxImportError
 from rlx.frontends.onnx.schema_checks import check_graph, check_node
 from rlx.frontends.onnx.symbolic import Dim, SymbolicDimError, is_symbolic, materialize_symbolic
 
@@ -288,8 +288,11 @@ class Importer:
 
     def _convert_node_ops(self, node: Node) -> None:
         proto = node.proto
-        if proto.domain not in ("", "ai.onnx"):
-            raise node.error(f"op domain '{proto.domain}' is not supported")
+        domain = "" if proto.domain == "ai.onnx" else proto.domain
+        if domain != DOMAINS.get(proto.op_type, ""):
+            if domain:
+                raise node.error(f"op domain '{proto.domain}' is not supported")
+            raise node.error(f"op type '{proto.op_type}' is not supported")  # another domain's
         check_node(self, node, proto)
         if self.opset < 13 and (modern := modernize(self, node)) is not proto:
             proto, node = modern, Node(self, modern)  # the same name, today's attributes

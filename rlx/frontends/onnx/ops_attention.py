@@ -1,4 +1,5 @@
-"""ONNX Attention (opset 23+) onto `rlx.attention`, RotaryEmbedding onto `rlx.rope`.
+"""ONNX Attention (opset 23+) onto `rlx.attention`, RotaryEmbedding onto `rlx.rope`,
+`ai.onnx.preview` FlexAttention as matmul / softmax around its modifier subgraphs.
 
 Masks (boolean or additive `attn_mask`, `is_causal`, sliding windows, `nonpad_kv_seqlen`)
 are combined into one additive bias (`mask_kind = "bias"`); grouped-query attention
@@ -12,7 +13,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.dialects.rlx.base import DYN
-from rlx.frontends.onnx.node import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.ops_index import wrap_index
 from rlx.frontends.onnx.registry import converter
 
@@ -190,3 +191,50 @@ def rotary_embedding(n: Node) -> list[SSAValue]:
     if len(shape(x0)) == 3:
         y = n.reshape(n.emit("transpose", y, permutation=[0, 2, 1, 3]), shape(x0))
     return [y]
+
+
+_PRECISIONS = {1: "f32", 10: "f16", 16: "bf16", 11: "f64"}
+"""softmax_precision (a TensorProto type) -> the compute type."""
+
+
+@converter("FlexAttention", attrs=("prob_mod", "score_mod", "scale", "softmax_precision"),
+           domain="ai.onnx.preview")  # fmt: skip
+def flex_attention(n: Node) -> list[SSAValue]:
+    """`ai.onnx.preview` FlexAttention: scores `(Q √s)(K √s)ᵀ` (s = scale, default 1/√E),
+    in the softmax precision (default: the input type, f32 for f16 / bf16), the optional
+    `score_mod` subgraph, softmax over the keys, the optional `prob_mod` subgraph, then
+    `probs @ V` cast back to V's type; GQA repeats the K/V heads. As onnx.reference."""
+    q, k, v = n.input(0), n.input(1), n.input(2)
+    qs, ks, vs = shape(q), shape(k), shape(v)
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
+        raise n.error(f"FlexAttention needs rank-4 Q, K, V, got {list(qs)}, {list(ks)}, {list(vs)}")
+    hq, e, hk = qs[1], qs[3], ks[1]
+    if DYN in (hq, e, hk) or vs[1] != hk or ks[3] != e or vs[2] != ks[2]:
+        raise n.error(f"Q {list(qs)}, K {list(ks)}, V {list(vs)}: heads, sizes do not match")
+    if hq % hk:
+        raise n.error(f"q_num_heads {hq} is not a multiple of kv_num_heads {hk}")
+    prec = n.attr("softmax_precision")
+    if prec is not None and prec not in _PRECISIONS:
+        raise n.error(f"softmax_precision {prec} is not a float type")
+    t = elem(q)
+    ct = _PRECISIONS[prec] if prec is not None else ("f32" if t.bitwidth < 32 else t)
+    scale = n.attr("scale")
+    scale = 1.0 / np.sqrt(e) if scale is None else float(scale)
+    root = n.constant(float(np.sqrt(np.float32(scale))), q)
+    k, v = _repeat_heads(n, k, hq // hk), _repeat_heads(n, v, hq // hk)
+    kt = n.emit("transpose", n.emit("mul", k, root), permutation=[0, 1, 3, 2])
+    s = n.cast(n.emit("matmul", n.emit("mul", q, root), kt), ct)
+    for attr in ("score_mod", None, "prob_mod"):
+        if attr is None:
+            s = n.emit("softmax", s, axis=-1)
+            continue
+        body = n.attr(attr)
+        if body is not None:
+            if len(body.input) != 1 or len(body.output) != 1:
+                raise n.error(f"{attr} must take and return one tensor")
+            (out,) = n.ctx.run_body(body, [s])
+            out = n.cast(out if isinstance(out, SSAValue) else n.constant(out), ct)
+            if shape(out) != shape(s):
+                raise n.error(f"{attr} returned {list(shape(out))} for {list(shape(s))}")
+            s = out
+    return [n.cast(n.emit("matmul", s, n.cast(v, ct)), elem(v))]

@@ -18,6 +18,10 @@ Converter = Callable[["Node"], Sequence[Any]]
 
 CONVERTERS: dict[str, tuple[Converter, frozenset[str] | None]] = {}
 
+DOMAINS: dict[str, str] = {}
+"""The domain of each op type converted outside the default one (`converter(domain=)`,
+e.g. `ai.onnx.preview`'s FlexAttention); a node of another domain is refused."""
+
 DYNAMIC_RESULT_HOOKS: list[Callable[[Any, Any], None]] = []
 """`fn(importer, value)` called for each reshape/broadcast result with several dynamic
 dims, to record their symbols (filled by `symbolic_ops`)."""
@@ -30,21 +34,25 @@ the opset its schema declares, which may be older than the model's."""
 
 
 def converter(
-    *op_types: str, attrs: Iterable[str] | None = None
+    *op_types: str, attrs: Iterable[str] | None = None, domain: str = ""
 ) -> Callable[[Converter], Converter]:
-    """Register `fn` for `op_types`; `attrs` lists the accepted ONNX attributes (None: any)."""
+    """Register `fn` for `op_types` of `domain` (default: ONNX's own); `attrs` lists the
+    accepted ONNX attributes (None: any)."""
     allowed = None if attrs is None else frozenset(attrs)
 
     def deco(fn: Converter) -> Converter:
         for t in op_types:
             CONVERTERS[t] = (fn, allowed)
+            if domain:
+                DOMAINS[t] = domain
         return fn
 
     return deco
 
 
 def supported_ops() -> frozenset[str]:
-    """ONNX op types (default domain) the importer has a converter for."""
+    """ONNX op types the importer has a converter for (`DOMAINS` names those of other
+    domains than the default one)."""
     import rlx.frontends.onnx  # noqa: F401  (registers the converters)
 
     return frozenset(CONVERTERS)
