@@ -2,21 +2,20 @@
 plus a learned run-time offset, bilinearly, times an optional run-time mask.
 
 Per offset group, kernel tap and output pixel the sample point is `(-pad + stride * i +
-dilation * a + dy, ...)`; its four neighbours are row `gather`s of the `[OG * N * H * W,
-C / OG]` view of X, weighted by the bilinear weights, and a neighbour outside the image
-reads 0 (onnx.reference: GridSample with zero padding and align_corners). The sampled
+dilation * a + dy, ...)`, sampled as GridSample samples (bilinear, zero padding:
+`ops_sample.axis_taps` / `gather_taps` on the `[OG * N * H * W, C / OG]` view of X), which
+is how onnx.reference defines it. The sampled
 columns `[N * OH * OW, C * KH * KW]` then meet the weights in one batched `rlx.matmul`
 per group (the im2col form), plus the bias.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
+from rlx.frontends.onnx.ops_sample import axis_taps, gather_taps
 from rlx.frontends.onnx.registry import converter
 
 
@@ -63,35 +62,12 @@ def deform_conv(n: Node) -> list[SSAValue]:
         grid = regular[k].reshape(1, 1, kh, kw, oh, ow).astype(np.float64)
         return n.emit("add", n.reshape(d, [nb, og, kh, kw, oh, ow]), n.constant(grid, t))
 
-    y, xx = coord(0), coord(1)
-    y0, x0 = n.emit("floor", y), n.emit("floor", xx)
-    fy, fx = n.emit("sub", y, y0), n.emit("sub", xx, x0)
-    one = n.constant(1.0, t)
     group_base = (np.arange(og)[None, :] * nb + np.arange(nb)[:, None]) * (h * wd)
     gbase = n.constant(group_base.reshape(nb, og, 1, 1, 1, 1).astype(np.int64), "i64")
     rows = n.reshape(n.emit("transpose", n.reshape(x, [nb, og, cg, h, wd]),
                             permutation=[1, 0, 3, 4, 2]), [og * nb * h * wd, cg])  # fmt: skip
-    acc = None
-    for (dy, wy), (dx, wx) in itertools.product(((0.0, None), (1.0, fy)), ((0.0, None), (1.0, fx))):
-        py = n.emit("add", y0, n.constant(dy, t)) if dy else y0
-        px = n.emit("add", x0, n.constant(dx, t)) if dx else x0
-        wy_ = n.emit("sub", one, fy) if wy is None else wy
-        wx_ = n.emit("sub", one, fx) if wx is None else wx
-        inside = None
-        for p, size in ((py, h), (px, wd)):
-            ok = n.emit("where", n.emit("compare", p, n.constant(0.0, t), predicate="ge"),
-                        n.emit("compare", p, n.constant(float(size - 1), t), predicate="le"),
-                        n.constant(False))  # fmt: skip
-            inside = ok if inside is None else n.emit("where", inside, ok, n.constant(False))
-        assert inside is not None
-        wgt = n.emit("mul", n.emit("mul", wy_, wx_), n.cast(inside, t))
-        iy = n.cast(n.emit("where", inside, py, n.constant(0.0, t)), "i64")
-        ix = n.cast(n.emit("where", inside, px, n.constant(0.0, t)), "i64")
-        at = n.emit("add", gbase, n.emit("add", n.emit("mul", iy, n.constant(wd, "i64")), ix))
-        v = n.emit("gather", rows, at, axis=0)  # [N, OG, KH, KW, OH, OW, Cg]
-        term = n.emit("mul", v, n.reshape(wgt, [nb, og, kh, kw, oh, ow, 1]))
-        acc = term if acc is None else n.emit("add", acc, term)
-    assert acc is not None
+    per_axis = [axis_taps(n, coord(k), size, "linear", "zeros") for k, size in ((0, h), (1, wd))]
+    acc = gather_taps(n, rows, gbase, per_axis, [wd, 1], [nb, og, kh, kw, oh, ow])  # [..., Cg]
     if mask is not None:
         m = n.reshape(n.cast(mask, t), [nb, og, kh, kw, oh, ow, 1])
         acc = n.emit("mul", acc, m)

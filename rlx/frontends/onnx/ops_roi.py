@@ -6,7 +6,8 @@ with elementwise ops in onnx.reference's order and type (`start + p * bin + (i +
 bin / g`), then its two taps: a sample outside `[-1, size]` has weight 0, one below 0
 reads 0, one at or past `size - 1` reads the last row / column only. Every (y tap, x tap)
 pair is one `rlx.gather` of rows of the `[N * H * W, C]` view of X at `b * H * W + y * W +
-x` (a batch index outside [0, N) is a run-time IndexError naming it), weighted; avg sums the four taps and averages
+x` (`ops_sample.gather_taps`; a batch index outside [0, N) is a run-time IndexError naming
+it), weighted; avg sums the four taps and averages
 the g x g samples of a bin, max takes the largest weighted tap per sample and then the
 largest sample, as onnx.reference and onnxruntime do. An adaptive grid (`sampling_ratio` 0:
 `ceil(roi size / output size)` samples) depends on the roi values: refused.
@@ -14,25 +15,23 @@ largest sample, as onnx.reference and onnxruntime do. An adaptive grid (`samplin
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.ops_index import wrap_index
+from rlx.frontends.onnx.ops_sample import Tap, gather_taps
 from rlx.frontends.onnx.ops_tensor import slice_axis
 from rlx.frontends.onnx.registry import converter
 
-MODES = {b"avg": "avg", b"max": "max", "avg": "avg", "max": "max"}
-TRANSFORMS = {b"half_pixel": 0.5, b"output_half_pixel": 0.0, "half_pixel": 0.5,
-              "output_half_pixel": 0.0}  # fmt: skip
+TRANSFORMS = {"half_pixel": 0.5, "output_half_pixel": 0.0}
+"""coordinate_transformation_mode -> the shift subtracted from the scaled roi corners."""
 
 
 def _axis_taps(n: Node, start: SSAValue, end: SSAValue, out: int, g: int, size: int,
-               clamp_one: bool) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue]:  # fmt: skip
-    """(low index, high index, low weight, high weight, valid) of the `out * g` samples
-    of each roi along one axis of `size` (each `[R, out * g]`)."""
+               clamp_one: bool, form: list[int]) -> list[Tap]:  # fmt: skip
+    """The low and high taps (`ops_sample.Tap`, reshaped to `form`) of the `out * g`
+    samples of each roi along one axis of `size`; a sample outside [-1, size] weighs 0."""
     length = n.emit("sub", end, start)
     if clamp_one:  # output_half_pixel: malformed rois become 1 x 1
         length = n.emit("max", length, n.constant(1.0, length))
@@ -53,7 +52,10 @@ def _axis_taps(n: Node, start: SSAValue, end: SSAValue, out: int, g: int, size: 
     high = n.emit("where", last, top, n.emit("add", low, n.constant(1, "i64")))
     pos = n.emit("where", last, n.cast(top, elem(pos)), pos)
     frac = n.emit("sub", pos, n.cast(low, elem(pos)))
-    return low, high, n.emit("sub", n.constant(1.0, frac), frac), frac, valid
+    weight_in = n.cast(valid, elem(frac))
+    weights = (n.emit("sub", n.constant(1.0, frac), frac), frac)
+    return [(n.reshape(i, form), n.reshape(n.emit("mul", w, weight_in), form), None)
+            for i, w in zip((low, high), weights, strict=True)]  # fmt: skip
 
 
 @converter("RoiAlign", attrs=("coordinate_transformation_mode", "mode", "output_height",
@@ -63,9 +65,9 @@ def roi_align(n: Node) -> list[SSAValue]:
     xs, rs = list(shape(x)), list(shape(rois))
     if len(xs) != 4 or not is_static(xs) or not is_static(rs) or len(rs) != 2 or rs[1] != 4:
         raise n.error(f"RoiAlign needs static X [N, C, H, W] and rois [R, 4], got {xs}, {rs}")
-    mode = MODES.get(n.attr("mode", b"avg"))
-    shift = TRANSFORMS.get(n.attr("coordinate_transformation_mode", b"half_pixel"))
-    if mode is None or shift is None:
+    mode = n.attr("mode", "avg")
+    shift = TRANSFORMS.get(n.attr("coordinate_transformation_mode", "half_pixel"))
+    if mode not in ("avg", "max") or shift is None:
         raise n.error("mode must be avg or max, coordinate_transformation_mode half_pixel "
                       "or output_half_pixel")  # fmt: skip
     oh, ow = int(n.attr("output_height", 1)), int(n.attr("output_width", 1))
@@ -81,25 +83,13 @@ def roi_align(n: Node) -> list[SSAValue]:
     edges = [n.emit("sub", n.emit("mul", slice_axis(n, rois, 1, k, k + 1, 1),
                                   n.constant(scale, rois)), n.constant(shift, rois))
              for k in range(4)]  # fmt: skip  # x1, y1, x2, y2: [R, 1] each
-    ty = _axis_taps(n, edges[1], edges[3], oh, g, h, shift == 0.0)
-    tx = _axis_taps(n, edges[0], edges[2], ow, g, w, shift == 0.0)
+    ty = _axis_taps(n, edges[1], edges[3], oh, g, h, shift == 0.0, [r, oh * g, 1])
+    tx = _axis_taps(n, edges[0], edges[2], ow, g, w, shift == 0.0, [r, 1, ow * g])
     rows = n.reshape(n.emit("transpose", x, permutation=[0, 2, 3, 1]), [nb * h * w, c])
     checked = n.cast(wrap_index(n, batch, nb, negative=False), "i64")  # in [0, N), else an error
     base = n.reshape(n.emit("mul", checked, n.constant(h * w, "i64")), [r, 1, 1])
-    valid = n.emit("mul", n.cast(n.reshape(ty[4], [r, oh * g, 1]), elem(x)),
-                   n.cast(n.reshape(tx[4], [r, 1, ow * g]), elem(x)))  # fmt: skip
-    taps = []
-    for (yi, yw), (xi, xw) in itertools.product(((0, 2), (1, 3)), ((0, 2), (1, 3))):
-        at = n.emit("add", n.emit("add", base, n.reshape(n.emit("mul", ty[yi], n.constant(
-            w, "i64")), [r, oh * g, 1])), n.reshape(tx[xi], [r, 1, ow * g]))  # fmt: skip
-        wt = n.emit("mul", n.emit("mul", n.reshape(ty[yw], [r, oh * g, 1]),
-                                  n.reshape(tx[xw], [r, 1, ow * g])), valid)  # fmt: skip
-        v = n.emit("gather", rows, at, axis=0)  # [R, oh*g, ow*g, C]
-        taps.append(n.emit("mul", v, n.reshape(wt, [r, oh * g, ow * g, 1])))
-    op = "add" if mode == "avg" else "max"
-    acc = taps[0]
-    for t in taps[1:]:
-        acc = n.emit(op, acc, t)
+    combine = "add" if mode == "avg" else "max"  # max: of the weighted taps, then samples
+    acc = gather_taps(n, rows, base, [ty, tx], [w, 1], [r, oh * g, ow * g], combine)
     acc = n.reshape(acc, [r, oh, g, ow, g, c])
     kind = "sum" if mode == "avg" else "max"
     y = n.emit("reduce", acc, kind=kind, axes=[2, 4], keepdims=False)  # [R, oh, ow, C]

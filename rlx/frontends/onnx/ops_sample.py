@@ -10,11 +10,12 @@ elementwise ops, exactly as `onnx.reference` does; every combination of taps is 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.ir import SSAValue
 
-from rlx.frontends.onnx.node import Node, is_static, shape
+from rlx.frontends.onnx.node import Node, elem, is_static, shape
 from rlx.frontends.onnx.registry import converter
 
 _A = -0.75
@@ -64,11 +65,22 @@ def _cubic(n: Node, t: SSAValue) -> list[SSAValue]:
     return [far(n.emit("add", t, c(1))), near(t), near(one_t), far(n.emit("add", one_t, c(1)))]
 
 
-def _taps(n: Node, g: SSAValue, d: int, mode: str, pad: str, ac: bool):  # noqa: ANN202
-    """[(index i64, weight, in range bool | None)] of one spatial axis."""
+Tap = tuple[SSAValue, SSAValue | None, SSAValue | None]
+"""(index i64, weight or None: 1, in range bool or None: always) of one sample on one axis."""
+
+
+def _taps(n: Node, g: SSAValue, d: int, mode: str, pad: str, ac: bool) -> list[Tap]:
+    """The taps of normalized grid coordinates `g` on a spatial axis of size `d`."""
     x = (n.emit("mul", n.emit("div", n.emit("add", g, n.constant(1, g)), n.constant(2, g)), n.constant(d - 1, g))
          if ac else n.emit("div", n.emit("sub", n.emit("mul", n.emit("add", g, n.constant(1, g)), n.constant(d, g)),
                                           n.constant(1, g)), n.constant(2, g)))  # fmt: skip
+    return axis_taps(n, x, d, mode, pad, ac)
+
+
+def axis_taps(n: Node, x: SSAValue, d: int, mode: str, pad: str, ac: bool = True) -> list[Tap]:
+    """The taps of pixel coordinates `x` on an axis of size `d` (GridSample's modes and
+    padding; `ac`: align_corners' reflection bounds); indices are always clamped into
+    [0, d), out-of-range taps (zeros padding) flagged."""
     if mode == "nearest":
         x = n.emit("round", x)
     lo, hi = (0.0, d - 1.0) if ac else (-0.5, d - 0.5)
@@ -95,7 +107,7 @@ def _taps(n: Node, g: SSAValue, d: int, mode: str, pad: str, ac: bool):  # noqa:
             valid = n.emit("where", n.emit("compare", i, n.constant(0, "i64"), predicate="ge"),
                            n.emit("compare", i, n.constant(d, "i64"), predicate="lt"), n.constant(False, "bool"))  # fmt: skip
         elif pad == "reflection" and mode != "nearest":
-            i = n.cast(_reflect(n, n.cast(i, g.type.element_type), lo, hi), "i64")  # type: ignore[attr-defined]
+            i = n.cast(_reflect(n, n.cast(i, elem(x)), lo, hi), "i64")
         i = n.emit("min", n.emit("max", i, n.constant(0, "i64")), n.constant(d - 1, "i64"))
         out.append((i, w, valid))
     return out
@@ -132,6 +144,16 @@ def grid_sample(n: Node) -> list[SSAValue]:
     rows = n.reshape(n.emit("transpose", x, permutation=perm), [nb * pixels, c])
     base = n.constant((np.arange(nb) * pixels).reshape([nb] + [1] * k), "i64")
     strides = [int(np.prod(dims[i + 1 :])) for i in range(k)]
+    acc = gather_taps(n, rows, base, taps, strides, [nb, *out_sp])
+    return [n.emit("transpose", acc, permutation=[0, k + 1, *range(1, k + 1)])]
+
+
+def gather_taps(n: Node, rows: SSAValue, base: SSAValue, taps: Sequence[Sequence[Tap]],
+                strides: Sequence[int], out: Sequence[int], combine: str = "add") -> SSAValue:  # fmt: skip
+    """Over every choice of one tap per axis, the row `base + Σ index · stride` of `rows`
+    (`[pixels, C]`), 0 where a tap is out of range, times the taps' weights; the choices
+    combined by `combine` ("add", or "max"): `[*out, C]` (the taps and `base` broadcast
+    to `out`)."""
     acc = None
     for combo in itertools.product(*taps):
         flat = base
@@ -145,11 +167,11 @@ def grid_sample(n: Node) -> list[SSAValue]:
                 valid = (
                     ok if valid is None else n.emit("where", valid, ok, n.constant(False, "bool"))
                 )
-        v = n.emit("gather", rows, flat, axis=0)  # [N, *out, C]
+        v = n.emit("gather", rows, flat, axis=0)  # [*out, C]
         if valid is not None:
-            v = n.emit("where", n.reshape(valid, [nb, *out_sp, 1]), v, n.constant(0, v))
+            v = n.emit("where", n.reshape(valid, [*out, 1]), v, n.constant(0, v))
         if w is not None:
-            v = n.emit("mul", v, n.reshape(n.cast(w, v.type.element_type), [nb, *out_sp, 1]))  # type: ignore[attr-defined]
-        acc = v if acc is None else n.emit("add", acc, v)
+            v = n.emit("mul", v, n.reshape(n.cast(w, elem(v)), [*out, 1]))
+        acc = v if acc is None else n.emit(combine, acc, v)
     assert acc is not None
-    return [n.emit("transpose", acc, permutation=[0, k + 1, *range(1, k + 1)])]
+    return acc

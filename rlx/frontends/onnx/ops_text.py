@@ -63,7 +63,6 @@ def tfidf(n: Node) -> list[SSAValue]:
     lo, hi = int(n.attr("min_gram_length", 1)), int(n.attr("max_gram_length", 1))
     skip = int(n.attr("max_skip_count", 0))
     mode = n.attr("mode", "TF")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     weights = [float(v) for v in n.attr("weights", [])]
     if mode not in ("TF", "IDF", "TFIDF") or not 1 <= lo <= hi or skip < 0:
         raise n.error(f"mode {mode!r}, gram lengths {lo}..{hi}, max_skip_count {skip}")
