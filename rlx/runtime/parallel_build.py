@@ -117,12 +117,12 @@ def _cost(f: Operation) -> tuple[int, int]:
     bodies cost LLVM far more per op (densenet121 split by op count: this process's half
     took 2.2 s, the child's 3.7 s)."""
     ops = cost = 0
-    todo: list[tuple[Operation, int]] = [(f, 0)]
+    todo: list[tuple[Operation, bool]] = [(f, False)]
     while todo:
-        op, depth = todo.pop()
+        op, looped = todo.pop()
         ops += 1
-        cost += LOOP_OP_COST if depth else 1
-        inner = depth + (1 if isinstance(op, scf.ForOp | scf.ParallelOp | scf.WhileOp) else 0)
+        cost += LOOP_OP_COST if looped else 1
+        inner = looped or isinstance(op, scf.ForOp | scf.ParallelOp | scf.WhileOp)
         for r in op.regions:
             for b in r.blocks:
                 todo.extend((o, inner) for o in b.ops)
@@ -152,7 +152,7 @@ def split_module(module: ModuleOp, n: int) -> Split | None:
         if isinstance(o, func.FuncOp) and o.body.blocks:
             defs[nm] = o
     costs = {nm: _cost(f) for nm, f in defs.items()}
-    if sum(ops for ops, _ in costs.values()) < MIN_OPS:
+    if sum(count for count, _ in costs.values()) < MIN_OPS:
         return None
     weight = {nm: cost for nm, (_, cost) in costs.items()}
     refs = {nm: _symbol_refs(f) for nm, f in defs.items()}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_rlx_to_linalg_harness import Compiled, rand, t
 
+from rlx.host_cpu import host_vector_isa
 from rlx.interpreter import run
 from rlx.lowering.gemm import target
 
@@ -38,7 +39,7 @@ func.func @main(%a: {t(a)}, %b: {t(b)}) -> {t(o)} {{
 def test_pack_matches_reference(
     monkeypatch: pytest.MonkeyPatch, isa: str, m: int, k: int, n: int
 ) -> None:
-    if isa == "avx512" and target._cached_host_isa() != "avx512":
+    if isa == "avx512" and host_vector_isa() != "avx512":
         pytest.skip("host has no AVX-512")
     monkeypatch.setenv(target.ENV, isa)
     text = _mm(m, k, n)

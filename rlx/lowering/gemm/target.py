@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from rlx.env import FALSY, env_count
 from rlx.host_cpu import ISA_ENV as ENV
 from rlx.host_cpu import VECTOR_ISAS
-from rlx.host_cpu import host_vector_isa as _cached_host_isa
 from rlx.host_cpu import vector_isa as isa
 
 __all__ = ["DIRECT_A_ENV", "ENV", "MIN_MNK", "MIN_TASKS", "TASKS_ENV", "TASK_MACS", "TILES", "Tile",
-           "_cached_host_isa", "direct_a", "host_tile", "isa", "min_tasks"]  # fmt: skip
+           "direct_a", "host_tile", "isa", "min_tasks"]  # fmt: skip
 
 MIN_MNK = 32 * 32 * 32
 """Smallest M*N*K (per GEMM) for the generated GEMM and for OpenBLAS (`matmul.BLAS_MIN_MNK`

@@ -133,6 +133,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, g: BlockedGeom, tid: SSAValue, x: SS
     output rows read are copied first into a zero-padded slab `[R, WP, B]` (WP the
     columns the row's pixels read), and every pixel is an interior one of that slab."""
     b, kw_, sw, dw = g.b, g.kw, g.sw, g.dw
+    host_lanes = epilogue_lanes(b)
     t = kb.convert(kb.load(tid, [0]), kb.idx(0).type)
     u0 = kb.muli(t, d.per)
     u1 = kb.imin(kb.addi(u0, d.per), d.units)
@@ -196,7 +197,7 @@ def _worker(kb: KernelBuilder, d: TableGeo, g: BlockedGeom, tid: SSAValue, x: SS
                     # contiguous in the tile and the output row) per vector
                     for p, v in enumerate(acc):
                         vstore(kb, v, at(kb, ptile, p * b))
-                    lanes = epilogue_lanes(b) if len(acc) * b % epilogue_lanes(b) == 0 else b
+                    lanes = host_lanes if len(acc) * b % host_lanes == 0 else b
                     bw = widen(kb, bvec, lanes) if bvec is not None else None
                     with kb.loop(len(acc) * b // lanes) as p:
                         at_ = kb.addi(kb.imul(j0, b), kb.imul(p, lanes))

@@ -137,7 +137,7 @@ def direct_tile(g: BlockedGeom, f32_x: bool) -> tuple[BlockedGeom, int, int, int
 
 
 def plan_tasks(g: BlockedGeom, u: int, nblk: int, f32_x: bool,
-               ut: int = 0) -> tuple[str, dict[str, int]] | None:  # fmt: skip
+               ut: int) -> tuple[str, dict[str, int]] | None:  # fmt: skip
     """The input mode and the geometry table: the task split and slab sizes (None: one
     output row's slab is too large). Modes: "inplace" (f32 x, no padding, the row
     covered by whole pixel tiles and the tail tile of `ut` pixels: the microkernel reads

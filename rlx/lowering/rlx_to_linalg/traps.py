@@ -18,14 +18,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from math import prod
 
-from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    DictionaryAttr,
     FileLineColLoc,
     IntegerType,
     MemRefType,
     NameLoc,
-    StringAttr,
     TensorType,
     i64,
 )
@@ -39,6 +37,7 @@ from rlx.dialects.rlx.control import ElementwiseRegionOp
 from rlx.dialects.rlx.elementwise import DivOp, PowOp
 from rlx.dialects.rlx.shape import GatherOp
 from rlx.lowering.rlx_to_linalg.kernel_builder import KernelBuilder
+from rlx.transforms.prepare_func import arg_attr
 
 STATUS_TYPE = MemRefType(i64, [errors.STATUS_WORDS])
 
@@ -123,10 +122,8 @@ TRACE_LIMIT = 256
 def _arg_name(f: Operation, i: int) -> str:
     """The runtime's name of argument `i` of `f` (`rlx.name`, else `arg<i>`), as
     `convert-rlx-to-linalg` names the entry's inputs."""
-    attrs = getattr(f, "arg_attrs", None)
-    d = attrs.data[i] if attrs is not None and i < len(attrs.data) else None
-    name = d.data.get("rlx.name") if isinstance(d, DictionaryAttr) else None
-    return name.data if isinstance(name, StringAttr) else f"arg{i}"
+    name = arg_attr(f, i, "rlx.name") if isinstance(f, func.FuncOp) else None
+    return name or f"arg{i}"
 
 
 def source_inputs(f: Operation, op: Operation) -> tuple[list[str], bool]:
