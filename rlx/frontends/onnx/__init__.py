@@ -29,6 +29,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_spectral,
     ops_tensor,
     ops_text,
+    ops_trees,
     ops_window,
     subgraphs,
 )

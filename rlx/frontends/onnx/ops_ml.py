@@ -1,7 +1,7 @@
 """`ai.onnx.ml` ops that are plain tensor arithmetic: Binarizer (1) and
-ArrayFeatureExtractor (1), as onnx.reference and onnxruntime compute them. The domain's
-other ops (tree ensembles, classifiers with label maps, ZipMap's sequences of maps) are
-not converted."""
+ArrayFeatureExtractor (1), as onnx.reference and onnxruntime compute them. Tree ensembles
+are in `ops_trees`; classifiers with label maps and ZipMap's sequences of maps are not
+converted."""
 
 from __future__ import annotations
 
