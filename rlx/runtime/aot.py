@@ -48,7 +48,7 @@ from rlx.runtime.elf_link import (  # noqa: F401  (re-exported: the linking half
     use_elf_loader,
 )
 from rlx.runtime.elf_symbols import undefined_symbols
-from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm
+from rlx.runtime.llvm_host import _LOCK, _initialise, _llvm, host_target
 
 ABI_VERSION = 1
 """Bumped whenever generated code and the runtime stop agreeing (calling convention, runtime
@@ -150,8 +150,7 @@ def host() -> tuple[str, str, str]:
 
     with _LOCK:
         _initialise()
-        return (llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                llvm.get_host_cpu_features().flatten())  # fmt: skip
+        return (llvm.get_process_triple(), *host_target())
 
 
 def options_digest(options: Any) -> str:

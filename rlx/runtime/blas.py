@@ -24,7 +24,7 @@ import threading
 
 from rlx.lowering.blas_abi import SYMBOLS, available, enabled, lookup
 from rlx.runtime import parallel
-from rlx.runtime.llvm_host import _initialise, _target_machine
+from rlx.runtime.llvm_host import _initialise, _target_machine, host_target
 
 __all__ = ["SYMBOLS", "THREADED_MACS", "available", "enabled", "register"]
 
@@ -304,7 +304,7 @@ def _publish(found: dict[str, int]) -> None:
     ir = _wrappers_ir([_kind(SYMBOLS[d]) for d in found])
     mod = llvm.parse_assembly(ir)
     mod.verify()
-    tm = _target_machine(2, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), True)
+    tm = _target_machine(2, *host_target(), True)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     engine = llvm.create_mcjit_compiler(mod, tm)

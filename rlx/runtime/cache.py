@@ -45,6 +45,7 @@ from rlx.runtime.llvm_host import (
     _initialise,
     _target_machine,
     ensure_runtime_symbols,
+    host_target,
 )
 
 if TYPE_CHECKING:
@@ -110,10 +111,9 @@ def code_fingerprint() -> str:
 
 @functools.cache
 def host_cpu() -> str:
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+    """The host CPU name and code-generation features (`llvm_host.host_target`), as they
+    enter cache keys."""
+    return "|".join(host_target())
 
 
 def make_key(module_text: str, opts: CompileOptions, entry: str, backend: str) -> str:
@@ -235,8 +235,7 @@ def _llvm() -> tuple[Any, Any, Any]:
 
     with _LOCK:
         _initialise()
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = _target_machine(3, cpu, features, jit=True)
+        tm = _target_machine(3, *host_target(), jit=True)
     return llvm, _LOCK, tm
 
 
@@ -262,9 +261,7 @@ class ObjectModule(ObjectEngine):
     def asm(self) -> str:
         llvm, lock, _ = _llvm()
         with lock:
-            tm = llvm.Target.from_default_triple().create_target_machine(
-                cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
-            )
+            tm = _target_machine(3, *host_target(), jit=False)
             return tm.emit_assembly(llvm.parse_assembly(self.llvm_ir))
 
 

@@ -35,6 +35,7 @@ from rlx.runtime.llvm_host import (
     _initialise,
     _target_machine,
     ensure_runtime_symbols,
+    host_target,
     parse_for,
 )
 
@@ -106,10 +107,9 @@ class JitModule:
         blas.register()  # generated matmuls may call the BLAS symbols: publish them first
         with _LOCK:
             _initialise()
-            self.cpu = cpu if cpu is not None else llvm_binding.get_host_cpu_name()
-            self.features = (
-                features if features is not None else llvm_binding.get_host_cpu_features().flatten()
-            )
+            host_cpu, host_features = host_target()
+            self.cpu = cpu if cpu is not None else host_cpu
+            self.features = features if features is not None else host_features
             self.opt_level = opt_level
             ensure_runtime_symbols()
             tm = _target_machine(opt_level, self.cpu, self.features, jit=True)

@@ -99,10 +99,7 @@ def ensure_bf16_helpers() -> None:
     with _LOCK:
         if _SUPPORT_ENGINE is None:
             _initialise()
-            llvm_binding = _llvm()
-            cpu = llvm_binding.get_host_cpu_name()
-            features = llvm_binding.get_host_cpu_features().flatten()
-            _SUPPORT_ENGINE = _compile_support_runtime(cpu, features)
+            _SUPPORT_ENGINE = _compile_support_runtime(*host_target())
 
 
 def _compile_support_runtime(cpu: str, features: str) -> Any:
@@ -137,12 +134,27 @@ def parse_for(text: str, tm: Any) -> Any:
     return mod
 
 
+HOST_TUNING = "-prefer-256-bit"
+"""Appended to the host's features where it has AVX-512 (`host_target`)."""
+
+
 @functools.cache
-def _host() -> tuple[str, str]:
-    """The host CPU name and features (queried once: ~0.5 ms a time). Each engine gets a
-    target machine of its own: MCJIT takes ownership of it."""
+def host_target() -> tuple[str, str]:
+    """The host CPU name and the feature string RLX generates its code with (queried once:
+    ~0.5 ms a time; each engine gets a target machine of its own: MCJIT takes ownership).
+
+    LLVM's host features, plus `HOST_TUNING` where AVX-512 is present: LLVM's tuning of
+    Intel's AVX-512 cores (Skylake-X to Ice Lake) caps the loop and SLP vectorizers at
+    256-bit vectors, which left the row kernels (softmax, norms, elementwise chains) at half
+    the width of the GEMM's explicit 512-bit tiles and of onnxruntime's AVX-512 kernels
+    (1 thread on an Ice Lake server: gelu chain -13 %, layer_norm -15 %, softmax -5 % with
+    it; AMD's Zen 4 has no such cap). Part of the compile cache key (`cache.host_key`)."""
     llvm_binding = _llvm()
-    return llvm_binding.get_host_cpu_name(), llvm_binding.get_host_cpu_features().flatten()
+    with _LOCK:
+        _initialise()
+        cpu, features = llvm_binding.get_host_cpu_name(), llvm_binding.get_host_cpu_features()
+    flat = features.flatten()
+    return cpu, f"{flat},{HOST_TUNING}" if features.get("avx512f") else flat
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,7 @@ class Codegen:
 
     def for_host(self) -> Codegen:
         """This setting with the host's CPU name and features where it names none."""
-        cpu, features = _host()
+        cpu, features = host_target()
         return dataclasses.replace(
             self,
             cpu=cpu if self.cpu is None else self.cpu,
@@ -181,7 +193,7 @@ class ObjectEngine:
         with _LOCK:
             _initialise()
             llvm_binding = _llvm()
-            tm = _target_machine(0, *_host(), jit=True)
+            tm = _target_machine(0, *host_target(), jit=True)
             empty = llvm_binding.parse_assembly("")
             empty.triple = tm.triple
             self._engine = llvm_binding.create_mcjit_compiler(empty, tm)  # owns tm

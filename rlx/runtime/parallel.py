@@ -315,8 +315,7 @@ def _jit() -> None:
     ir = _pool_ir(profile)
     mod = llvm.parse_assembly(_SERIAL_IR if ir is None else ir)
     mod.verify()
-    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    tm = llvm_host._target_machine(2, cpu, features, True)
+    tm = llvm_host._target_machine(2, *llvm_host.host_target(), True)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     engine = llvm.create_mcjit_compiler(mod, tm)

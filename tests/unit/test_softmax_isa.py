@@ -22,6 +22,7 @@ import rlx
 from rlx.interpreter import run as reference_run
 from rlx.lowering.lower_to_llvm import LOOPS_TO_LLVM
 from rlx.runtime.jit import JitModule, to_llvm_ir
+from rlx.runtime.llvm_host import HOST_TUNING, host_target
 
 pytestmark = pytest.mark.skipif(
     platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 targets"
@@ -38,16 +39,21 @@ def _src(n: int, rows: int = ROWS) -> str:
 }}"""
 
 
-def _jit(src: str, cpu: str) -> JitModule:
-    """The module at the `loops` stage, lowered to LLVM and compiled for `cpu`."""
+def _ir(src: str) -> str:
+    """The module at the `loops` stage, lowered to LLVM IR."""
     ctx = Context(allow_unregistered=True)
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     module = Parser(ctx, rlx.compile(src).ir("loops")).parse_module()
     for p in LOOPS_TO_LLVM:
         p.apply(ctx, module)
+    return to_llvm_ir(module)
+
+
+def _jit(src: str, cpu: str) -> JitModule:
+    """The module at the `loops` stage, lowered to LLVM and compiled for `cpu`."""
     name, feats = CPUS[cpu]
-    return JitModule(to_llvm_ir(module), cpu=name, features=feats)
+    return JitModule(_ir(src), cpu=name, features=feats)
 
 
 def _aligned(shape: tuple[int, ...]) -> np.ndarray:
@@ -126,3 +132,13 @@ def test_softmax_other_types_both_paths(dtype: str, axis: int) -> None:
     g64, w64 = got.astype(np.float64), want.astype(np.float64)
     np.testing.assert_allclose(g64, w64, rtol=tol, atol=tol * 1e-3)
     np.testing.assert_array_equal(np.isnan(g64), np.isnan(w64))
+
+
+def test_host_code_uses_the_full_vector_width() -> None:
+    """`llvm_host.host_target` lifts the 256-bit cap LLVM's tuning of Intel's AVX-512 cores
+    puts on its vectorizers: the softmax row kernel compiled for the host is in zmm
+    registers exactly where the host has AVX-512 (with the cap, on Ice Lake: ymm only)."""
+    _, feats = host_target()
+    wide = "+avx512f" in feats.split(",")
+    assert feats.endswith("," + HOST_TUNING) == wide
+    assert ("zmm" in _jit(_src(97), "host").asm) == wide
