@@ -141,6 +141,39 @@ def test_dims_at_import_fold_dynamic_shape_arithmetic() -> None:
     np.testing.assert_array_equal(run(module, [x])[0], x.reshape(2, 12))
 
 
+def test_dims_at_import_bind_unnamed_dims_by_their_generated_names() -> None:
+    """An exporter's anonymous batch dim (scikit-learn's `[None, F]`) is bound at import by
+    the name the importer gives it (the warning lists it), a `dim_param` that is no
+    identifier by its name as written; no warning once bound."""
+    import warnings
+
+    relu = [helper.make_node("Relu", ["x"], ["y"])]
+    anon = _model(relu, [("x", TensorProto.FLOAT, [None, 3])], [("y", TensorProto.FLOAT, None)])
+    with pytest.warns(UserWarning, match="x_0"):
+        import_model(anon)
+    odd = _model(
+        relu, [("x", TensorProto.FLOAT, ["batch size", 3])], [("y", TensorProto.FLOAT, None)]
+    )
+    for m, dims in ((anon, {"x_0": 5}), (odd, {"batch size": 5}), (odd, {"x_0": 5})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            module, _ = import_model(m, dims=dims)
+        assert "tensor<5x3xf32>" in str(module)
+
+
+@pytest.mark.parametrize(
+    ("dims", "match"),
+    [({"batch": 2, "bacth": 2}, r"dims names \['bacth'\], which no graph input has; its dynamic dims: seq"),
+     ({"batch": -1}, "dims must be integers >= 0"), ({"batch": 2.5}, "dims must be integers >= 0"),
+     ({"batch": True}, "dims must be integers >= 0")],
+)  # fmt: skip
+def test_bad_dims_at_import_are_refused(dims: dict, match: str) -> None:
+    m = _model([helper.make_node("Relu", ["x"], ["y"])],
+               [("x", TensorProto.FLOAT, ["batch", "seq"])], [("y", TensorProto.FLOAT, None)])  # fmt: skip
+    with pytest.raises(OnnxImportError, match=match):
+        import_model(m, dims=dims)
+
+
 def test_constant_inputs_freeze_graph_inputs() -> None:
     m = _model(
         [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],

@@ -75,6 +75,14 @@ class Importer:
         self.bake = bake_initializers
         self.frozen = dict(constants)
         self.dims = dict(dims)
+        bad = {
+            k: v
+            for k, v in self.dims.items()
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0
+        }
+        if bad:
+            raise OnnxImportError(f"dims must be integers >= 0, got {bad}")
+        self.bound_dims: set[str] = set()
         self.g = Graph()
         self.values: dict[str, SSAValue] = {}
         self.known: dict[str, np.ndarray] = {}
@@ -206,6 +214,13 @@ class Importer:
             elif vi.name not in self.initializers:
                 self._add_input(vi)
         self.dim_names |= {d for s in self.sym_shapes.values() for d in s if isinstance(d, str)}
+        unused = sorted(set(self.dims) - self.bound_dims)
+        if unused:
+            have = sorted(self.dim_names - self.bound_dims)
+            raise OnnxImportError(
+                f"dims names {unused}, which no graph input has; its dynamic dims: "
+                + (", ".join(have) or "none")
+            )
         if self.generated_dims:
             warnings.warn(
                 "ONNX import: unnamed or clashing dynamic dims got the names "
@@ -245,13 +260,20 @@ class Importer:
         names: list[Attribute] = []
         syms: list[int | str] = []
         for axis, d in enumerate(tt.shape.dim):
-            if (d.HasField("dim_value") and d.dim_value >= 0) or d.dim_param in self.dims:
-                size = d.dim_value if d.HasField("dim_value") else self.dims[d.dim_param]
+            size: int | None = d.dim_value if d.HasField("dim_value") else None
+            if size is None or size < 0:
+                name = dim_name(self, vi.name, axis, d.dim_param)
+                key = name if name in self.dims else d.dim_param  # its name, or as written
+                size = self.dims.get(key)
+                if size is not None:  # bound here (a generated name too): no warning
+                    self.bound_dims.add(key)
+                    self.generated_dims = [g for g in self.generated_dims
+                                           if not g.startswith(f"{name} ")]  # fmt: skip
+            if size is not None:
                 dims.append(size)
                 names.append(IntegerAttr(size, 64))
                 syms.append(size)
             else:
-                name = dim_name(self, vi.name, axis, d.dim_param)
                 dims.append(DYN)
                 names.append(StringAttr(name))
                 syms.append(name)
@@ -408,8 +430,11 @@ def import_model(
     `params` (or `rlx.constant`s with `bake_initializers=True`, `params` then empty).
     `constants` freezes graph inputs to given values (e.g. a Reshape's shape or a
     Reduce's axes fed as inputs): they become compile-time constants, not arguments.
-    `dims` fixes named dynamic dims (`dim_param`) at import time, so shape computations
-    on them (Shape -> Gather -> Reshape) fold to constants.
+    `dims` fixes dynamic dims at import time, so shape computations on them (Shape ->
+    Gather -> Reshape) fold to constants and converters that need static shapes apply:
+    a dim by its `dim_param`, an unnamed one (exporters' `?` batch) by the name the
+    importer gives it, `<input>_<axis>` (the import warning lists them). A name no
+    graph input has, or a size that is not an integer >= 0, is an OnnxImportError.
     Raises OnnxImportError (a ValueError) naming the node, op type and what is missing.
     """
     if not isinstance(model, onnx.ModelProto):

@@ -159,7 +159,10 @@ def static_shape(n: Node, v: SSAValue, what: str) -> tuple[int, ...]:
     """The shape of `v`, or an error naming the node if it has a dynamic dim."""
     s = shape(v)
     if not is_static(s):
-        raise n.error(f"{what} needs a static shape, got {dims_text(s)}")
+        raise n.error(
+            f"{what} needs a static shape, got {dims_text(s)}: bind its dynamic dims at import"
+            " (import_model(dims=...))"
+        )
     return s
 
 
