@@ -157,19 +157,34 @@ def test_classifier_matches_onnx_reference(post: str, classes: int) -> None:
     np.testing.assert_array_equal(got_l, want_l)
 
 
-@pytest.mark.parametrize("post", ["NONE", "LOGISTIC"])
-@pytest.mark.parametrize("labels", [[0, 1], [1]])
-def test_binary_classifier_matches_onnx_reference(post: str, labels: list[int]) -> None:
-    """One class id: scores [1 - s, s] (NONE) or [-s, s] before the transform."""
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "PROBIT"])
+@pytest.mark.parametrize("positive", [False, True])
+@pytest.mark.parametrize(("labels", "base"), [([0, 1], None), ([3, 7], [0.1]), ([1], None)])
+def test_binary_classifier(post: str, positive: bool, labels: list[int], base: list | None) -> None:
+    """One class id: onnxruntime's `[1 - s, s]` (weights all >= 0) or `[-s, s]`, LOGISTIC
+    `[sigmoid(-s), sigmoid(s)]`, label by s > 0.5 / 0; one base value is the score's
+    (scikit-learn's binary gradient boosting). PROBIT (onnxruntime writes one column) and
+    the cases where they agree against onnx.reference."""
     attrs = _v3_attrs(_trees(4, 3, 3, 1, NO_NEQ), "classifier")
+    if positive:
+        attrs["class_weights"] = [abs(w) / 8 for w in attrs["class_weights"]]
     attrs |= {"classlabels_int64s": labels, "post_transform": post}
+    attrs |= {"base_values": base} if base else {}
     model = _model("TreeEnsembleClassifier", (TensorProto.FLOAT, [8, FEATURES]),
                    ["label", "scores"], **attrs)  # fmt: skip
     x = _x(8)
-    want_l, want_s = ReferenceEvaluator(model).run(None, {"x": x})
-    got_l, got_s = _run(model, x)
-    np.testing.assert_allclose(got_s, want_s, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(got_l, want_l)
+    got = _run(model, x)
+    wants = []
+    if post == "PROBIT" or (post, positive) in (("NONE", True), ("LOGISTIC", False)):
+        wants.append(ReferenceEvaluator(model).run(None, {"x": x}))
+    if post != "PROBIT" and len(labels) == 2:
+        ort = pytest.importorskip("onnxruntime")
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        wants.append(sess.run(None, {"x": x}))
+    for want_l, want_s in wants:
+        np.testing.assert_allclose(got[1], want_s, rtol=1e-5, atol=1e-6)
+        if post != "PROBIT":  # onnx.reference: argmax of the probits, s > 0.5
+            np.testing.assert_array_equal(got[0], want_l)
 
 
 def _v5_attrs(trees: list[dict], targets: int) -> dict:

@@ -16,6 +16,7 @@ from rlx.frontends.onnx import (  # noqa: E402,F401,I001
     ops_linalg,
     ops_math,
     ops_ml,
+    ops_ml_linear,
     ops_nn,
     ops_pairwise,
     ops_quant,

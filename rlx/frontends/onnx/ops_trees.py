@@ -10,7 +10,7 @@ true branch where `missing_value_tracks_true`, and `NEQ` holds for NaN as in onn
 and TreeEnsemble-5's definition). `BRANCH_MEMBER` (5) compares with the node's set. The
 walk is an `rlx.scan` of as many steps as the deepest tree; the leaves reached gather
 their weight rows, aggregated over the trees (SUM, AVERAGE, MIN, MAX), plus the base
-values, then `post_transform`. Trees with a cycle, a node id that does not resolve, or a
+values, then `ops_ml.post_transform`. Trees with a cycle, a node id that does not resolve, or a
 feature outside the input are refused at import.
 """
 
@@ -25,8 +25,8 @@ from xdsl.ir import Block, SSAValue
 
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.frontends.onnx.loops import scan_op
-from rlx.frontends.onnx.node import Node, elem, shape
-from rlx.frontends.onnx.ops_ml import ML
+from rlx.frontends.onnx.node import Node, dims_text, elem, shape
+from rlx.frontends.onnx.ops_ml import ML, TRANSFORMS, post_transform, transform_name
 from rlx.frontends.onnx.ops_reduce import _argext
 from rlx.frontends.onnx.registry import converter
 
@@ -42,8 +42,6 @@ _TAKES = {
 }  # fmt: skip
 AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
 """TreeEnsemble-5's `aggregate_function` values index this."""
-TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
-"""TreeEnsemble-5's `post_transform` values index this."""
 
 
 @dataclass
@@ -253,40 +251,6 @@ def _forest_v5(n: Node, features: int, targets: int, aggregate: str) -> Forest:
     return b.forest(heads, features)
 
 
-def post_transform(n: Node, y: SSAValue, mode: str) -> SSAValue:
-    """The ai.onnx.ml score transform over the last axis of `y` ([N, K]), as
-    onnxruntime's ml_common.h (PROBIT: its erf-inverse approximation, 0.147)."""
-    if mode == "NONE":
-        return y
-    if mode == "LOGISTIC":
-        return n.emit("sigmoid", y)
-    if mode == "SOFTMAX":
-        return n.emit("softmax", y, axis=1)
-    if mode == "SOFTMAX_ZERO":  # entries within 1e-7 of 0 stay (near) 0; a zero row: 0.5
-        m = n.emit("reduce", y, kind="max", axes=[1], keepdims=True)
-        near0 = n.emit("compare", n.emit("abs", y), n.constant(1e-7, y), predicate="le")
-        e = n.emit("where", near0, n.emit("mul", y, n.emit("exp", n.emit("neg", m))),
-                   n.emit("exp", n.emit("sub", y, m)))  # fmt: skip
-        s = n.emit("reduce", e, kind="sum", axes=[1], keepdims=True)
-        zero = n.emit("compare", s, n.constant(0.0, s), predicate="eq")
-        return n.emit("where", zero, n.constant(0.5, y), n.emit("div", e, s))
-    if mode == "PROBIT":  # sqrt(2) * erfinv(2 y - 1)
-        one = n.constant(1.0, y)
-        v = n.emit("sub", n.emit("mul", y, n.constant(2.0, y)), one)
-        t = n.emit("mul", n.emit("sub", one, v), n.emit("add", one, v))
-        ln = n.emit("log", t)
-        a = n.emit("add", n.constant(2.0 / (np.pi * 0.147), y),
-                   n.emit("mul", ln, n.constant(0.5, y)))  # fmt: skip
-        b = n.emit("mul", ln, n.constant(1.0 / 0.147, y))
-        r = n.emit("sqrt", n.emit("sub", n.emit("sqrt", n.emit("sub", n.emit("mul", a, a), b)), a))
-        neg = n.emit("compare", v, n.constant(0.0, y), predicate="lt")
-        r = n.emit("where", neg, n.emit("neg", r), r)
-        r = n.emit("where", n.emit("compare", t, n.constant(0.0, y), predicate="eq"),
-                   n.constant(0.0, y), r)  # fmt: skip
-        return n.emit("mul", r, n.constant(1.41421356, y))
-    raise n.error(f"unknown post_transform {mode!r}")
-
-
 def _walk(n: Node, x: SSAValue, f: Forest) -> SSAValue:
     """The leaf each (sample, tree) walk of `x` ([N, F]) ends at: [N, T] i64."""
     rows, feats = shape(x)
@@ -348,7 +312,10 @@ def _rows(n: Node) -> SSAValue:
     x = n.input(0)
     s = shape(x)
     if len(s) not in (1, 2) or DYN in s:
-        raise n.error(f"the input must be a static [N, F] or [F] tensor, got {list(s)}")
+        raise n.error(
+            f"the input must be a static [N, F] or [F] tensor, got {dims_text(s)}"
+            " (bind a dynamic batch with import_model(dims=...))"
+        )
     x = n.reshape(x, [1, s[0]]) if len(s) == 1 else x
     return x if isinstance(elem(x), Float32Type | Float64Type) else n.cast(x, "f32")
 
@@ -374,16 +341,21 @@ def tree_regressor(n: Node) -> list[SSAValue]:
     targets = int(n.attr("n_targets", 1))
     f = _forest_v3(n, shape(x)[1], targets, "target", aggregate)
     y = _scores(n, x, f, aggregate, _array(n, "base_values"), elem(x))
-    return [n.cast(post_transform(n, y, n.attr("post_transform", "NONE")), "f32")]
+    return [n.cast(post_transform(n, y, transform_name(n)), "f32")]
 
 
 @converter("TreeEnsembleClassifier", domain=ML, attrs=(*_V3_COMMON, "class_ids",
            "class_nodeids", "class_treeids", "class_weights", "class_weights_as_tensor",
            "classlabels_int64s", "classlabels_strings"))  # fmt: skip
 def tree_classifier(n: Node) -> list[SSAValue]:
-    """Outputs the label (argmax of the scores, as a class label) and the scores; a binary
-    ensemble (one class id) scores [1 - s, s] (NONE, PROBIT) or [-s, s] before the
-    transform, as onnx.reference and onnxruntime do."""
+    """Outputs the label (of the largest score) and the scores. A binary ensemble (two
+    labels or the one label 1, every weight on one class id: XGBoost's, LightGBM's and
+    scikit-learn's gradient boosting) has one score s, written as onnxruntime does:
+    `[1 - s, s]` when every weight is >= 0 (label 1 where s > 0.5), else `[-s, s]`
+    (label 1 where s > 0), LOGISTIC `[sigmoid(-s), sigmoid(s)]`, the other transforms
+    not applied; PROBIT as onnx.reference, `probit([1 - s, s])` (onnxruntime writes one
+    column). onnx.reference transforms `[1 - s, s]` (NONE) or `[-s, s]` and takes the
+    argmax. One base value is the score's."""
     if n.attr("classlabels_strings"):
         raise n.error("string class labels have no rlx element type (classlabels_strings)")
     labels = _ints(n, "classlabels_int64s")
@@ -392,22 +364,35 @@ def tree_classifier(n: Node) -> list[SSAValue]:
     x = _rows(n)
     classes = len(labels)
     f = _forest_v3(n, shape(x)[1], classes, "class", "SUM")
-    y = _scores(n, x, f, "SUM", _array(n, "base_values"), "f32")
-    mode = n.attr("post_transform", "NONE")
-    if len(set(_ints(n, "class_ids"))) == 1:
-        if classes == 1 and labels[0] != 1:
-            raise n.error(f"a single class label must be 1 (got {labels[0]})")
-        rows = shape(x)[0]
-        s = n.emit("slice", y, starts=[0, 0], limits=[rows, 1])
-        other = (n.emit("sub", n.constant(1.0, s), s) if mode in ("NONE", "PROBIT")
-                 else n.emit("neg", s))  # fmt: skip
-        rest = [n.emit("slice", y, starts=[0, 2], limits=[rows, classes])] if classes > 2 else []
-        y = n.emit("concat", other, s, *rest, axis=1)
-        labels = labels if classes > 1 else [0, 1]
-    scores = post_transform(n, y, mode)
-    best = n.reshape(_argext(n, scores, 1, False, "max"), [shape(x)[0]])
-    label = n.emit("gather", n.constant(np.array(labels), "i64"), best, axis=0)
-    return [label, scores]
+    ids = set(_ints(n, "class_ids"))
+    base = _array(n, "base_values")
+    mode = transform_name(n)
+    if len(ids) != 1 or classes > 2:
+        y = _scores(n, x, f, "SUM", base, "f32")
+        scores = post_transform(n, y, mode)
+        best = n.reshape(_argext(n, scores, 1, False, "max"), [shape(x)[0]])
+        return [n.emit("gather", n.constant(np.array(labels), "i64"), best, axis=0), scores]
+    if classes == 1 and labels[0] != 1:
+        raise n.error(f"a single class label must be 1 (got {labels[0]})")
+    neg, pos = labels if classes == 2 else [0, 1]
+    (cid,) = ids
+    if base is not None and base.size == 1:
+        base = np.pad(base.reshape(1), (cid, classes - 1 - cid))
+    y = _scores(n, x, f, "SUM", base, "f32")
+    s = n.emit("slice", y, starts=[0, cid], limits=[shape(x)[0], cid + 1])
+    positive = bool((f.weights >= 0).all())
+    if mode == "PROBIT":
+        scores = post_transform(
+            n, n.emit("concat", n.emit("sub", n.constant(1.0, s), s), s, axis=1), mode
+        )
+    elif mode == "LOGISTIC":
+        scores = n.emit("concat", n.emit("sigmoid", n.emit("neg", s)), n.emit("sigmoid", s), axis=1)
+    else:
+        other = n.emit("sub", n.constant(1.0, s), s) if positive else n.emit("neg", s)
+        scores = n.emit("concat", other, s, axis=1)
+    above = n.emit("compare", s, n.constant(0.5 if positive else 0.0, s), predicate="gt")
+    label = n.emit("where", above, n.constant(pos, "i64"), n.constant(neg, "i64"))
+    return [n.reshape(label, [shape(x)[0]]), scores]
 
 
 @converter("TreeEnsemble", domain=ML, attrs=(
