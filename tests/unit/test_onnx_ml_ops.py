@@ -438,3 +438,16 @@ def test_bad_nodes_are_refused_naming_the_node(op: str, ins: list, attrs: dict, 
                    opset=4 if op == "LabelEncoder" else 3)  # fmt: skip
     with pytest.raises(OnnxImportError, match=rf"^node 'ml' \({op}\): .*{match}"):
         import_model(model)
+
+
+def test_an_unconverted_ml_op_is_named_with_what_to_do() -> None:
+    """ZipMap (sequences of maps) is refused by name with the exporter option that avoids
+    it, not as an unsupported domain; a domain rlx has no converter of is one."""
+    model = _graph([_in(_X)], ("ZipMap", {"classlabels_int64s": [0, 1, 2]}))
+    with pytest.raises(
+        OnnxImportError, match=r"op type 'ai.onnx.ml.ZipMap' is not supported: .*zipmap"
+    ):
+        import_model(model)
+    model.graph.node[0].domain = "com.example"
+    with pytest.raises(OnnxImportError, match="op domain 'com.example' is not supported"):
+        import_model(model)

@@ -312,9 +312,11 @@ class Importer:
         proto = node.proto
         domain = "" if proto.domain == "ai.onnx" else proto.domain
         if domain != DOMAINS.get(proto.op_type, ""):
-            if domain:
+            if domain and domain not in DOMAINS.values():
                 raise node.error(f"op domain '{proto.domain}' is not supported")
-            raise node.error(f"op type '{proto.op_type}' is not supported")  # another domain's
+            what = f"{domain}.{proto.op_type}" if domain else proto.op_type
+            hint = _HINTS.get(what, "")
+            raise node.error(f"op type '{what}' is not supported{hint}")  # another domain's
         check_node(self, node, proto)
         if self.opset < 13 and (modern := modernize(self, node)) is not proto:
             proto, node = modern, Node(self, modern)  # the same name, today's attributes
@@ -400,6 +402,15 @@ def _check_output_type(o: onnx.ValueInfoProto, v: SSAValue) -> None:
             f"{v.type.element_type} (returned as {v.type.element_type})",
             stacklevel=4,
         )
+
+
+_HINTS = {
+    "ai.onnx.ml.ZipMap": (
+        ": rlx has no sequences or maps; export the probabilities as a tensor (skl2onnx:"
+        " options={id(model): {'zipmap': False}})"
+    ),
+}
+"""What to do instead of an op the importer cannot have (appended to its error)."""
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
