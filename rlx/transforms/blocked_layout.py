@@ -85,11 +85,13 @@ def _block_of(channels: list[int], largest: int) -> int:
     return b
 
 
-def regions(block: Block, narrow_convs: bool = True) -> list[list[tuple[Operation, Plan]]]:
+def regions(
+    block: Block, narrow_convs: bool = True, exclude: frozenset[Operation] = frozenset()
+) -> list[list[tuple[Operation, Plan]]]:
     """The connected components (in program order) of the blockable top-level ops of
-    `block`, linked through activation operands (`narrow_convs`: as `plan`'s). Ops whose
-    result is a conv's weights (the squeeze-excite gate's `w · g`) are not activations:
-    they stay out (`_weight_gate` blocks them as weights)."""
+    `block` but `exclude`, linked through activation operands (`narrow_convs`: as `plan`'s).
+    Ops whose result is a conv's weights (the squeeze-excite gate's `w · g`) are not
+    activations: they stay out (`_weight_gate` blocks them as weights)."""
     plans: dict[Operation, Plan] = {}
     parent: dict[Operation, Operation] = {}
     weights = {op.w for op in block.ops if isinstance(op, Conv2dOp | FusedConv2dResidualOp)}
@@ -101,7 +103,8 @@ def regions(block: Block, narrow_convs: bool = True) -> list[list[tuple[Operatio
         return op
 
     for op in block.ops:
-        p = None if any(r in weights for r in op.results) else plan(op, narrow_convs)
+        p = (None if op in exclude or any(r in weights for r in op.results)
+             else plan(op, narrow_convs))  # fmt: skip
         if p is None:
             continue
         plans[op] = p
@@ -281,6 +284,25 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
 
     name = "blocked-layout"
 
+    def _regions(self, body: Block, largest: int) -> list[list[tuple[Operation, Plan]]]:
+        """`regions`, except that a region whose tail holds it at a narrower block than
+        `largest` (SqueezeNet's 1000-way classifier conv, its relu and pool) loses that
+        tail, which stays NCHW, so that the rest runs at the full vector width: where the
+        ops of channel counts `largest` does not divide feed no other op of the region
+        and hold at most a quarter of its convs."""
+        out = []
+        for region in regions(body, self.narrow_convs):
+            ops = {o for o, _ in region}
+            tail = frozenset(o for o, p in region if any(c % largest for c in p.channels))
+            feeds_rest = any(u.operation in ops - tail
+                             for o in tail for r in o.results for u in r.uses)  # fmt: skip
+            held = sum(p.convs for o, p in region if o in tail)
+            if not tail or feeds_rest or 4 * held > sum(p.convs for _, p in region):
+                out.append(region)
+                continue
+            out += [r for r in regions(body, self.narrow_convs, tail) if r[0][0] in ops]
+        return out
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         try:
             self.check()
@@ -290,7 +312,8 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         blocker = _Blocker(self.fold_weights)
         fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and not f.is_declaration]
         for fn in fns:
-            for region in regions(graph_block(fn, "blocked-layout"), self.narrow_convs):
+            body = graph_block(fn, "blocked-layout")
+            for region in self._regions(body, largest):
                 convs = sum(p.convs for _, p in region)
                 if convs < self.min_convs or edge_conversions(region) > convs:
                     continue

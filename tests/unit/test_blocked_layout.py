@@ -139,6 +139,37 @@ def test_resnet_like(dt: str) -> None:
     _check(_resnet, dt, baseline=dt == "f32")
 
 
+def _classifier_tail(g: G, dt: str) -> None:
+    """SqueezeNet's end: 16-channel convs, then a 1x1 conv to 24 classes (a channel count
+    16 does not divide), relu and a global average pool."""
+    x = g.input("x", (2, 16, 9, 7), dtype=dt)
+    a = g.conv2d(x, _w(g, "c0", 16, 16, 3, dt), padding=[1, 1, 1, 1], activation="relu")
+    a = g.conv2d(a, _w(g, "c1", 16, 16, 3, dt), padding=[1, 1, 1, 1], activation="relu")
+    a = g.conv2d(a, _w(g, "c2", 16, 16, 3, dt), strides=[2, 2], padding=[1, 1, 1, 1])
+    a = g.relu(g.conv2d(g.relu(a), _w(g, "cls", 24, 16, 1, dt)))
+    g.output(g.reduce(a, kind="mean", axes=[2, 3]))
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_a_narrow_tail_stays_nchw_at_block_16(dt: str) -> None:
+    """With block 16 the classifier conv (24 channels) and its relu stay NCHW and the rest
+    runs blocked by 16 (by 8 if the tail were blocked with it): values only move in the
+    interpreter, and the compiled graph (the host's block) matches it."""
+    g = G()
+    _classifier_tail(g, dt)
+    text = str(g.module)
+    m = parse_module(text)
+    BlockedLayout(block=16).apply(Context(), m)
+    out = str(m)
+    assert "block = 16" in out and "block = 8" not in out
+    (cls,) = [ln for ln in out.splitlines() if "rlx.conv2d" in ln and "%cls" in ln]
+    assert "nchwc" not in cls  # the classifier conv reads its NCHW weights, unblocked
+    vals = _values(text, dt)
+    for a, b in zip(run(m, vals), run(parse_module(text), vals), strict=True):
+        np.testing.assert_array_equal(a, b)
+    _check(_classifier_tail, dt)
+
+
 def _stem(g: G, dt: str) -> None:
     """An EfficientNet-like stem: 3 -> 16 3x3/2 + bias + silu, depthwise, 1x1 (odd sizes,
     batch 2)."""
