@@ -384,6 +384,7 @@ BAD = {
                       (F3, {}, "cats_int64s is empty")],
     "FeatureVectorizer": [(F3, {"inputdimensions": [1, 2]}, "has 2 values for 1 inputs"),
                           (F3, {"inputdimensions": [-1]}, "width -1: need rank >= 1, width >= 0"),
+                          (F3, {"inputdimensions": [2**40]}, "larger than the importer makes"),
                           ((T.FLOAT, []), {"inputdimensions": [1]}, r"shape \[\], width 1"),
                           ([F3, (T.FLOAT, [1, 2])], {"inputdimensions": [3, 2]}, "1 rows, input"),
                           (F3, {"inputdimensions": [0]}, "inputdimensions are all 0"),

@@ -64,7 +64,7 @@ def constant_of_shape(n: Node) -> Out:
         mark(n.ctx, y, syms)
         return [y]
     dims = [int(d) for d in t]
-    _bounded(n, dims)
+    bounded(n, dims)
     return [np.full(dims, fill, dtype=fill.dtype)]
 
 
@@ -73,7 +73,9 @@ MAX_CONSTANT_ELEMENTS = 1 << 28
 of f32): a model asking for more is refused instead of allocating it."""
 
 
-def _bounded(n: Node, dims: list[int]) -> None:
+def bounded(n: Node, dims: list[int]) -> None:
+    """Refuse a constant (or import-time table) of shape `dims` over `MAX_CONSTANT_ELEMENTS`
+    or with a negative dimension, naming the node, before anything is allocated."""
     if any(d < 0 for d in dims):
         raise n.error(f"negative dimension in shape {dims}")
     if prod(dims) > MAX_CONSTANT_ELEMENTS:
@@ -104,6 +106,6 @@ def range_(n: Node) -> Out:
                 f"Range({s:g}, {lim:g}, {d:g}): start, limit and delta must be finite and "
                 "delta nonzero"
             )
-        _bounded(n, [max(0, int(np.ceil((lim - s) / d)))])
+        bounded(n, [max(0, int(np.ceil((lim - s) / d)))])
     a, b, c = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))  # scalars or [1]
     return [np.arange(a, b, c).astype(start.dtype)]

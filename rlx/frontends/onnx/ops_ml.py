@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.dtypes import numpy_dtype
 from rlx.frontends.onnx.node import Node, dims_text, elem, shape, static_shape
+from rlx.frontends.onnx.ops_constants import bounded
 from rlx.frontends.onnx.ops_index import wrap_index
 from rlx.frontends.onnx.registry import converter
 
@@ -283,6 +284,7 @@ def feature_vectorizer(n: Node) -> list[SSAValue]:
                 f"input #{i}: shape {dims_text(s)}, width {w}: need rank >= 1, width >= 0"
             )
         r, c = (1, s[0]) if len(s) == 1 else (s[0], int(np.prod(s[1:])))
+        bounded(n, [r, w])
         if rows is not None and r != rows:
             raise n.error(f"input #{i} has {r} rows, input #0 has {rows}")
         rows = r

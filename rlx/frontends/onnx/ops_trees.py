@@ -26,6 +26,7 @@ from xdsl.ir import Block, SSAValue
 from rlx.dialects.rlx.base import DYN, is_float
 from rlx.frontends.onnx.loops import scan_op
 from rlx.frontends.onnx.node import Node, dims_text, elem, shape
+from rlx.frontends.onnx.ops_constants import bounded
 from rlx.frontends.onnx.ops_ml import ML, TRANSFORMS, post_transform, transform_name
 from rlx.frontends.onnx.ops_reduce import _argext
 from rlx.frontends.onnx.registry import converter
@@ -60,7 +61,8 @@ class Forest:
 class _Builder:
     """Collects nodes (internal or leaf) and their links, then checks and packs them."""
 
-    def __init__(self, n: Node, targets: int, fill: float) -> None:
+    def __init__(self, n: Node, nodes: int, targets: int, fill: float) -> None:
+        bounded(n, [nodes, targets])  # the weight table, before a row of it is made
         self.n, self.k, self.fill = n, targets, fill
         self.rule: list[str | None] = []  # None: a leaf
         self.feature: list[int] = []
@@ -112,6 +114,7 @@ class _Builder:
         members = None
         if "BRANCH_MEMBER" in self.rule:
             s = max(len(m) for m in self.sets)
+            bounded(self.n, [g, s])
             members = np.full((g, s), np.nan)
             for i, m in enumerate(self.sets):
                 members[i, : len(m)] = m
@@ -168,7 +171,7 @@ def _forest_v3(n: Node, features: int, targets: int, kind: str, aggregate: str) 
     if len(modes) != g or len(values) != g or len(missing) != g:
         raise n.error(f"the nodes_* attributes must all have {g} values")
     fill = {"MIN": np.finfo(np.float32).max, "MAX": np.finfo(np.float32).min}.get(aggregate, 0.0)
-    b = _Builder(n, targets, fill)
+    b = _Builder(n, g, targets, fill)
     at: dict[tuple[int, int], int] = {}
     for i in range(g):
         if modes[i] != "LEAF" and (modes[i] not in _TAKES or modes[i] == "BRANCH_MEMBER"):
@@ -223,7 +226,7 @@ def _forest_v5(n: Node, features: int, targets: int, aggregate: str) -> Forest:
         raise n.error(f"'nodes_modes' / 'nodes_missing_value_tracks_true' must have {g} "
                       f"values, each mode in [0, {len(RULES)})")  # fmt: skip
     fill = {"MIN": np.finfo(np.float32).max, "MAX": np.finfo(np.float32).min}.get(aggregate, 0.0)
-    b = _Builder(n, targets, fill)
+    b = _Builder(n, g + lw.size, targets, fill)
     sets = iter(members)
     for i in range(g):
         rule = RULES[modes[i]]
@@ -339,6 +342,8 @@ def tree_regressor(n: Node) -> list[SSAValue]:
     if aggregate not in AGGREGATES:
         raise n.error(f"unknown aggregate_function {aggregate!r}")
     targets = int(n.attr("n_targets", 1))
+    if targets < 1:
+        raise n.error(f"n_targets must be >= 1, got {targets}")
     f = _forest_v3(n, shape(x)[1], targets, "target", aggregate)
     y = _scores(n, x, f, aggregate, _array(n, "base_values"), elem(x))
     return [n.cast(post_transform(n, y, transform_name(n)), "f32")]
