@@ -404,7 +404,7 @@ BAD = {
         (I3, {"keys_int64s": [1], "values_int64s": [1], "default_tensor": _t([1, 2], np.int64)},
          "default_tensor must hold one int64, got 2 of int64")],
     "LinearRegressor": [(F3, _A | {"post_transform": "RELU"}, "post_transform 'RELU' is not one"),
-                        (F3, _A | {"targets": 0}, "targets must be >= 1"),
+                        (F3, _A | {"targets": 0}, "attribute .targets. must be an integer >= 1, got 0"),
                         (F3, _A | {"targets": 2}, "has 3 values; expected 2 rows of 3"),
                         (F3, _A | {"intercepts": [1.0, 2.0]}, "intercepts has 2 values for 1"),
                         (R3, _A, r"1-D \[F\] or 2-D \[N, F\] input"),

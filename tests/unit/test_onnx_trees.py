@@ -310,7 +310,7 @@ def _bad(**change: object) -> dict:
         ({"target_ids": [3] * 64}, r"target / class id 3 is outside \[0, 1\)"),
         ({"nodes_values": [0.0]}, "must all have"),
         ({"aggregate_function": "MEDIAN"}, "unknown aggregate_function"),
-        ({"n_targets": 0}, "n_targets must be >= 1"),
+        ({"n_targets": 0}, "attribute 'n_targets' must be an integer >= 1, got 0"),
         ({"n_targets": 2**31}, "larger than the importer makes"),  # was an out-of-memory kill
     ],
 )

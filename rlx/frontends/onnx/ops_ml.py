@@ -31,9 +31,20 @@ def floats(n: Node, name: str) -> list[float]:
     return [float(v) for v in n.attr(name, None) or []]
 
 
-def ints(n: Node, name: str) -> list[int]:
-    """An INTS attribute (empty when absent)."""
-    return [int(v) for v in n.attr(name, None) or []]
+def ints(n: Node, name: str, size: int | None = None) -> list[int]:
+    """An INTS attribute (empty when absent); with `size`, it must have that many values."""
+    v = [int(i) for i in n.attr(name, None) or []]
+    if size is not None and len(v) != size:
+        raise n.error(f"attribute '{name}' has {len(v)} values, expected {size}")
+    return v
+
+
+def count(n: Node, name: str, default: int | None = None) -> int:
+    """A positive INT attribute (`default` when absent; required when there is none)."""
+    v = n.attr(name, default)
+    if v is None or int(v) < 1:
+        raise n.error(f"attribute '{name}' must be an integer >= 1, got {v}")
+    return int(v)
 
 
 def no_strings(n: Node, *names: str) -> None:
@@ -50,13 +61,15 @@ def ml_opset(n: Node) -> int:
     return next((o.version for o in n.ctx.model.opset_import if o.domain == ML), 1)
 
 
-def as_rows(n: Node, x: SSAValue) -> SSAValue:
-    """`x` as float32 rows [N, F]: a 1-D [F] is one row (onnxruntime's reading; the spec's
-    [N, F] layout); other ranks and dynamic shapes are refused."""
+def as_rows(n: Node, x: SSAValue, keep_f64: bool = False) -> SSAValue:
+    """`x` as float32 rows [N, F] (`keep_f64`: double stays double): a 1-D [F] is one row
+    (onnxruntime's reading; the spec's [N, F] layout); other ranks and dynamic shapes are
+    refused."""
     s = static_shape(n, x, f"{n.op_type}'s input")
     if len(s) not in (1, 2):
         raise n.error(f"takes a 1-D [F] or 2-D [N, F] input, got shape {dims_text(s)}")
-    return n.cast(n.reshape(x, [1, s[0]]) if len(s) == 1 else x, "f32")
+    rows = n.reshape(x, [1, s[0]]) if len(s) == 1 else x
+    return rows if keep_f64 and _is_f64(x) else n.cast(rows, "f32")
 
 
 def per_feature(n: Node, values: Sequence[Any], x: SSAValue, what: str) -> np.ndarray:
@@ -135,6 +148,60 @@ def softmax_zero(n: Node, s: SSAValue) -> SSAValue:
     tot = n.emit("reduce", n.emit("where", live, e, n.constant(0.0, s)), kind="sum", axes=[-1],
                  keepdims=True)  # fmt: skip
     return n.emit("div", e, tot)
+
+
+# ---------------------------------------------------------------- labels and binary scores
+def argmax_first(n: Node, s: SSAValue) -> SSAValue:
+    """[N] i64: the first index of each row's largest score, as onnxruntime's `>` scan
+    finds it: a NaN never wins, except at column 0, which then stays the pick."""
+    c = shape(s)[-1]
+    first = n.constant(np.arange(c) == 0, "bool")
+    inf = n.constant(np.inf, s)
+    nan = n.emit("compare", s, s, predicate="ne")
+    t = n.emit("where", nan, n.emit("where", first, inf, n.emit("neg", inf)), s)
+    m = n.emit("reduce", t, kind="max", axes=[-1], keepdims=True)
+    return match_index(n, n.emit("compare", t, m, predicate="eq"), last=False)
+
+
+def match_index(n: Node, hit: SSAValue, last: bool) -> SSAValue:
+    """[...] i64 from a [..., K] mask: the index of the first (`last`: the last) true entry
+    along the last axis; K (last: -1) where there is none."""
+    k = shape(hit)[-1]
+    iota = n.constant(np.arange(k), "i64")
+    miss = n.constant(-1 if last else k, "i64")
+    return n.emit("reduce", n.emit("where", hit, iota, miss), kind="max" if last else "min",
+                  axes=[-1])  # fmt: skip
+
+
+def pick(n: Node, labels: Sequence[int], at: SSAValue) -> SSAValue:
+    """`labels[at]` (i64; `at` is in range by construction)."""
+    return n.emit("gather", n.constant(np.array(labels, np.int64), "i64"), at, axis=0)
+
+
+def binary_label(n: Node, s: SSAValue, threshold: float, neg: int, pos: int) -> SSAValue:
+    """[N] i64 of a one-score binary classifier ([N, 1] scores): `pos` where s > threshold."""
+    above = n.emit("compare", s, n.constant(threshold, s), predicate="gt")
+    y = n.emit("where", above, n.constant(pos, "i64"), n.constant(neg, "i64"))
+    return n.reshape(y, [shape(s)[0]])
+
+
+def binary_scores(
+    n: Node, s: SSAValue, how: str, complement: bool, probit_complement: bool = False
+) -> SSAValue:
+    """The [N, 2] scores of a one-score binary classifier as onnxruntime writes them:
+    `[o, s]`, o = `1 - s` (`complement`) or `-s`; LOGISTIC `[sigmoid(-s), sigmoid(s)]`;
+    SOFTMAX and SOFTMAX_ZERO not applied. PROBIT follows onnx.reference, the probits of
+    `[1 - s, s]` (`probit_complement`) or `[-s, s]`: onnxruntime writes N probits into
+    the first N of its 2N scores and leaves the rest uninitialized."""
+
+    def other(one_minus: bool) -> SSAValue:
+        return n.emit("sub", n.constant(1.0, s), s) if one_minus else n.emit("neg", s)
+
+    if how == "PROBIT":
+        return probit(n, n.emit("concat", other(probit_complement), s, axis=1))
+    if how == "LOGISTIC":
+        return n.emit("concat", n.emit("sigmoid", n.emit("neg", s)), n.emit("sigmoid", s), axis=1)
+    return n.emit("concat", other(complement), s, axis=1)
 
 
 # ---------------------------------------------------------------- converters
@@ -258,13 +325,11 @@ def one_hot_encoder(n: Node) -> list[SSAValue]:
     else:
         xd, table = n.cast(x, "i64"), n.constant(np.array(cats, np.int64), "i64")
     k, s = len(cats), list(shape(x))
-    iota = n.constant(np.arange(k), "i64")
     hit = n.emit("compare", n.reshape(xd, [*s, 1]), table, predicate="eq")  # [..., K]
-    miss = n.constant(-1, "i64")
-    at = n.emit("reduce", n.emit("where", hit, iota, miss), kind="max", axes=[-1], keepdims=True)
+    at = n.reshape(match_index(n, hit, last=True), [*s, 1])  # -1: no category
     if not n.attr("zeros", 1):
         at = wrap_index(n, at, k, negative=False)  # -1: "index -1 is out of range"
-    return [n.cast(n.emit("compare", at, iota, predicate="eq"), "f32")]
+    return [n.cast(n.emit("compare", at, n.constant(np.arange(k), "i64"), predicate="eq"), "f32")]
 
 
 @converter("FeatureVectorizer", attrs=("inputdimensions",), domain=ML)
@@ -358,14 +423,13 @@ def label_encoder(n: Node) -> list[SSAValue]:
     nan = np.isnan(keys) if keys.dtype.kind == "f" else np.zeros(len(keys), bool)
     if len(np.unique(keys[~nan])) < (~nan).sum() or nan.sum() > 1:
         raise n.error("a key repeats: onnxruntime keeps its first value, the spec its last")
-    k, s = len(keys), list(shape(x))
+    s = list(shape(x))
     xe = n.reshape(x, [*s, 1])
     hit = n.emit("compare", xe, n.constant(keys, x), predicate="eq")  # [..., K]
     if nan.any() and ml_opset(n) >= 4:
         hit = n.emit(
             "where", n.constant(nan, "bool"), n.emit("compare", xe, xe, predicate="ne"), hit
         )
-    iota, miss = n.constant(np.arange(k), "i64"), n.constant(k, "i64")
-    at = n.emit("reduce", n.emit("where", hit, iota, miss), kind="min", axes=[-1])
+    at = match_index(n, hit, last=False)  # k: the default
     table = np.concatenate([values, _label_default(n, values.dtype)])
     return [n.emit("gather", n.constant(table, table.dtype), at, axis=0)]

@@ -7,45 +7,27 @@ libsvm's iterative pairwise coupling) are refused."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.frontends.onnx.node import Node, shape
 from rlx.frontends.onnx.ops_ml import (
     ML,
+    argmax_first,
     as_rows,
+    binary_label,
+    binary_scores,
+    count,
     floats,
     ints,
     no_strings,
+    pick,
     post_transform,
-    probit,
     transform_name,
 )
 from rlx.frontends.onnx.registry import converter
 
 KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
-
-
-# ---------------------------------------------------------------- labels
-def argmax_first(n: Node, s: SSAValue) -> SSAValue:
-    """[N] i64: the first index of each row's largest score, as onnxruntime's `>` scan
-    finds it: a NaN never wins, except at column 0, which then stays the pick."""
-    c = shape(s)[-1]
-    first = n.constant(np.arange(c) == 0, "bool")
-    inf = n.constant(np.inf, s)
-    nan = n.emit("compare", s, s, predicate="ne")
-    t = n.emit("where", nan, n.emit("where", first, inf, n.emit("neg", inf)), s)
-    m = n.emit("reduce", t, kind="max", axes=[-1], keepdims=True)
-    iota = n.constant(np.arange(c), "i64")
-    hit = n.emit("where", n.emit("compare", t, m, predicate="eq"), iota, n.constant(c, "i64"))
-    return n.emit("reduce", hit, kind="min", axes=[-1])
-
-
-def pick(n: Node, labels: Sequence[int], at: SSAValue) -> SSAValue:
-    """`labels[at]` (i64; `at` is in range by construction)."""
-    return n.emit("gather", n.constant(np.array(labels, np.int64), "i64"), at, axis=0)
 
 
 # ---------------------------------------------------------------- linear models
@@ -75,23 +57,10 @@ def linear_regressor(n: Node) -> list[SSAValue]:
     (onnxruntime's [1, targets]; onnx.reference gave [targets]). onnx.reference applies
     none but NONE; onnxruntime's rule is kept: a single target gets PROBIT only."""
     how = transform_name(n)
-    targets = int(n.attr("targets", 1))
-    if targets < 1:
-        raise n.error(f"targets must be >= 1, got {targets}")
+    targets = count(n, "targets", 1)
     x = as_rows(n, n.input(0))
     s = linear_scores(n, x, floats(n, "coefficients"), floats(n, "intercepts"), targets)
     return [post_transform(n, s, how)]
-
-
-def _binary_columns(n: Node, s: SSAValue, how: str) -> SSAValue:
-    """onnxruntime's two score columns of a one-row binary classifier: `[1 - p, p]`, p the
-    raw score, its logistic for LOGISTIC (SOFTMAX and SOFTMAX_ZERO leave it raw; onnx.reference
-    transforms `[-s, s]`). PROBIT follows onnx.reference, `probit([-s, s])`: onnxruntime
-    writes the N probits into the first N of its 2N scores, the rest uninitialized."""
-    if how == "PROBIT":
-        return probit(n, n.emit("concat", n.emit("neg", s), s, axis=1))
-    p = n.emit("sigmoid", s) if how == "LOGISTIC" else s
-    return n.emit("concat", n.emit("sub", n.constant(1.0, p), p), p, axis=1)
 
 
 @converter(
@@ -107,7 +76,8 @@ def linear_classifier(n: Node) -> list[SSAValue]:
     transformed one, which SOFTMAX_ZERO can reorder), Z the transformed scores; no labels
     give the index (onnxruntime refuses them). One coefficient row: Y = labels[1] if the
     score > 0 else labels[0] (default 1 / 0); Z has two columns with two labels
-    (`_binary_columns`), else the one (`post_transform`)."""
+    (`ops_ml.binary_scores`: `[1 - s, s]`; PROBIT of `[-s, s]`, as onnx.reference), else
+    the one (`post_transform`)."""
     no_strings(n, "classlabels_strings")
     how = transform_name(n)
     x = as_rows(n, n.input(0))
@@ -117,10 +87,8 @@ def linear_classifier(n: Node) -> list[SSAValue]:
         if labels and len(labels) != 2:
             raise n.error(f"one coefficient row (binary) takes 2 class labels, got {len(labels)}")
         neg, pos = labels or [0, 1]
-        above = n.emit("compare", s, n.constant(0.0, s), predicate="gt")
-        y = n.emit("where", above, n.constant(pos, "i64"), n.constant(neg, "i64"))
-        z = _binary_columns(n, s, how) if labels else post_transform(n, s, how)
-        return [n.reshape(y, [shape(s)[0]]), z]
+        z = binary_scores(n, s, how, complement=True) if labels else post_transform(n, s, how)
+        return [binary_label(n, s, 0.0, neg, pos), z]
     if labels and len(labels) != c:
         raise n.error(f"{c} coefficient rows (classes) but {len(labels)} class labels")
     return [pick(n, labels or range(c), argmax_first(n, s)), post_transform(n, s, how)]
@@ -286,8 +254,8 @@ def svm_classifier(n: Node) -> list[SSAValue]:
 
 def _svc_binary(n: Node, s: SSAValue, how: str) -> SSAValue:
     """onnxruntime's [N, 2] scores of a two-class SVC from its one decision value s: NONE
-    `[-s, s]`, the others as a one-row LinearClassifier's (`_binary_columns`; onnx.reference
-    transforms `[-s, s]`, which agrees for LOGISTIC). PROBIT is refused: onnxruntime writes
+    `[-s, s]`, the others as a one-row LinearClassifier's (`ops_ml.binary_scores`;
+    onnx.reference transforms `[-s, s]`, which agrees for LOGISTIC). PROBIT is refused: onnxruntime writes
     `probit(s)` into column 0 and leaves column 1 uninitialized, onnx.reference returns the
     one column [N, 1]."""
     if how == "PROBIT":
@@ -295,6 +263,4 @@ def _svc_binary(n: Node, s: SSAValue, how: str) -> SSAValue:
             "PROBIT on a two-class SVC is not supported (onnxruntime leaves half of its scores "
             "uninitialized, onnx.reference returns one column)"
         )
-    if how == "NONE":
-        return n.emit("concat", n.emit("neg", s), s, axis=1)
-    return _binary_columns(n, s, how)
+    return binary_scores(n, s, how, complement=how != "NONE")

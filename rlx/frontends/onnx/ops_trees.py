@@ -20,15 +20,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from onnx import numpy_helper
-from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import Block, SSAValue
 
-from rlx.dialects.rlx.base import DYN, is_float
+from rlx.dialects.rlx.base import is_float
 from rlx.frontends.onnx.loops import scan_op
-from rlx.frontends.onnx.node import Node, dims_text, elem, shape
+from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.ops_constants import bounded
-from rlx.frontends.onnx.ops_ml import ML, TRANSFORMS, post_transform, transform_name
-from rlx.frontends.onnx.ops_reduce import _argext
+from rlx.frontends.onnx.ops_ml import (
+    ML,
+    TRANSFORMS,
+    argmax_first,
+    as_rows,
+    binary_label,
+    binary_scores,
+    count,
+    ints,
+    pick,
+    post_transform,
+    transform_name,
+)
 from rlx.frontends.onnx.registry import converter
 
 RULES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ",
@@ -61,9 +71,13 @@ class Forest:
 class _Builder:
     """Collects nodes (internal or leaf) and their links, then checks and packs them."""
 
-    def __init__(self, n: Node, nodes: int, targets: int, fill: float) -> None:
+    def __init__(self, n: Node, nodes: int, targets: int, aggregate: str) -> None:
         bounded(n, [nodes, targets])  # the weight table, before a row of it is made
-        self.n, self.k, self.fill = n, targets, fill
+        self.n, self.k, self.aggregate = n, targets, aggregate
+        # a leaf without a weight for a target: the aggregate's identity
+        self.fill = {"MIN": np.finfo(np.float32).max, "MAX": np.finfo(np.float32).min}.get(
+            aggregate, 0.0
+        )
         self.rule: list[str | None] = []  # None: a leaf
         self.feature: list[int] = []
         self.threshold: list[float] = []
@@ -84,14 +98,14 @@ class _Builder:
         self.sets.append(members or [])
         return len(self.rule) - 1
 
-    def weight(self, g: int, target: int, w: float, aggregate: str) -> None:
+    def weight(self, g: int, target: int, w: float) -> None:
         if not 0 <= target < self.k:
             raise self.n.error(f"target / class id {target} is outside [0, {self.k})")
         row = self.weights.setdefault(g, np.full(self.k, self.fill))
-        if aggregate in ("SUM", "AVERAGE"):
+        if self.aggregate in ("SUM", "AVERAGE"):
             row[target] = (0.0 if row[target] == self.fill else row[target]) + w
         else:
-            row[target] = (min if aggregate == "MIN" else max)(row[target], w)
+            row[target] = (min if self.aggregate == "MIN" else max)(row[target], w)
 
     def forest(self, roots: list[int], features: int) -> Forest:
         g = len(self.rule)
@@ -151,27 +165,19 @@ def _array(n: Node, name: str) -> np.ndarray | None:
     return numpy_helper.to_array(v) if not isinstance(v, list) else np.asarray(v)
 
 
-def _ints(n: Node, name: str, size: int | None = None) -> list[int]:
-    v = [int(i) for i in n.attr(name, [])]
-    if size is not None and len(v) != size:
-        raise n.error(f"attribute '{name}' has {len(v)} values, expected {size}")
-    return v
-
-
 def _forest_v3(n: Node, features: int, targets: int, kind: str, aggregate: str) -> Forest:
     """Opsets 1 and 3: nodes named by (tree id, node id), leaves carry weight entries."""
-    trees = _ints(n, "nodes_treeids")
+    trees = ints(n, "nodes_treeids")
     g = len(trees)
-    ids, feats = _ints(n, "nodes_nodeids", g), _ints(n, "nodes_featureids", g)
+    ids, feats = ints(n, "nodes_nodeids", g), ints(n, "nodes_featureids", g)
     modes = [str(m.decode() if isinstance(m, bytes) else m) for m in n.attr("nodes_modes", [])]
     values = _array(n, "nodes_values")
     values = np.zeros(g) if values is None else values.astype(np.float64).reshape(-1)
-    t_ids, f_ids = _ints(n, "nodes_truenodeids", g), _ints(n, "nodes_falsenodeids", g)
-    missing = _ints(n, "nodes_missing_value_tracks_true") or [0] * g
+    t_ids, f_ids = ints(n, "nodes_truenodeids", g), ints(n, "nodes_falsenodeids", g)
+    missing = ints(n, "nodes_missing_value_tracks_true") or [0] * g
     if len(modes) != g or len(values) != g or len(missing) != g:
         raise n.error(f"the nodes_* attributes must all have {g} values")
-    fill = {"MIN": np.finfo(np.float32).max, "MAX": np.finfo(np.float32).min}.get(aggregate, 0.0)
-    b = _Builder(n, g, targets, fill)
+    b = _Builder(n, g, targets, aggregate)
     at: dict[tuple[int, int], int] = {}
     for i in range(g):
         if modes[i] != "LEAF" and (modes[i] not in _TAKES or modes[i] == "BRANCH_MEMBER"):
@@ -187,9 +193,9 @@ def _forest_v3(n: Node, features: int, targets: int, kind: str, aggregate: str) 
                     raise n.error(f"tree {trees[i]}: node id {nid} does not exist")
                 links[i] = at[trees[i], nid]
     prefix = "target" if kind == "target" else "class"
-    w_tree = _ints(n, f"{prefix}_treeids")
+    w_tree = ints(n, f"{prefix}_treeids")
     e = len(w_tree)
-    w_node, w_id = _ints(n, f"{prefix}_nodeids", e), _ints(n, f"{prefix}_ids", e)
+    w_node, w_id = ints(n, f"{prefix}_nodeids", e), ints(n, f"{prefix}_ids", e)
     ws = _array(n, f"{prefix}_weights")
     ws = np.zeros(0) if ws is None else ws.astype(np.float64).reshape(-1)
     if len(ws) != e:
@@ -197,7 +203,7 @@ def _forest_v3(n: Node, features: int, targets: int, kind: str, aggregate: str) 
     for tid, nid, k, w in zip(w_tree, w_node, w_id, ws, strict=True):
         if (tid, nid) not in at:
             raise n.error(f"a weight names node ({tid}, {nid}), which does not exist")
-        b.weight(at[tid, nid], k, float(w), aggregate)
+        b.weight(at[tid, nid], k, float(w))
     roots: dict[int, int] = {}
     for i, t in enumerate(trees):  # a tree's root is its first node (as onnx.reference)
         roots.setdefault(t, i)
@@ -210,23 +216,22 @@ def _forest_v5(n: Node, features: int, targets: int, aggregate: str) -> Forest:
     if splits is None:
         raise n.error("attribute 'nodes_splits' is required")
     g = splits.size
-    feats, t_ids, f_ids = (_ints(n, a, g) for a in ("nodes_featureids", "nodes_truenodeids",
+    feats, t_ids, f_ids = (ints(n, a, g) for a in ("nodes_featureids", "nodes_truenodeids",
                                                       "nodes_falsenodeids"))  # fmt: skip
-    t_leaf, f_leaf = _ints(n, "nodes_trueleafs", g), _ints(n, "nodes_falseleafs", g)
+    t_leaf, f_leaf = ints(n, "nodes_trueleafs", g), ints(n, "nodes_falseleafs", g)
     modes = _array(n, "nodes_modes")
     modes = np.zeros(g, np.int64) if modes is None else modes.astype(np.int64).reshape(-1)
     missing_v = _array(n, "nodes_missing_value_tracks_true")
     missing = np.zeros(g) if missing_v is None else missing_v.reshape(-1)
     lw = _array(n, "leaf_weights")
     lw = np.zeros(0) if lw is None else lw.astype(np.float64).reshape(-1)
-    l_ids = _ints(n, "leaf_targetids", lw.size)
+    l_ids = ints(n, "leaf_targetids", lw.size)
     members = _array(n, "membership_values")
     members = [] if members is None else members.astype(np.float64).reshape(-1).tolist()
     if len(modes) != g or len(missing) != g or any(not 0 <= m < len(RULES) for m in modes):
         raise n.error(f"'nodes_modes' / 'nodes_missing_value_tracks_true' must have {g} "
                       f"values, each mode in [0, {len(RULES)})")  # fmt: skip
-    fill = {"MIN": np.finfo(np.float32).max, "MAX": np.finfo(np.float32).min}.get(aggregate, 0.0)
-    b = _Builder(n, g + lw.size, targets, fill)
+    b = _Builder(n, g + lw.size, targets, aggregate)
     sets = iter(members)
     for i in range(g):
         rule = RULES[modes[i]]
@@ -237,14 +242,14 @@ def _forest_v5(n: Node, features: int, targets: int, aggregate: str) -> Forest:
         b.node(rule, feats[i], float(splits.reshape(-1)[i]), bool(missing[i]), chunk)
     leaf_at = [b.node(None) for _ in range(lw.size)]
     for j, (k, w) in enumerate(zip(l_ids, lw, strict=True)):
-        b.weight(leaf_at[j], k, float(w), aggregate)
+        b.weight(leaf_at[j], k, float(w))
     for i in range(g):
         for links, nid, leaf in ((b.true, t_ids[i], t_leaf[i]), (b.false, f_ids[i], f_leaf[i])):
             if not 0 <= nid < (lw.size if leaf else g):
                 raise n.error(f"node {i} links to {'leaf' if leaf else 'node'} {nid}, "
                               "which does not exist")  # fmt: skip
             links[i] = leaf_at[nid] if leaf else nid
-    roots = _ints(n, "tree_roots")
+    roots = ints(n, "tree_roots")
     for r in roots:
         if not 0 <= r < g:
             raise n.error(f"tree root {r} is not a node")
@@ -310,19 +315,6 @@ def _scores(n: Node, x: SSAValue, f: Forest, aggregate: str, base: np.ndarray | 
     return y
 
 
-def _rows(n: Node) -> SSAValue:
-    """The input as [N, F] floats (1-D: one row; integers as f32, as onnx.reference)."""
-    x = n.input(0)
-    s = shape(x)
-    if len(s) not in (1, 2) or DYN in s:
-        raise n.error(
-            f"the input must be a static [N, F] or [F] tensor, got {dims_text(s)}"
-            " (bind a dynamic batch with import_model(dims=...))"
-        )
-    x = n.reshape(x, [1, s[0]]) if len(s) == 1 else x
-    return x if isinstance(elem(x), Float32Type | Float64Type) else n.cast(x, "f32")
-
-
 _V3_COMMON = (
     "nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
     "nodes_values_as_tensor", "nodes_truenodeids", "nodes_falsenodeids", "nodes_hitrates",
@@ -337,14 +329,11 @@ _V3_COMMON = (
 def tree_regressor(n: Node) -> list[SSAValue]:
     """The scores are f32 whatever the input (the spec's and onnxruntime's output type;
     onnx.reference keeps a double input's type), computed in the input's float type."""
-    x = _rows(n)
+    x = as_rows(n, n.input(0), keep_f64=True)
     aggregate = n.attr("aggregate_function", "SUM")
     if aggregate not in AGGREGATES:
         raise n.error(f"unknown aggregate_function {aggregate!r}")
-    targets = int(n.attr("n_targets", 1))
-    if targets < 1:
-        raise n.error(f"n_targets must be >= 1, got {targets}")
-    f = _forest_v3(n, shape(x)[1], targets, "target", aggregate)
+    f = _forest_v3(n, shape(x)[1], count(n, "n_targets", 1), "target", aggregate)
     y = _scores(n, x, f, aggregate, _array(n, "base_values"), elem(x))
     return [n.cast(post_transform(n, y, transform_name(n)), "f32")]
 
@@ -353,30 +342,28 @@ def tree_regressor(n: Node) -> list[SSAValue]:
            "class_nodeids", "class_treeids", "class_weights", "class_weights_as_tensor",
            "classlabels_int64s", "classlabels_strings"))  # fmt: skip
 def tree_classifier(n: Node) -> list[SSAValue]:
-    """Outputs the label (of the largest score) and the scores. A binary ensemble (two
-    labels or the one label 1, every weight on one class id: XGBoost's, LightGBM's and
-    scikit-learn's gradient boosting) has one score s, written as onnxruntime does:
-    `[1 - s, s]` when every weight is >= 0 (label 1 where s > 0.5), else `[-s, s]`
-    (label 1 where s > 0), LOGISTIC `[sigmoid(-s), sigmoid(s)]`, the other transforms
-    not applied; PROBIT as onnx.reference, `probit([1 - s, s])` (onnxruntime writes one
-    column). onnx.reference transforms `[1 - s, s]` (NONE) or `[-s, s]` and takes the
-    argmax. One base value is the score's."""
+    """Outputs the label (of the first largest score before the transform, as
+    onnxruntime) and the scores. A binary ensemble (two labels or the one label 1, every
+    weight on one class id: XGBoost's, LightGBM's and scikit-learn's gradient boosting) has
+    one score s, written as onnxruntime does (`ops_ml.binary_scores`): `[1 - s, s]` when
+    every weight is >= 0 (label 1 where s > 0.5), else `[-s, s]` (label 1 where s > 0),
+    LOGISTIC `[sigmoid(-s), sigmoid(s)]`, the other transforms not applied; PROBIT as
+    onnx.reference, `probit([1 - s, s])`. onnx.reference transforms `[1 - s, s]` (NONE)
+    or `[-s, s]` and takes the argmax. One base value is the score's."""
     if n.attr("classlabels_strings"):
         raise n.error("string class labels have no rlx element type (classlabels_strings)")
-    labels = _ints(n, "classlabels_int64s")
+    labels = ints(n, "classlabels_int64s")
     if not labels:
         raise n.error("attribute 'classlabels_int64s' is required")
-    x = _rows(n)
+    x = as_rows(n, n.input(0), keep_f64=True)
     classes = len(labels)
     f = _forest_v3(n, shape(x)[1], classes, "class", "SUM")
-    ids = set(_ints(n, "class_ids"))
+    ids = set(ints(n, "class_ids"))
     base = _array(n, "base_values")
     mode = transform_name(n)
     if len(ids) != 1 or classes > 2:
         y = _scores(n, x, f, "SUM", base, "f32")
-        scores = post_transform(n, y, mode)
-        best = n.reshape(_argext(n, scores, 1, False, "max"), [shape(x)[0]])
-        return [n.emit("gather", n.constant(np.array(labels), "i64"), best, axis=0), scores]
+        return [pick(n, labels, argmax_first(n, y)), post_transform(n, y, mode)]
     if classes == 1 and labels[0] != 1:
         raise n.error(f"a single class label must be 1 (got {labels[0]})")
     neg, pos = labels if classes == 2 else [0, 1]
@@ -385,19 +372,9 @@ def tree_classifier(n: Node) -> list[SSAValue]:
         base = np.pad(base.reshape(1), (cid, classes - 1 - cid))
     y = _scores(n, x, f, "SUM", base, "f32")
     s = n.emit("slice", y, starts=[0, cid], limits=[shape(x)[0], cid + 1])
-    positive = bool((f.weights >= 0).all())
-    if mode == "PROBIT":
-        scores = post_transform(
-            n, n.emit("concat", n.emit("sub", n.constant(1.0, s), s), s, axis=1), mode
-        )
-    elif mode == "LOGISTIC":
-        scores = n.emit("concat", n.emit("sigmoid", n.emit("neg", s)), n.emit("sigmoid", s), axis=1)
-    else:
-        other = n.emit("sub", n.constant(1.0, s), s) if positive else n.emit("neg", s)
-        scores = n.emit("concat", other, s, axis=1)
-    above = n.emit("compare", s, n.constant(0.5 if positive else 0.0, s), predicate="gt")
-    label = n.emit("where", above, n.constant(pos, "i64"), n.constant(neg, "i64"))
-    return [n.reshape(label, [shape(x)[0]]), scores]
+    positive = bool((f.weights >= 0).all())  # onnxruntime's weights_are_all_positive
+    scores = binary_scores(n, s, mode, complement=positive, probit_complement=True)
+    return [binary_label(n, s, 0.5 if positive else 0.0, neg, pos), scores]
 
 
 @converter("TreeEnsemble", domain=ML, attrs=(
@@ -408,15 +385,12 @@ def tree_classifier(n: Node) -> list[SSAValue]:
 def tree_ensemble(n: Node) -> list[SSAValue]:
     """TreeEnsemble-5: the result has the input's float type (f16 computed in f32)."""
     x0 = n.input(0)
-    x = _rows(n)
+    x = as_rows(n, x0, keep_f64=True)
     agg = int(n.attr("aggregate_function", 1))
     post = int(n.attr("post_transform", 0))
     if not 0 <= agg < len(AGGREGATES) or not 0 <= post < len(TRANSFORMS):
         raise n.error(f"aggregate_function {agg} / post_transform {post} is not defined")
-    targets = n.attr("n_targets")
-    if targets is None or int(targets) < 1:
-        raise n.error("attribute 'n_targets' (>= 1) is required")
-    f = _forest_v5(n, shape(x)[1], int(targets), AGGREGATES[agg])
+    f = _forest_v5(n, shape(x)[1], count(n, "n_targets"), AGGREGATES[agg])
     y = _scores(n, x, f, AGGREGATES[agg], None, elem(x))
     y = post_transform(n, y, TRANSFORMS[post])
     return [n.cast(y, elem(x0)) if is_float(elem(x0)) else y]
