@@ -1,7 +1,7 @@
 """`ai.onnx.ml` linear models and support vector machines: LinearRegressor,
 LinearClassifier, SVMRegressor and SVMClassifier, as onnxruntime computes them (each
 converter says where onnx.reference differs). Scores are float32 [N, C] rows (`as_rows`),
-transformed by `ops_ml.post_transform`.
+transformed by `ops_ml_scores.post_transform`.
 Integer labels only: rlx has no string tensors. SVM probability outputs (prob_a / prob_b,
 libsvm's iterative pairwise coupling) are refused."""
 
@@ -11,16 +11,11 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from rlx.frontends.onnx.node import Node, shape
-from rlx.frontends.onnx.ops_ml import (
-    ML,
+from rlx.frontends.onnx.ops_ml import ML, as_rows, count, floats, ints, no_strings
+from rlx.frontends.onnx.ops_ml_scores import (
     argmax_first,
-    as_rows,
     binary_label,
     binary_scores,
-    count,
-    floats,
-    ints,
-    no_strings,
     pick,
     post_transform,
     transform_name,
@@ -76,7 +71,7 @@ def linear_classifier(n: Node) -> list[SSAValue]:
     transformed one, which SOFTMAX_ZERO can reorder), Z the transformed scores; no labels
     give the index (onnxruntime refuses them). One coefficient row: Y = labels[1] if the
     score > 0 else labels[0] (default 1 / 0); Z has two columns with two labels
-    (`ops_ml.binary_scores`: `[1 - s, s]`; PROBIT of `[-s, s]`, as onnx.reference), else
+    (`ops_ml_scores.binary_scores`: `[1 - s, s]`; PROBIT of `[-s, s]`, as onnx.reference), else
     the one (`post_transform`)."""
     no_strings(n, "classlabels_strings")
     how = transform_name(n)
@@ -254,7 +249,7 @@ def svm_classifier(n: Node) -> list[SSAValue]:
 
 def _svc_binary(n: Node, s: SSAValue, how: str) -> SSAValue:
     """onnxruntime's [N, 2] scores of a two-class SVC from its one decision value s: NONE
-    `[-s, s]`, the others as a one-row LinearClassifier's (`ops_ml.binary_scores`;
+    `[-s, s]`, the others as a one-row LinearClassifier's (`ops_ml_scores.binary_scores`;
     onnx.reference transforms `[-s, s]`, which agrees for LOGISTIC). PROBIT is refused: onnxruntime writes
     `probit(s)` into column 0 and leaves column 1 uninitialized, onnx.reference returns the
     one column [N, 1]."""

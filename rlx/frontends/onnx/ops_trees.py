@@ -10,7 +10,7 @@ true branch where `missing_value_tracks_true`, and `NEQ` holds for NaN as in onn
 and TreeEnsemble-5's definition). `BRANCH_MEMBER` (5) compares with the node's set. The
 walk is an `rlx.scan` of as many steps as the deepest tree; the leaves reached gather
 their weight rows, aggregated over the trees (SUM, AVERAGE, MIN, MAX), plus the base
-values, then `ops_ml.post_transform`. Trees with a cycle, a node id that does not resolve, or a
+values, then `ops_ml_scores.post_transform`. Trees with a cycle, a node id that does not resolve, or a
 feature outside the input are refused at import.
 """
 
@@ -26,15 +26,12 @@ from rlx.dialects.rlx.base import is_float
 from rlx.frontends.onnx.loops import scan_op
 from rlx.frontends.onnx.node import Node, elem, shape
 from rlx.frontends.onnx.ops_constants import bounded
-from rlx.frontends.onnx.ops_ml import (
-    ML,
+from rlx.frontends.onnx.ops_ml import ML, as_rows, count, ints
+from rlx.frontends.onnx.ops_ml_scores import (
     TRANSFORMS,
     argmax_first,
-    as_rows,
     binary_label,
     binary_scores,
-    count,
-    ints,
     pick,
     post_transform,
     transform_name,
@@ -345,7 +342,7 @@ def tree_classifier(n: Node) -> list[SSAValue]:
     """Outputs the label (of the first largest score before the transform, as
     onnxruntime) and the scores. A binary ensemble (two labels or the one label 1, every
     weight on one class id: XGBoost's, LightGBM's and scikit-learn's gradient boosting) has
-    one score s, written as onnxruntime does (`ops_ml.binary_scores`): `[1 - s, s]` when
+    one score s, written as onnxruntime does (`ops_ml_scores.binary_scores`): `[1 - s, s]` when
     every weight is >= 0 (label 1 where s > 0.5), else `[-s, s]` (label 1 where s > 0),
     LOGISTIC `[sigmoid(-s), sigmoid(s)]`, the other transforms not applied; PROBIT as
     onnx.reference, `probit([1 - s, s])`. onnx.reference transforms `[1 - s, s]` (NONE)
