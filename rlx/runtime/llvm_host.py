@@ -148,7 +148,7 @@ def host_target() -> tuple[str, str]:
     256-bit vectors, which left the row kernels (softmax, norms, elementwise chains) at half
     the width of the GEMM's explicit 512-bit tiles and of onnxruntime's AVX-512 kernels
     (1 thread on an Ice Lake server: gelu chain -13 %, layer_norm -15 %, softmax -5 % with
-    it; AMD's Zen 4 has no such cap). Part of the compile cache key (`cache.host_key`)."""
+    it; AMD's Zen 4 has no such cap). Part of the compile cache key (`cache.host_cpu`)."""
     llvm_binding = _llvm()
     with _LOCK:
         _initialise()

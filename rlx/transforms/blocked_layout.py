@@ -294,8 +294,8 @@ class BlockedLayout(BlockedLayoutOptions, ModulePass):
         for region in regions(body, self.narrow_convs):
             ops = {o for o, _ in region}
             tail = frozenset(o for o, p in region if any(c % largest for c in p.channels))
-            feeds_rest = any(u.operation in ops - tail
-                             for o in tail for r in o.results for u in r.uses)  # fmt: skip
+            rest = ops - tail
+            feeds_rest = any(u.operation in rest for o in tail for r in o.results for u in r.uses)
             held = sum(p.convs for o, p in region if o in tail)
             if not tail or feeds_rest or 4 * held > sum(p.convs for _, p in region):
                 out.append(region)

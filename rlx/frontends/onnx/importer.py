@@ -266,7 +266,7 @@ class Importer:
                 key = name if name in self.dims else d.dim_param  # its name, or as written
                 size = self.dims.get(key)
                 if size is not None:  # bound here (a generated name too): no warning
-                    self.bound_dims.add(key)
+                    self.bound_dims |= {key, name}
                     self.generated_dims = [g for g in self.generated_dims
                                            if not g.startswith(f"{name} ")]  # fmt: skip
             if size is not None:
