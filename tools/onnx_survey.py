@@ -132,14 +132,27 @@ def check_one(path: Path) -> dict[str, Any]:
         row["mode"] = "dims="
     row["seconds"] = round(time.perf_counter() - t0, 1)
     row["backend"] = BACKEND
-    cos, diff, ok = 1.0, 0.0, True
+    ok, cos, diff, detail = compare(got, want)
+    if detail:
+        row["detail"] = detail
+    row.update(
+        status="ok" if ok else "mismatch", cosine=round(cos, 7), max_abs=float(f"{diff:.3g}")
+    )
+    return row
+
+
+def compare(got: list[Any], want: list[Any], tol: float = 1e-3) -> tuple[bool, float, float, str]:
+    """RLX's outputs against onnxruntime's: (ok, least cosine, largest abs difference, what
+    differs in shape or type). Integers and booleans must be equal; floats ok when the
+    cosine is >= 0.99999 (or the difference <= 1e-6 x (1 + max |reference|): the cosine of
+    a near-zero output says nothing), the difference <= `tol` x (1 + max |reference|) and
+    the non-finite entries the same."""
+    cos, diff, ok, detail = 1.0, 0.0, True, ""
     for g, w in zip(got, want, strict=True):
-        g = np.asarray(g)
+        g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape or g.dtype != w.dtype:
             ok = False
-            row["detail"] = (
-                f"output {g.dtype}{list(g.shape)} vs onnxruntime {w.dtype}{list(w.shape)}"
-            )
+            detail = f"output {g.dtype}{list(g.shape)} vs onnxruntime {w.dtype}{list(w.shape)}"
             continue
         if w.dtype.kind in "biu":
             ok &= bool(np.array_equal(g, w))
@@ -152,13 +165,10 @@ def check_one(path: Path) -> dict[str, Any]:
         d = float(np.abs(a[fin] - b[fin]).max()) if fin.any() else 0.0
         big = 1 + float(np.abs(b[fin]).max(initial=0))
         if not np.array_equal(np.isfinite(a), fin) or (c < 0.99999 and d > 1e-6 * big):
-            ok = False  # (the cosine of a near-zero output says nothing)
-        ok &= d <= 1e-3 * big
+            ok = False
+        ok &= d <= tol * big
         cos, diff = min(cos, c), max(diff, d)
-    row.update(
-        status="ok" if ok else "mismatch", cosine=round(cos, 7), max_abs=float(f"{diff:.3g}")
-    )
-    return row
+    return ok, cos, diff, detail
 
 
 def _run_rlx(model: Any, feeds: dict[str, np.ndarray], at_import: bool) -> list[np.ndarray]:

@@ -6,9 +6,10 @@
 Each model is fitted on a small synthetic problem, exported with `skl2onnx.to_onnx` (opset
 17, ai.onnx.ml 3, `zipmap=False` for classifiers: rlx has no sequences of maps), imported
 with its anonymous batch dim bound at import (`dims={"X_0": rows}`, the name the importer
-gives it), compiled and run on `rows` samples; every output is compared with onnxruntime:
-integers (labels) exactly, floats to 1e-4 x (1 + max |reference|). Prints one line per
-model and exits non-zero when any fails.
+gives it), compiled and run on `rows` samples; every output is compared with onnxruntime
+as `tools/onnx_survey.py` compares (`compare`: types and shapes, integers and labels
+exactly), floats to 1e-4 x (1 + max |reference|). Prints one line per model and exits
+non-zero when any fails.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def problem(kind: str) -> tuple[np.ndarray, np.ndarray | None]:
 def check(name: str, factory: Callable[[], Any], kind: str, rows: int) -> str | None:
     """None when RLX matches onnxruntime on every output, else what differs."""
     import onnxruntime as ort
+    from onnx_survey import compare  # tools/ is on sys.path when run as a script
     from skl2onnx import to_onnx
 
     import rlx
@@ -133,17 +135,8 @@ def check(name: str, factory: Callable[[], Any], kind: str, rows: int) -> str | 
         compiled.set_params(params)
     got = compiled(feed)
     got = list(got) if isinstance(got, list | tuple) else [got]
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape:
-            return f"output #{i}: shape {g.shape}, onnxruntime {w.shape}"
-        if w.dtype.kind in "iub":
-            if (g != w).any():
-                return f"output #{i}: {int((g != w).sum())} of {w.size} values differ"
-        elif not np.allclose(g, w, rtol=0, atol=1e-4 * (1 + float(np.nanmax(np.abs(w)))),
-                             equal_nan=True):  # fmt: skip
-            return f"output #{i}: max |diff| {float(np.nanmax(np.abs(g - w))):.3g}"
-    return None
+    ok, _, diff, detail = compare(got, want, tol=1e-4)
+    return None if ok else detail or f"max |diff| {diff:.3g}"
 
 
 def main() -> int:
