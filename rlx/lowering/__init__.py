@@ -15,6 +15,7 @@ _PASSES: dict[str, str] = {
     "convert-math-to-llvm": "rlx.lowering.convert_math_to_llvm:ConvertMathToLLVMPass",
     "convert-memref-to-llvm": "rlx.lowering.convert_memref_to_llvm:ConvertMemRefToLLVMPass",
     "convert-rlx-to-linalg": "rlx.lowering.convert_rlx_to_linalg:ConvertRlxToLinalgPass",
+    "convert-scf-to-cf": "rlx.lowering.loop_hints:ConvertScfToCfPass",
     "convert-to-llvm": "rlx.lowering.convert_to_llvm:ConvertToLLVMPass",
     "expand-small-floats": "rlx.lowering.expand_small_floats:ExpandSmallFloatsPass",
     "lower-to-llvm": "rlx.lowering.lower_to_llvm:LowerToLLVMPass",

@@ -27,6 +27,7 @@ from rlx.lowering.llvm_common import (
     llvm_operand,
     llvm_operands,
 )
+from rlx.lowering.loop_hints import INTERLEAVE
 
 
 class BranchOpLowering(RewritePattern):
@@ -37,7 +38,8 @@ class BranchOpLowering(RewritePattern):
         convert_block_signature(op.successor, rewriter)
         new_ops: list[Operation] = []
         args = llvm_operands(op.arguments, new_ops)
-        new_ops.append(llvm.BrOp.create(operands=args, successors=[op.successor]))
+        hint = {INTERLEAVE: op.attributes[INTERLEAVE]} if INTERLEAVE in op.attributes else {}
+        new_ops.append(llvm.BrOp.create(operands=args, successors=[op.successor], attributes=hint))
         rewriter.replace(op, new_ops)
 
 

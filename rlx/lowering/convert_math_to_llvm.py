@@ -14,7 +14,10 @@
     The result is scaled by 2^n either with exponent bits (two steps, fix-ups for +-inf and
     NaN: ~29 vector instructions) or, with ``exp-ldexp`` (default: on AVX-512 hosts), by
     ``llvm.ldexp`` alone, one ``vscalefps`` (~17; the gelu_tanh chain of issue 17 went
-    from 0.70 to 0.54 ns per element on one znver4 core, results bit for bit the same);
+    from 0.70 to 0.54 ns per element on one znver4 core, results bit for bit the same).
+    An operand that is `-|y|` (`known_nonpositive`: the logistic function's formula) takes
+    the cheap form for x <= 0 (``@__rlx_exp_nonpositive_f32``, `gemm.vector_act`: scaling
+    by exponent bits in two exact steps, no clamps, ~17 vector instructions; gradual underflow);
   - ``tanh`` (f32): Eigen's [13/6] rational on ``[-7.905, 7.905]``, rel. error < 4e-7;
   - ``erf`` (f32): two minimax polynomials evaluated in f32 with ``llvm.fmuladd`` (no f64:
     full SIMD width), max error 1.30 ulp over all f32 inputs on FMA hosts;
@@ -50,6 +53,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from rlx.lowering.convert_arith_to_llvm import llvm_fastmath
+from rlx.lowering.gemm import vector_act
 from rlx.lowering.llvm_common import (
     NO_FASTMATH,
     call_intrinsic,
@@ -112,6 +116,31 @@ _INT_INTRINSICS: dict[type[Operation], tuple[str, bool]] = {
 }
 
 
+_FLOAT_CASTS = (arith.ExtFOp, arith.TruncFOp, llvm.FPExtOp, llvm.FPTruncOp)
+"""Float conversions: they keep a value's sign (f16 / bf16 math is computed in f32)."""
+
+
+def _through_casts(v: SSAValue) -> Operation | None:
+    """The op defining `v`, looking through float conversions."""
+    op = v.owner
+    while isinstance(op, _FLOAT_CASTS):
+        op = op.operands[0].owner
+    return op if isinstance(op, Operation) else None
+
+
+def _is_fabs(op: Operation | None) -> bool:
+    if isinstance(op, math.AbsFOp | llvm.FAbsOp):
+        return True
+    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.fabs.")
+
+
+def known_nonpositive(v: SSAValue) -> bool:
+    """`v` is `-|y|` (negated absolute value, in arith / math or llvm ops; through float
+    conversions): never positive, NaN where y is. The sign fact the math lowering uses."""
+    op = _through_casts(v)
+    return isinstance(op, arith.NegfOp | llvm.FNegOp) and _is_fabs(_through_casts(op.operands[0]))
+
+
 def _lower_float(
     op: Operation,
     e: MathEmitter,
@@ -129,6 +158,10 @@ def _lower_float(
     is_f32 = isinstance(t, Float32Type)
     sfx = intrinsic_suffix(t)
     if kind is math.ExpOp:
+        if expand_exp and is_f32 and known_nonpositive(op.operands[0]):
+            return e.helper(
+                "__rlx_exp_nonpositive_f32", args[0], vector_act.exp_nonpositive_subnormal
+            )
         if expand_exp and is_f32:
             return e.helper("__rlx_exp_f32", args[0], exp_f32_ldexp if exp_ldexp else exp_f32)
         return e.intr("llvm.exp", args, t, fmf)

@@ -34,6 +34,7 @@ from rlx.lowering.llvm_ir_spelling import (
     scalar_literal,
     type_text,
 )
+from rlx.lowering.loop_hints import interleave_of
 
 __all__ = ["to_llvm_ir"]
 
@@ -50,6 +51,8 @@ class _ModuleEmitter:
         self.defined: set[str] = set()
         self.declares: dict[str, str] = {}
         self.needs_nontemporal = False
+        self.loop_metadata: list[str] = []
+        """`!llvm.loop` nodes of hinted back edges (`loop_hints`), numbered from 1."""
         for op in module.body.block.ops:
             sym = op.properties.get("sym_name")
             if sym is not None:
@@ -74,7 +77,14 @@ class _ModuleEmitter:
         parts.extend(self.declares.values())
         if self.needs_nontemporal:
             parts.append("!0 = !{i32 1}")
+        parts.extend(self.loop_metadata)
         return "\n\n".join(parts) + "\n"
+
+
+def _loop_node(n: int, interleave: int) -> str:
+    """The distinct `!llvm.loop` node !n (and its property !n+1) of an interleave hint."""
+    return (f"!{n} = distinct !{{!{n}, !{n + 1}}}\n"
+            f'!{n + 1} = !{{!"llvm.loop.interleave.count", i32 {interleave}}}')  # fmt: skip
 
 
 class _FunctionEmitter:
@@ -278,7 +288,7 @@ class _FunctionEmitter:
                 f"{self.typed(op.size)}{align}"
             )
         elif isinstance(op, llvm.BrOp):
-            lines.append(f"  br label %{self.labels[op.successor]}")
+            lines.append(f"  br label %{self.labels[op.successor]}{self._loop_hint(op)}")
         elif isinstance(op, llvm.CondBrOp):
             lines.append(
                 f"  br {self.typed(op.cond)}, label %{self.labels[op.then_block]}, "
@@ -334,6 +344,16 @@ class _FunctionEmitter:
             f"  {self.names[op.result]} = getelementptr{inbounds} {type_text(op.elem_type)}, "
             f"{self.typed(op.ptr)}, {', '.join(parts)}"
         )
+
+    def _loop_hint(self, op: llvm.BrOp) -> str:
+        """`, !llvm.loop !n` for a back edge hinted by `loop_hints`, else nothing."""
+        count = interleave_of(op)
+        if count is None:
+            return ""
+        meta = self.parent.loop_metadata
+        n = 1 + 2 * len(meta)
+        meta.append(_loop_node(n, count))
+        return f", !llvm.loop !{n}"
 
     def _call(
         self,

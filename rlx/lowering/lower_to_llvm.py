@@ -16,18 +16,18 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.transforms.convert_linalg_to_loops import ConvertLinalgToLoopsPass
-from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
 from rlx.lowering.convert_rlx_to_linalg import ConvertRlxToLinalgPass
 from rlx.lowering.convert_to_llvm import ConvertToLLVMPass
 from rlx.lowering.expand_small_floats import ExpandSmallFloatsPass, RetypeSmallFloatsPass
+from rlx.lowering.loop_hints import ConvertScfToCfPass
 from rlx.lowering.plan_memory import PlanMemoryPass
 from rlx.lowering.split_graph import SplitGraphPass
 
 LOOPS_TO_LLVM: tuple[ModulePass, ...] = (
     ConvertLinalgToLoopsPass(),
-    ConvertScfToCf(),
+    ConvertScfToCfPass(),
     ExpandSmallFloatsPass(),
     ConvertToLLVMPass(),
     RetypeSmallFloatsPass(),

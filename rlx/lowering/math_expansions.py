@@ -93,6 +93,12 @@ EXP_BIASED_ROUND = EXP_ROUND + 127
 one shift by 23 builds 2^n (`exp_nonpositive`, scalar and vector)."""
 EXP_NONPOSITIVE_LO = -87.0
 """`exp_nonpositive` gives 0 below this: rint(LO / ln 2) = -126 keeps 2^n normal."""
+EXP_SUBNORMAL_SHIFT = 64
+"""`exp_nonpositive(subnormal=True)` scales by 2^(n + 64), then by 2^-64: 2^(n + 64) stays
+normal down to n = -190, and the second, exact-where-normal product rounds once into the
+subnormal range (bit for bit the one-step result where that is normal)."""
+EXP_SUBNORMAL_LO = -104.0
+"""Below this exp(x) < 2^-150 rounds to 0 in f32: the subnormal form's cut-off."""
 
 EXP_POLY = (
     1.381459180265665e-3,
@@ -126,6 +132,10 @@ class MathEmitter:
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
         return op.results[0]
+
+    def v(self, op: Operation) -> SSAValue:
+        """`add` under `KernelBuilder`'s name for it (`gemm.vector_act` builds on either)."""
+        return self.add(op)
 
     def const(self, value: float, t: Attribute) -> SSAValue:
         return self.add(constant(value, t))

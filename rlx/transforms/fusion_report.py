@@ -339,24 +339,28 @@ class _Scanner:
             self.miss("matmul_bias_act", user, "activation", f" ({user.name})")
 
 
+def _is_exp_of_minus_abs(v: SSAValue, x: SSAValue) -> bool:
+    """`v` is exp(-|x|) (the logistic formula's exponential)."""
+    e = v.owner
+    n = e.operand.owner if isinstance(e, mathd.ExpOp) else None
+    a = n.operand.owner if isinstance(n, arith.NegfOp) else None
+    return isinstance(a, mathd.AbsFOp) and a.operand is x
+
+
 def _scalar_silu_arg(v: SSAValue) -> int | None:
-    """Block-arg index i when `v` is the scalar silu expansion x * (1 / (1 + exp(-x)))."""
+    """Block-arg index i when `v` is the scalar silu expansion x · sigmoid(x), sigmoid as
+    its formula builds it: select(x < 0, e · r, r), r = 1 / (1 + e), e = exp(-|x|)."""
     op = v.owner
     if not isinstance(op, arith.MulfOp):
         return None
     for x, sig in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-        if not isinstance(x, BlockArgument):
+        sel = sig.owner
+        if not isinstance(x, BlockArgument) or not isinstance(sel, arith.SelectOp):
             continue
-        div = sig.owner
+        div = sel.rhs.owner  # the value where x >= 0: r
         add = div.rhs.owner if isinstance(div, arith.DivfOp) else None
-        exps = [o.owner for o in add.operands] if isinstance(add, arith.AddfOp) else []
-        for e in exps:
-            if (
-                isinstance(e, mathd.ExpOp)
-                and isinstance(n := e.operand.owner, arith.NegfOp)
-                and n.operand is x
-            ):
-                return x.index
+        if isinstance(add, arith.AddfOp) and any(_is_exp_of_minus_abs(o, x) for o in add.operands):
+            return x.index
     return None
 
 

@@ -23,7 +23,7 @@ from rlx.transforms.kernel_dispatch import DispatchConfig, KernelDispatchPass
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 PRIMITIVES = {
-    "rlx.matmul", "rlx.reduce", "rlx.exp", "rlx.div", "rlx.sub", "rlx.mul", "rlx.add",
+    "rlx.matmul", "rlx.reduce", "rlx.exp", "rlx.abs", "rlx.div", "rlx.sub", "rlx.mul", "rlx.add",
     "rlx.tanh", "rlx.erf", "rlx.neg", "rlx.sqrt", "rlx.max", "rlx.relu", "rlx.broadcast_to",
     "rlx.reshape", "rlx.transpose", "rlx.slice", "rlx.concat", "rlx.where", "rlx.compare",
     "rlx.constant", "rlx.param",

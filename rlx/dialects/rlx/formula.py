@@ -59,9 +59,15 @@ class ScalarBuilder(Protocol[V]):
 
 
 def sigmoid(b: ScalarBuilder[V], x: V) -> V:
-    """1 / (1 + exp(-x))."""
+    """1 / (1 + exp(-x)), computed from e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e)
+    below. The exponential's argument is never positive, so it cannot overflow and the
+    math lowering takes its cheap form (`exp_nonpositive`: no clamps, one-step scaling,
+    ~16 instead of ~30 vector instructions); no cancellation for large negative x. NaN
+    propagates; sigmoid(+-inf) = 1, 0."""
     one = b.const(1.0, x)
-    return b.div(one, b.add(one, b.math("exp", b.neg(x))))
+    e = b.math("exp", b.neg(b.abs(x)))
+    r = b.div(one, b.add(one, e))
+    return b.select(b.compare("lt", x, b.const(0.0, x)), b.mul(e, r), r)
 
 
 def gelu(b: ScalarBuilder[V], x: V) -> V:
@@ -72,14 +78,14 @@ def gelu(b: ScalarBuilder[V], x: V) -> V:
 
 def gelu_tanh(b: ScalarBuilder[V], x: V) -> V:
     """0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
-    x / (1 + exp(-2u)): no cancellation in 1 + tanh(u) for large negative x (-100 gives
-    -0.0); at -inf the limit -0.0 (the product form would give -inf · 0 = NaN). -2u is
-    one product with the constant -2·√(2/π): the same value bit for bit as (√(2/π)·s)·-2
-    (a power-of-two factor commutes with rounding), one multiply less per element."""
+    x · sigmoid(2u) (`sigmoid`'s form: exp of -|2u| only, no cancellation in 1 + tanh(u)
+    for large negative x: -100 gives -0.0); at -inf the limit -0.0 (the product form
+    would give -inf · 0 = NaN). 2u is one product with the constant 2·√(2/π): the same
+    value bit for bit as (√(2/π)·s)·2 (a power-of-two factor commutes with rounding), one
+    multiply less per element."""
     cube = b.mul(b.mul(b.mul(b.const(0.044715, x), x), x), x)
-    minus_2u = b.mul(b.const(-2.0 * math.sqrt(2.0 / math.pi), x), b.add(x, cube))
-    e = b.math("exp", minus_2u)
-    y = b.div(x, b.add(b.const(1.0, x), e))
+    two_u = b.mul(b.const(2.0 * math.sqrt(2.0 / math.pi), x), b.add(x, cube))
+    y = b.mul(x, sigmoid(b, two_u))
     return b.select(b.compare("eq", x, b.const(float("-inf"), x)), b.const(-0.0, x), y)
 
 

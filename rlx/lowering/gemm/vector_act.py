@@ -2,18 +2,21 @@
 blocked conv kernels, `conv_blocked.VectorEpilogue`): sigmoid, silu, hard_swish and
 gelu_tanh, besides relu / clip (`llvm.maximum` / `minimum`).
 
-They compute the formulas of `rlx.dialects.rlx.formula` / the ops (`HardSwishOp`), with
-one change where it saves work: the logistic function takes `exp` of `-|x|` only, so
-the exponential never overflows and needs neither the clamps nor the two-step scaling of
-the general expansion (`@__rlx_exp_f32`, ~35 vector instructions):
+They compute the formulas of `rlx.dialects.rlx.formula` / the ops (`HardSwishOp`) in the
+same order; the logistic function takes `exp` of `-|x|` only, as its formula does, so the
+exponential never overflows and needs neither the clamps nor the two-step scaling of the
+general expansion (`@__rlx_exp_f32`, ~35 vector instructions):
 
     e = exp(-|x|)                         (exp_nonpositive: ~16 instructions, < 1 ulp)
     sigmoid(x) = 1 / (1 + e)   for x >= 0
                  e / (1 + e)   otherwise  (no cancellation for large negative x)
 
-so sigmoid is within ~2 ulp of the formula's `1 / (1 + exp(-x))` (one division either
-way). NaN propagates; sigmoid(+-inf) = 1 / 0, silu(-inf) = -inf * 0 = NaN as the
-formula gives, gelu_tanh(-inf) = -0.0 as its formula special-cases.
+NaN propagates; sigmoid(+-inf) = 1 / 0, silu(-inf) = -inf * 0 = NaN as the formula
+gives, gelu_tanh(-inf) = -0.0 as its formula special-cases.
+
+`exp_nonpositive` and the helpers below also take scalar f32 values and any builder with
+`v(op)` and `const(value, type)`: `convert-math-to-llvm` expands a `math.exp` whose
+operand is `-|y|` with it (`math_expansions.MathEmitter`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from rlx.lowering.math_expansions import (
     EXP_LOG2E,
     EXP_NONPOSITIVE_LO,
     EXP_POLY,
+    EXP_SUBNORMAL_LO,
+    EXP_SUBNORMAL_SHIFT,
 )
 
 if TYPE_CHECKING:
@@ -43,8 +48,11 @@ ACTIVATIONS = ("sigmoid", "silu", "hard_swish", "gelu_tanh")
 
 
 def splat(kb: KernelBuilder, value: float | int, like: SSAValue) -> SSAValue:
-    """`value` in every lane of a vector of `like`'s type (f32 or i32 lanes)."""
+    """`value` in every lane of a vector of `like`'s type (f32 or i32 lanes); the scalar
+    constant where `like` is a scalar."""
     vt: Attribute = like.type
+    if not isinstance(vt, VectorType):
+        return kb.const(value, vt)
     lanes = vt.get_shape()[0]  # type: ignore[attr-defined]
     et = vt.element_type  # type: ignore[attr-defined]
     undef = kb.v(llvm.UndefOp(vt))
@@ -52,23 +60,31 @@ def splat(kb: KernelBuilder, value: float | int, like: SSAValue) -> SSAValue:
     return kb.v(llvm.ShuffleVectorOp(one, undef, DenseArrayBase.from_list(i32, [0] * lanes), vt))
 
 
+def _suffix(t: Attribute) -> str:
+    """An intrinsic's type suffix for f32 or `vector<N x f32>`: f32, vNf32."""
+    return f"v{t.get_shape()[0]}f32" if isinstance(t, VectorType) else "f32"
+
+
+def _like(et: Attribute, x: SSAValue) -> Attribute:
+    """`et`, or a vector of `et` with `x`'s lanes where `x` is a vector."""
+    return VectorType(et, x.type.get_shape()) if isinstance(x.type, VectorType) else et
+
+
 def fma(kb: KernelBuilder, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
     """a * b + c lane-wise (`llvm.fmuladd`: one FMA where the target has it)."""
     t: Attribute = a.type
-    name = f"llvm.fmuladd.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
-    return kb.v(llvm.CallIntrinsicOp(name, [a, b, c], [t]))
+    return kb.v(llvm.CallIntrinsicOp(f"llvm.fmuladd.{_suffix(t)}", [a, b, c], [t]))
 
 
 def intrinsic2(kb: KernelBuilder, name: str, a: SSAValue, b: SSAValue) -> SSAValue:
     """The two-operand f32-vector intrinsic `llvm.<name>` (maximum, minimum, ...)."""
     t: Attribute = a.type
-    full = f"llvm.{name}.v{t.get_shape()[0]}f32"  # type: ignore[attr-defined]
-    return kb.v(llvm.CallIntrinsicOp(full, [a, b], [t]))
+    return kb.v(llvm.CallIntrinsicOp(f"llvm.{name}.{_suffix(t)}", [a, b], [t]))
 
 
 def _less(kb: KernelBuilder, a: SSAValue, b: SSAValue, pred: str = "olt") -> SSAValue:
     """`a pred b` per lane (`vector<B x i1>`; xDSL's `llvm.fcmp` builder makes scalars)."""
-    mask = VectorType(i1, a.type.get_shape())  # type: ignore[attr-defined]
+    mask = _like(i1, a)
     props = {"predicate": IntegerAttr(llvm.FCmpPredicateFlag(pred).to_int(), i64),
              "fastmathFlags": NO_FASTMATH}  # fmt: skip
     return kb.v(make(llvm.FCmpOp, (a, b), (mask,), props))
@@ -87,28 +103,44 @@ def _add(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     return kb.v(llvm.FAddOp(a, b))
 
 
-def exp_nonpositive(kb: KernelBuilder, x: SSAValue) -> SSAValue:
-    """exp(x) per lane for x <= 0: `fast_exp.exp_nonpositive` on vectors, the same ops
+def exp_nonpositive(kb: KernelBuilder, x: SSAValue, subnormal: bool = False) -> SSAValue:
+    """exp(x) per lane for x <= 0: `fast_exp.exp_nonpositive` on llvm values, the same ops
     in the same order (range reduction, degree-6 `EXP_POLY` by Horner's rule with
     `llvm.fmuladd`, biased rounding constant; x < -87: 0; NaN in, NaN out), so the same
-    bits lane for lane on every target (`tests/unit/test_exp_nonpositive_forms.py`)."""
+    bits lane for lane on every target (`tests/unit/test_exp_nonpositive_forms.py`).
+
+    `subnormal`: results below 2^-126 are kept (gradual underflow, 0 only below -104)
+    by scaling in two steps (`EXP_SUBNORMAL_SHIFT`), one multiply more; the same bits
+    where the result is normal. The logistic function takes this form: x · sigmoid(x)
+    and gelu_tanh multiply a subnormal exp back into the normal range (gelu_tanh(-10)
+    = -1.2e-37)."""
     c = lambda v: splat(kb, v, x)  # noqa: E731
-    shifted = fma(kb, x, c(EXP_LOG2E), c(EXP_BIASED_ROUND))
-    n = kb.v(llvm.FSubOp(shifted, c(EXP_BIASED_ROUND)))
+    rounding = EXP_BIASED_ROUND + (EXP_SUBNORMAL_SHIFT if subnormal else 0)
+    shifted = fma(kb, x, c(EXP_LOG2E), c(rounding))
+    n = kb.v(llvm.FSubOp(shifted, c(rounding)))
     r = fma(kb, n, c(-EXP_LN2_HI), x)
     r = fma(kb, n, c(-EXP_LN2_LO), r)
     y = c(EXP_POLY[0])
     for coef in EXP_POLY[1:]:
         y = fma(kb, y, r, c(coef))
-    vi = VectorType(i32, x.type.get_shape())  # type: ignore[attr-defined]
+    vi = _like(i32, x)
     bits = kb.v(llvm.BitcastOp(shifted, vi))
     scale = kb.v(llvm.BitcastOp(kb.v(llvm.ShlOp(bits, splat(kb, 23, bits))), x.type))
-    return _select(kb, _less(kb, x, c(EXP_NONPOSITIVE_LO)), c(0.0), _mul(kb, y, scale))
+    res = _mul(kb, y, scale)
+    if subnormal:
+        res = _mul(kb, res, c(2.0**-EXP_SUBNORMAL_SHIFT))
+    lo = EXP_SUBNORMAL_LO if subnormal else EXP_NONPOSITIVE_LO
+    return _select(kb, _less(kb, x, c(lo)), c(0.0), res)
+
+
+def exp_nonpositive_subnormal(kb: KernelBuilder, x: SSAValue) -> SSAValue:
+    """`exp_nonpositive(subnormal=True)`: the form the logistic function uses."""
+    return exp_nonpositive(kb, x, subnormal=True)
 
 
 def sigmoid(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     """1 / (1 + exp(-x)) per lane, from exp(-|x|) (module docstring)."""
-    e = exp_nonpositive(kb, kb.v(llvm.FNegOp(kb.v(llvm.FAbsOp(x, x.type)))))
+    e = exp_nonpositive_subnormal(kb, kb.v(llvm.FNegOp(kb.v(llvm.FAbsOp(x, x.type)))))
     r = kb.v(llvm.FDivOp(splat(kb, 1.0, x), _add(kb, e, splat(kb, 1.0, x))))
     return _select(kb, _less(kb, x, splat(kb, 0.0, x)), _mul(kb, e, r), r)
 

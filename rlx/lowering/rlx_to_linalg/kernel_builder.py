@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import xdsl.dialects.linalg.ops as linalg
 from xdsl.dialects import arith, memref, scf
@@ -23,6 +23,7 @@ from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
+from rlx.lowering import loop_hints
 from rlx.lowering.rlx_to_linalg.scalar_builder import ScalarBuilder
 from rlx.lowering.rlx_to_linalg.static_ops import static_memref
 from rlx.lowering.rlx_to_linalg.types import (
@@ -193,13 +194,26 @@ class KernelBuilder(ScalarBuilder):
     # -- control flow ----------------------------------------------------------------
 
     @contextmanager
-    def loop(self, ub: int | SSAValue, lb: int | SSAValue = 0, step: int = 1) -> Iterator[SSAValue]:
-        """`scf.for %iv = lb to ub step step` with the body built inside the `with`."""
+    def loop(
+        self,
+        ub: int | SSAValue,
+        lb: int | SSAValue = 0,
+        step: int = 1,
+        interleave: int | Literal["auto"] | None = None,
+    ) -> Iterator[SSAValue]:
+        """`scf.for %iv = lb to ub step step` with the body built inside the `with`;
+        `interleave`: the loop vectorizer's interleave count (`loop_hints`; "auto": 2
+        where the body computes an expanded math function, decided once it is built)."""
         body = Block(arg_types=[INDEX])
-        self.add(scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), [], body))
+        op = scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), [], body)
+        if isinstance(interleave, int):
+            loop_hints.hint(op, interleave)
+        self.add(op)
         with self.at(body):
             yield body.args[0]
             self.add(scf.YieldOp())
+        if interleave == "auto":
+            loop_hints.auto(op)
 
     @contextmanager
     def nest(self, bounds: Sequence[int | SSAValue]) -> Iterator[list[SSAValue]]:

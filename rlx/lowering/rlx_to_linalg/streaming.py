@@ -173,7 +173,7 @@ def row(
         start = kb.imax(kb.subi(end, kb.idx(blk)), kb.idx(0))
         stop = kb.imin(end, n)
         count = kb.subi(stop, start)
-        with kb.loop(count) as j:
+        with kb.loop(count, interleave="auto") as j:
             kb.store(value(kb.addi(start, j)), stage, [j])
         # whole lines (none in the head block: it is shorter than a line)
         lines = kb.select(ok, kb.idiv(count, per_line), kb.idx(0))

@@ -160,7 +160,7 @@ def _loops(
 
             streaming.row(kb, bufs[-1], bases[-1], dims[d], value)
             return
-        with kb.loop(dims[d]) as iv:
+        with kb.loop(dims[d], interleave="auto" if d == rank - 1 else None) as iv:
             level(d + 1, [_step(kb, bs, iv, st[d]) for bs, st in zip(bases, strides, strict=True)])
 
     level(0, offsets)

@@ -6,7 +6,8 @@
 
 // CHECK:     {{^}}apply-pdl {{ *}}[xdsl]
 // CHECK:     {{^}}canonicalize {{ *}}[{{rlx|xdsl}}]
-// CHECK:     {{^}}convert-scf-to-cf {{ *}}[xdsl]  Lower `scf.for` and `scf.if` to unstructured control flow.
+// CHECK:     {{^}}convert-linalg-to-loops {{ *}}[xdsl]  Converts a linalg structured ops to perfectly nested loops.
+// CHECK:     {{^}}convert-scf-to-cf {{ *}}[rlx]  Lower `scf.for` and `scf.if` to unstructured control flow, loop hints kept.
 // CHECK:     {{^}}cse {{ *}}[{{rlx|xdsl}}]
 // CHECK:     {{^}}reconcile-unrealized-casts {{ *}}[{{rlx|xdsl}}]
 // CHECK-NOT: failed to load

@@ -178,3 +178,40 @@ func.func @log1p_expm1(%x: f32) -> (f32, f32) {
 // CHECK:       llvm.func internal @__rlx_log1p_f32(
 // CHECK:         llvm.call_intrinsic "llvm.log.f32"
 // CHECK:       llvm.func internal @__rlx_expm1_f32(
+
+// -----
+
+// exp of -|x| (the logistic function's form) takes the cheap expansion for x <= 0 (no
+// clamps, one-step scaling), also through an f16 extension; exp of -x, of |x| and of a
+// plain value keep the general one.
+func.func @exp_nonpositive(%x: f32, %h: f16) -> f32 {
+  %a = math.absf %x : f32
+  %n = arith.negf %a : f32
+  %0 = math.exp %n : f32
+  %m = arith.negf %x : f32
+  %1 = math.exp %m : f32
+  %2 = math.exp %a : f32
+  %ha = math.absf %h : f16
+  %hn = arith.negf %ha : f16
+  %3 = math.exp %hn : f16
+  %4 = arith.extf %3 : f16 to f32
+  %s = arith.addf %0, %1 : f32
+  %t = arith.addf %s, %2 : f32
+  %u = arith.addf %t, %4 : f32
+  func.return %u : f32
+}
+
+// CHECK-LABEL: func.func @exp_nonpositive
+// CHECK:         %{{.*}} = llvm.call @__rlx_exp_nonpositive_f32(%{{.*}}) : (f32) -> f32
+// CHECK:         %{{.*}} = llvm.call @__rlx_exp_f32(%{{.*}}) : (f32) -> f32
+// CHECK-NEXT:    %{{.*}} = llvm.call @__rlx_exp_f32(%{{.*}}) : (f32) -> f32
+// CHECK:         %[[W:.*]] = llvm.fpext %hn : f16 to f32
+// CHECK-NEXT:    %{{.*}} = llvm.call @__rlx_exp_nonpositive_f32(%[[W]]) : (f32) -> f32
+// CHECK:       llvm.func internal @__rlx_exp_nonpositive_f32(%{{.*}}: f32) -> f32 attributes {passthrough = ["alwaysinline"]}
+// CHECK-NOT:     llvm.call @
+// CHECK-NOT:     llvm.fcmp "ogt"
+// CHECK:         llvm.shl
+// CHECK:         llvm.fcmp "olt"
+// CHECK:         llvm.return
+// NOEXPAND-LABEL: func.func @exp_nonpositive
+// NOEXPAND-NOT:   __rlx_exp
