@@ -43,7 +43,7 @@ def _inputs(n: int, dt: type) -> np.ndarray:
 
 @pytest.mark.parametrize("t", list(TYPES))
 @pytest.mark.parametrize("op", ["sigmoid", "silu", "gelu_tanh"])
-@pytest.mark.parametrize("n", [1, 7, 17, 22, 61, 1000])
+@pytest.mark.parametrize("n", [1, 17, 1000])
 def test_logistic_ops_match_the_reference(op: str, t: str, n: int) -> None:
     text = _module(op, t, n)
     x = _inputs(n, TYPES[t])
