@@ -160,7 +160,9 @@ def _lower_float(
     if kind is math.ExpOp:
         if expand_exp and is_f32 and known_nonpositive(op.operands[0]):
             return e.helper(
-                "__rlx_exp_nonpositive_f32", args[0], vector_act.exp_nonpositive_subnormal
+                "__rlx_exp_nonpositive_f32",
+                args[0],
+                lambda h, x: vector_act.exp_nonpositive(h, x, subnormal=True),
             )
         if expand_exp and is_f32:
             return e.helper("__rlx_exp_f32", args[0], exp_f32_ldexp if exp_ldexp else exp_f32)

@@ -133,14 +133,10 @@ def exp_nonpositive(kb: KernelBuilder, x: SSAValue, subnormal: bool = False) -> 
     return _select(kb, _less(kb, x, c(lo)), c(0.0), res)
 
 
-def exp_nonpositive_subnormal(kb: KernelBuilder, x: SSAValue) -> SSAValue:
-    """`exp_nonpositive(subnormal=True)`: the form the logistic function uses."""
-    return exp_nonpositive(kb, x, subnormal=True)
-
-
 def sigmoid(kb: KernelBuilder, x: SSAValue) -> SSAValue:
     """1 / (1 + exp(-x)) per lane, from exp(-|x|) (module docstring)."""
-    e = exp_nonpositive_subnormal(kb, kb.v(llvm.FNegOp(kb.v(llvm.FAbsOp(x, x.type)))))
+    minus_abs = kb.v(llvm.FNegOp(kb.v(llvm.FAbsOp(x, x.type))))
+    e = exp_nonpositive(kb, minus_abs, subnormal=True)
     r = kb.v(llvm.FDivOp(splat(kb, 1.0, x), _add(kb, e, splat(kb, 1.0, x))))
     return _select(kb, _less(kb, x, splat(kb, 0.0, x)), _mul(kb, e, r), r)
 
