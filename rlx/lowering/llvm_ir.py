@@ -347,7 +347,10 @@ class _FunctionEmitter:
 
     def _loop_hint(self, op: llvm.BrOp) -> str:
         """`, !llvm.loop !n` for a back edge hinted by `loop_hints`, else nothing."""
-        count = interleave_of(op)
+        try:
+            count = interleave_of(op)
+        except ValueError as e:
+            raise ValueError(f"to_llvm_ir: {e}") from None
         if count is None:
             return ""
         meta = self.parent.loop_metadata

@@ -36,10 +36,14 @@ INTERLEAVE = "rlx.interleave"
 """Discardable attribute (i64) naming the interleave count of the loop it is on."""
 
 
+def _bad(value: object) -> str:
+    return f"{INTERLEAVE} must be an integer >= 1, got {value}"
+
+
 def hint(op: scf.ForOp, interleave: int) -> None:
     """Ask LLVM to interleave the loop `op` `interleave` times (see the module docstring)."""
     if interleave < 1:
-        raise ValueError(f"loop hint: interleave count must be >= 1, got {interleave}")
+        raise ValueError(_bad(interleave))
     op.attributes[INTERLEAVE] = IntegerAttr(interleave, i64)
 
 
@@ -58,9 +62,14 @@ def auto(op: scf.ForOp) -> None:
 
 
 def interleave_of(op: builtin.Operation) -> int | None:
-    """The interleave count hinted on `op` (an `scf.for`, `cf.br` or `llvm.br`), or None."""
+    """The interleave count hinted on `op` (an `scf.for`, `cf.br` or `llvm.br`), None
+    without a hint; ValueError for a hint that is not an integer >= 1."""
     attr = op.attributes.get(INTERLEAVE)
-    return attr.value.data if isinstance(attr, IntegerAttr) else None
+    if attr is None:
+        return None
+    if not (isinstance(attr, IntegerAttr) and attr.value.data >= 1):
+        raise ValueError(_bad(attr))
+    return attr.value.data
 
 
 class HintedForLowering(ForLowering):
@@ -69,13 +78,11 @@ class HintedForLowering(ForLowering):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, for_op: scf.ForOp, rewriter: PatternRewriter) -> None:
+        try:
+            interleave_of(for_op)
+        except ValueError as e:
+            fail(for_op, f"convert-scf-to-cf: {e}")
         attr = for_op.attributes.get(INTERLEAVE)
-        if attr is not None and not (
-            isinstance(attr, IntegerAttr)
-            and isinstance(attr.value.data, int)
-            and attr.value.data >= 1
-        ):
-            fail(for_op, f"convert-scf-to-cf: {INTERLEAVE} must be an integer >= 1, got {attr}")
         entry, header = for_op.parent_block(), for_op.body.first_block
         super().match_and_rewrite(for_op, rewriter)
         if attr is None or header is None:
