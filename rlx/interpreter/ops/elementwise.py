@@ -32,9 +32,13 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) in x's (float) dtype."""
+    """1 / (1 + exp(-x)) in x's (float) dtype, from e = exp(-|x|): 1 / (1 + e) for x >= 0,
+    e / (1 + e) below (exp(-x) would overflow for x < -88 in f32 and give 0 where the
+    value is a subnormal)."""
     one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    r = one / (one + e)
+    return np.where(x < 0, e * r, r)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -45,12 +49,11 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """tanh gelu: 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
-    x / (1 + exp(-2u)) (no cancellation in 1 + tanh(u) for large negative x: -100 gives
-    -0.0); at -inf the limit -0.0 (the formula would give -inf · 0 = NaN)."""
+    x · sigmoid(2u) (no cancellation in 1 + tanh(u) for large negative x: -10 gives
+    -1.2e-37, -100 -0.0); at -inf the limit -0.0 (the formula would give -inf · 0 = NaN)."""
     t = x.dtype.type
-    inner = t(math.sqrt(2.0 / math.pi)) * (x + t(0.044715) * x * x * x)
-    y = x / (t(1) + np.exp(inner * t(-2)))
-    return np.where(x == -np.inf, t(-0.0), y)
+    two_u = t(2.0 * math.sqrt(2.0 / math.pi)) * (x + t(0.044715) * x * x * x)
+    return np.where(x == -np.inf, t(-0.0), x * sigmoid(two_u))
 
 
 def silu(x: np.ndarray) -> np.ndarray:
